@@ -1,0 +1,192 @@
+"""The ``biaslab`` command: list | run | show | report | data.
+
+Errors a user can fix (unknown names, bad values, missing data, unwritable directories, corrupt
+checkpoints) print one line on stderr and exit with status 2; nothing is marked complete.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+from pathlib import Path
+
+from biaslab import __version__
+from biaslab.errors import BiaslabError
+
+EPILOG = """examples:
+  biaslab list
+  biaslab run xor --quick
+  biaslab run mnist-mlp --seed 1 --set epochs=3 --set lr=0.002
+  biaslab run --resume runs/mnist-mlp-20261121-120000-0
+  biaslab show runs/xor-20261121-120000-0
+  biaslab report runs
+  biaslab run workshop --quick     # every lab, one HTML index
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="biaslab", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+        description="biaslab - the inductive-bias laboratory: every lab of the workshop and "
+                    "every quantitative claim of the lecture notes as a runnable experiment "
+                    "that writes numbers, figures and an HTML report.")
+    parser.add_argument("--version", action="version", version=f"biaslab {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    sub.add_parser("list", help="list the experiments, grouped by workshop day")
+
+    p = sub.add_parser(
+        "run", help="run an experiment", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run an experiment and write its run directory: config.json, "
+                    "metrics.jsonl, results.json (each claim from the notes beside the measured "
+                    "value), figures/, report.html and COMPLETE (written last).")
+    p.add_argument("name", nargs="?", help="experiment name (see 'biaslab list')")
+    prof = p.add_mutually_exclusive_group()
+    prof.add_argument("--quick", dest="profile", action="store_const", const="quick",
+                      help="smoke-test profile: seconds, tiny data (claims may not hold)")
+    prof.add_argument("--full", dest="profile", action="store_const", const="full",
+                      help="paper-scale profile, meant for a GPU")
+    p.add_argument("--seed", type=int, default=0, help="random seed; fixes a CPU run (default 0)")
+    p.add_argument("--out", metavar="DIR", help="run directory (default runs/<name>-<time>-<seed>)")
+    p.add_argument("--runs-dir", metavar="DIR", default="runs",
+                   help="where new run directories go (default ./runs)")
+    p.add_argument("--set", dest="sets", action="append", metavar="KEY=VALUE", default=[],
+                   help="override a config value; repeatable (see 'biaslab config NAME')")
+    p.add_argument("--resume", metavar="DIR", help="continue an unfinished run from its checkpoints")
+    p.add_argument("--no-progress", action="store_true", help="never show progress bars")
+
+    p = sub.add_parser("show", help="print a run's results as a table")
+    p.add_argument("run_dir", metavar="RUN_DIR")
+
+    p = sub.add_parser("config", help="print an experiment's config keys and profile values")
+    p.add_argument("name")
+
+    p = sub.add_parser("report", help="write an HTML index of all runs linking each report")
+    p.add_argument("runs_dir", nargs="?", default="runs", metavar="RUNS_DIR",
+                   help="directory holding run directories (default ./runs)")
+
+    p = sub.add_parser("data", help="prepare or inspect the data caches")
+    p.add_argument("action", choices=["prepare", "info"],
+                   help="prepare: convert the MNIST CSVs to the cache; info: where data lives")
+    return parser
+
+
+def cmd_list() -> None:
+    from biaslab.registry import DAY_TITLES, all_experiments
+
+    day = None
+    width = max(len(e.name) for e in all_experiments())
+    for exp in all_experiments():
+        if exp.day != day:
+            day = exp.day
+            print(("\n" if day != all_experiments()[0].day else "") + DAY_TITLES.get(day, f"Day {day}"))
+        print(f"  {exp.name:<{width}}  {exp.summary}")
+
+
+def cmd_run(args) -> int:
+    from biaslab.config import parse_set_args
+    from biaslab.runner import print_summary, run
+
+    overrides = parse_set_args(args.sets)
+    if args.resume and args.profile:
+        raise BiaslabError("--quick/--full cannot be combined with --resume (the run keeps its profile)")
+    command = "biaslab " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    try:
+        result = run(args.name, profile=args.profile or "default", seed=args.seed, out=args.out,
+                     resume=args.resume, runs_dir=args.runs_dir,
+                     progress=False if args.no_progress else None, command=command, **overrides)
+    except KeyboardInterrupt:
+        print("\ninterrupted; continue with: biaslab run --resume <run dir>", file=sys.stderr)
+        return 130
+    print_summary(result)
+    return 0
+
+
+def cmd_show(run_dir: str) -> None:
+    from biaslab.report.html import format_value
+    from biaslab.runs import COMPLETE, read_json
+
+    path = Path(run_dir)
+    if not (path / "config.json").is_file():
+        raise BiaslabError(f"{path} is not a run directory (no config.json)")
+    cfg = read_json(path / "config.json")
+    status = "complete" if (path / COMPLETE).exists() else "unfinished"
+    print(f"{cfg['experiment']}  profile={cfg['profile']}  seed={cfg['seed']}  [{status}]")
+    if not (path / "results.json").exists():
+        print("no results yet" + (f"; continue with: biaslab run --resume {path}" if status == "unfinished" else ""))
+        return
+    res = read_json(path / "results.json")
+    rows = [(k, format_value(v)) for k, v in res.get("metrics", {}).items()]
+    if rows:
+        w = max(len(k) for k, _ in rows)
+        print("\nmetrics")
+        for k, v in rows:
+            print(f"  {k:<{w}}  {v}")
+    if res.get("claims"):
+        print("\nclaims")
+        for c in res["claims"]:
+            verdict = {True: "PASS", False: "FAIL", None: "----"}[c.get("passed")]
+            print(f"  [{verdict}] {c['claim']}\n         expected {c['expected']}, "
+                  f"measured {format_value(c['measured'])}")
+    print(f"\nreport: {path / 'report.html'}")
+
+
+def cmd_config(name: str) -> None:
+    from biaslab.config import to_dict
+    from biaslab.registry import get
+
+    exp = get(name)
+    cfgs = {p: to_dict(exp.make_config(p)) for p in ("quick", "default", "full")}
+    w = max(len(k) for k in cfgs["default"])
+    print(f"{'key':<{w}}  {'quick':>12}  {'default':>12}  {'full':>12}")
+    for k in cfgs["default"]:
+        print(f"{k:<{w}}  " + "  ".join(f"{str(cfgs[p][k]):>12}" for p in cfgs))
+
+
+def cmd_report(runs_dir: str) -> None:
+    from biaslab.report.html import render_index
+
+    print(render_index(Path(runs_dir)))
+
+
+def cmd_data(action: str) -> None:
+    from biaslab.data import data_dir, load_mnist
+
+    if action == "prepare":
+        mnist = load_mnist()
+        print(f"MNIST ready: {len(mnist.x_train)} train / {len(mnist.x_test)} test images in {data_dir()}")
+    else:
+        print(f"data cache: {data_dir()}  (set BIASLAB_DATA to move it)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "list":
+            cmd_list()
+        elif args.command == "run":
+            return cmd_run(args)
+        elif args.command == "show":
+            cmd_show(args.run_dir)
+        elif args.command == "config":
+            cmd_config(args.name)
+        elif args.command == "report":
+            cmd_report(args.runs_dir)
+        elif args.command == "data":
+            cmd_data(args.action)
+        else:
+            parser.print_help()
+            return 2
+    except BiaslabError as exc:
+        print(f"biaslab: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # `biaslab list | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,129 @@
+"""Frozen dataclass configs, ``--set key=value`` overrides and JSON round-trip.
+
+Every experiment declares one frozen dataclass of plain fields (int, float, bool, str, or tuples
+of those). A *profile* (``quick``, ``default``, ``full``) is a dict of overrides applied to the
+dataclass defaults; ``--set`` overrides are applied last. Values given as strings (from the
+command line) are parsed into the field's type; anything that does not fit is a
+:class:`~biaslab.errors.ConfigError` with one line that names the key and the expected type.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+import types
+import typing
+from typing import Any, Mapping
+
+from biaslab.errors import ConfigError
+
+_TRUE = {"true", "1", "yes", "on"}
+_FALSE = {"false", "0", "no", "off"}
+
+
+def field_types(cls) -> dict[str, Any]:
+    """Map each field name of dataclass ``cls`` to its resolved type."""
+    hints = typing.get_type_hints(cls)
+    return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
+
+
+def _type_name(tp) -> str:
+    if tp is int:
+        return "an integer"
+    if tp is float:
+        return "a number"
+    if tp is bool:
+        return "true or false"
+    if tp is str:
+        return "a string"
+    return f"a value of type {getattr(tp, '__name__', str(tp))}"
+
+
+def _unwrap_optional(tp):
+    """``int | None`` -> (int, True); ``int`` -> (int, False)."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(args) == 1 and len(typing.get_args(tp)) == 2:
+            return args[0], True
+    return tp, False
+
+
+def parse_value(key: str, raw: Any, tp) -> Any:
+    """Convert ``raw`` (a string from the command line, or a Python value) to type ``tp``."""
+    tp, optional = _unwrap_optional(tp)
+    if optional and (raw is None or (isinstance(raw, str) and raw.lower() in {"none", "null"})):
+        return None
+    if typing.get_origin(tp) is tuple:
+        (item_tp, *rest) = typing.get_args(tp)
+        if isinstance(raw, str):
+            parts = [p for p in raw.replace("(", "").replace(")", "").split(",") if p.strip()]
+        elif isinstance(raw, (list, tuple)):
+            parts = list(raw)
+        else:
+            raise ConfigError(f"{key}={raw!r}: expected a comma-separated list")
+        return tuple(parse_value(key, p, item_tp) for p in parts)
+    if isinstance(raw, str):
+        text = raw.strip()
+        try:
+            if tp is bool:
+                if text.lower() in _TRUE:
+                    return True
+                if text.lower() in _FALSE:
+                    return False
+                raise ValueError
+            if tp is int:
+                return int(text)
+            if tp is float:
+                return float(text)
+            if tp is str:
+                return text
+        except ValueError:
+            pass
+        raise ConfigError(f"{key}={raw!r}: expected {_type_name(tp)}")
+    # A Python value (from biaslab.run(...) or a JSON file).
+    if tp is float and isinstance(raw, (int, float)) and not isinstance(raw, bool):
+        return float(raw)
+    if tp in (int, bool, str) and type(raw) is tp:
+        return raw
+    raise ConfigError(f"{key}={raw!r}: expected {_type_name(tp)}")
+
+
+def apply_overrides(cfg, overrides: Mapping[str, Any], context: str = ""):
+    """Return a copy of ``cfg`` with ``overrides`` applied (values parsed and type-checked)."""
+    if not overrides:
+        return cfg
+    types_ = field_types(type(cfg))
+    changes = {}
+    for key, raw in overrides.items():
+        if key not in types_:
+            close = difflib.get_close_matches(key, list(types_), n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            where = f" for {context}" if context else ""
+            raise ConfigError(
+                f"unknown config key '{key}'{where}{hint} (keys: {', '.join(sorted(types_))})"
+            )
+        changes[key] = parse_value(key, raw, types_[key])
+    return dataclasses.replace(cfg, **changes)
+
+
+def parse_set_args(pairs: list[str] | None) -> dict[str, str]:
+    """Parse ``["lr=0.1", "epochs=3"]`` into ``{"lr": "0.1", "epochs": "3"}``."""
+    out: dict[str, str] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--set expects key=value, got '{pair}'")
+        out[key.strip()] = value
+    return out
+
+
+def to_dict(cfg) -> dict[str, Any]:
+    """The config as a JSON-ready dict (tuples become lists)."""
+    return json.loads(json.dumps(dataclasses.asdict(cfg)))
+
+
+def from_dict(cls, data: Mapping[str, Any]):
+    """Rebuild a config of class ``cls`` from :func:`to_dict` output (strictly type-checked)."""
+    return apply_overrides(cls(), dict(data), context=cls.__name__)

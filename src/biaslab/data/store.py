@@ -1,0 +1,148 @@
+"""Where biaslab keeps its data files, and how it writes them safely.
+
+Every file biaslab caches (for example the converted MNIST arrays) lives in :func:`data_dir`.
+Files are written *atomically*: the bytes go to a temporary file in the same directory, are
+flushed to disk, and only then renamed over the target with :func:`os.replace`. A crash or an
+error half-way through therefore never leaves a truncated file behind — either the old file (or
+none) or the complete new one is there.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import zipfile
+import zlib
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from biaslab.errors import BiaslabError, DataFormatError
+
+__all__ = ["data_dir", "atomic_write_bytes", "atomic_save_npz", "load_npz"]
+
+ENV_VAR = "BIASLAB_DATA"
+_UMASK = os.umask(0)  # read the process umask (it can only be read by setting it) ...
+os.umask(_UMASK)  # ... and restore it at once; new files get the usual 0o666 & ~umask mode.
+
+
+def data_dir() -> Path:
+    """Return the directory for biaslab's cached data, creating it if needed.
+
+    Returns:
+        ``$BIASLAB_DATA`` when that variable is set (and not empty), else ``~/.cache/biaslab``.
+
+    Raises:
+        BiaslabError: the directory cannot be created or is not writable.
+    """
+    configured = os.environ.get(ENV_VAR, "").strip()
+    path = Path(configured).expanduser() if configured else Path.home() / ".cache" / "biaslab"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BiaslabError(
+            f"cannot create the data directory {path} ({exc.strerror or exc}); "
+            f"set {ENV_VAR} to a writable directory"
+        ) from None
+    if not path.is_dir() or not os.access(path, os.W_OK | os.X_OK):
+        raise BiaslabError(
+            f"the data directory {path} is not a writable directory; "
+            f"set {ENV_VAR} to a writable directory"
+        )
+    return path
+
+
+def _atomic_write(path: str | os.PathLike, write: Callable) -> Path:
+    """Call ``write(fileobj)`` on a temporary file next to ``path``, then rename it over ``path``.
+
+    On any failure the temporary file is removed and ``path`` is left untouched.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.chmod(tmp_name, 0o666 & ~_UMASK)  # mkstemp creates private (0o600) files
+        with os.fdopen(fd, "wb") as handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp_name, path)
+    except BaseException:
+        try:
+            os.unlink(tmp_name)
+        except FileNotFoundError:
+            pass
+        raise
+    _fsync_dir(path.parent)
+    return path
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Make the rename durable where the platform allows it (best effort)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically (temp file + fsync + rename).
+
+    Args:
+        path: target file; its parent directory is created if missing.
+        data: the complete file contents.
+
+    Returns:
+        The target path.
+    """
+    return _atomic_write(path, lambda handle: handle.write(data))
+
+
+def atomic_save_npz(path: str | os.PathLike, **arrays: np.ndarray) -> Path:
+    """Save ``arrays`` to a compressed ``.npz`` file atomically.
+
+    Args:
+        path: target file (written exactly as named; no ``.npz`` suffix is appended).
+        **arrays: the arrays to store, by name (as for :func:`numpy.savez_compressed`).
+
+    Returns:
+        The target path.
+    """
+    return _atomic_write(path, lambda handle: np.savez_compressed(handle, **arrays))
+
+
+def load_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """Load every array of an ``.npz`` file into memory (pickled objects are refused).
+
+    Args:
+        path: the ``.npz`` file.
+
+    Returns:
+        A dict from array name to array.
+
+    Raises:
+        BiaslabError: the file does not exist.
+        DataFormatError: the file is corrupt or not an ``.npz`` archive.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise BiaslabError(f"no such data file: {path}")
+    try:
+        with open(path, "rb") as handle:  # our own handle: closed even when np.load fails
+            archive = np.load(handle, allow_pickle=False)
+            if not isinstance(archive, np.lib.npyio.NpzFile):
+                raise ValueError("a single .npy array, not an .npz archive")
+            with archive:
+                return {name: archive[name] for name in archive.files}
+    except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile, zlib.error) as exc:
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        raise DataFormatError(
+            f"{path} is corrupt or not a valid .npz file ({reason}); delete it so it is rebuilt"
+        ) from None

@@ -1,0 +1,137 @@
+"""Small synthetic data sets whose structure is known exactly.
+
+Each generator takes an explicit ``seed`` (fed to ``np.random.default_rng``), so the same
+arguments always give the same data. Features are float32 numpy arrays, class labels int64.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from biaslab.errors import BiaslabError
+
+__all__ = ["xor", "two_spirals", "noisy_polynomial", "polynomial_features"]
+
+
+def _check_n(n: int, minimum: int = 1) -> None:
+    if int(n) != n or n < minimum:
+        raise BiaslabError(f"n must be an integer >= {minimum}, got {n}")
+
+
+def _check_noise(noise: float) -> None:
+    if not noise >= 0:
+        raise BiaslabError(f"noise must be >= 0, got {noise}")
+
+
+def xor(n: int = 200, noise: float = 0.1, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Four Gaussian blobs at (±1, ±1); the label is 1 where the two signs differ (XOR).
+
+    The four blobs get (almost) equal shares of the ``n`` points, in shuffled order. No single
+    line separates the classes, which is what makes XOR the classic test for hidden layers.
+
+    Args:
+        n: number of points.
+        noise: standard deviation of the Gaussian blobs around their centres.
+        seed: random seed.
+
+    Returns:
+        ``(X, y)`` with X float32 (n, 2) and y int64 (n,) in {0, 1}.
+    """
+    _check_n(n)
+    _check_noise(noise)
+    rng = np.random.default_rng(seed)
+    corners = np.array([[-1, -1], [-1, 1], [1, -1], [1, 1]], dtype=np.float64)
+    which = rng.permutation(np.arange(n) % 4)
+    centres = corners[which]
+    X = centres + noise * rng.standard_normal((n, 2))
+    y = (centres[:, 0] != centres[:, 1]).astype(np.int64)
+    return X.astype(np.float32), y
+
+
+def two_spirals(n: int = 400, noise: float = 0.1, turns: float = 1.5,
+                seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Two interleaved spirals, one per class, centred at the origin with radius up to 1.
+
+    Points lie at angle ``t`` in ``[0, 2π·turns]`` and radius ``t / (2π·turns)``; class 1 is
+    class 0 rotated by 180°. Classes are balanced (sizes differ by at most one), order shuffled.
+
+    Args:
+        n: number of points (at least 2).
+        noise: standard deviation of Gaussian noise added to each coordinate.
+        turns: how many full turns each spiral makes.
+        seed: random seed.
+
+    Returns:
+        ``(X, y)`` with X float32 (n, 2) and y int64 (n,) in {0, 1}.
+    """
+    _check_n(n, minimum=2)
+    _check_noise(noise)
+    if not turns > 0:
+        raise BiaslabError(f"turns must be > 0, got {turns}")
+    rng = np.random.default_rng(seed)
+    y = rng.permutation(np.arange(n) % 2).astype(np.int64)
+    # sqrt makes points roughly uniform along the arc (outer loops are longer than inner ones).
+    radius = np.sqrt(rng.uniform(0.0, 1.0, n))
+    angle = radius * 2 * np.pi * turns + np.pi * y
+    X = np.stack([radius * np.cos(angle), radius * np.sin(angle)], axis=1)
+    X += noise * rng.standard_normal((n, 2))
+    return X.astype(np.float32), y
+
+
+def noisy_polynomial(n: int = 50, coefficients: tuple[float, ...] = (0.0, 1.0, -2.0, 0.5),
+                     noise: float = 0.1, x_range: tuple[float, float] = (-1.0, 1.0),
+                     seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Points ``y = c0 + c1·x + c2·x² + ... + noise`` with x drawn uniformly from ``x_range``.
+
+    The default is the cubic ``x - 2x² + 0.5x³`` on [-1, 1] with noise 0.1: a straight line
+    underfits it, a degree-3 fit matches it, and high degrees on 50 points overfit the noise.
+
+    Args:
+        n: number of points.
+        coefficients: polynomial coefficients in increasing powers of x.
+        noise: standard deviation of Gaussian noise added to y.
+        x_range: interval ``(low, high)`` that x is drawn from.
+        seed: random seed.
+
+    Returns:
+        ``(x, y)`` with x float32 (n, 1) and y float32 (n,).
+    """
+    _check_n(n)
+    _check_noise(noise)
+    low, high = x_range
+    if not low < high:
+        raise BiaslabError(f"x_range must be (low, high) with low < high, got {x_range}")
+    if len(coefficients) == 0:
+        raise BiaslabError("coefficients must contain at least one value")
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(low, high, n)
+    coefficients = np.asarray(coefficients, dtype=np.float64)
+    clean = polynomial_features(x, len(coefficients) - 1) @ coefficients
+    y = clean + noise * rng.standard_normal(n)
+    return x.astype(np.float32).reshape(n, 1), y.astype(np.float32)
+
+
+def polynomial_features(x: np.ndarray, degree: int) -> np.ndarray:
+    """The powers ``1, x, x², ..., x^degree`` of a single input feature.
+
+    Args:
+        x: inputs of shape (n,) or (n, 1).
+        degree: highest power (>= 0).
+
+    Returns:
+        Array (n, degree + 1), column ``k`` holding ``x**k``; float inputs keep their dtype,
+        others become float64.
+    """
+    x = np.asarray(x)
+    if x.ndim == 2 and x.shape[1] == 1:
+        x = x[:, 0]
+    if x.ndim != 1:
+        raise BiaslabError(f"x must have shape (n,) or (n, 1), got {x.shape}")
+    if int(degree) != degree or degree < 0:
+        raise BiaslabError(f"degree must be an integer >= 0, got {degree}")
+    if not np.issubdtype(x.dtype, np.floating):
+        x = x.astype(np.float64)
+    features = np.ones((len(x), int(degree) + 1), dtype=x.dtype)
+    for k in range(1, int(degree) + 1):
+        features[:, k] = features[:, k - 1] * x
+    return features

@@ -1,0 +1,24 @@
+"""Tensor transforms written with torch alone (no torchvision)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+
+def standardize(splits, eps: float = 1e-8):
+    """Shift and scale every input split by the *training* set's mean and standard deviation.
+
+    Returns ``(new_splits, (mean, std))``. Statistics come from ``x_train`` only, so neither
+    the validation nor the test set influences any choice.
+    """
+    mean = splits.x_train.mean()
+    std = splits.x_train.std().clamp_min(eps)
+    scaled = {k: (getattr(splits, k) - mean) / std for k in ("x_train", "x_val", "x_test")}
+    return dataclasses.replace(splits, **scaled), (float(mean), float(std))
+
+
+def flatten_images(x: torch.Tensor) -> torch.Tensor:
+    """(N, C, H, W) or (N, H, W) -> (N, C*H*W)."""
+    return x.reshape(len(x), -1)

@@ -1,0 +1,5 @@
+"""Generative models: autoencoders (more to come: VAE, diffusion)."""
+
+from biaslab.generative.autoencoder import Autoencoder
+
+__all__ = ["Autoencoder"]

@@ -1,0 +1,49 @@
+"""The autoencoder: compress to a small code z = f(x), reconstruct x̂ = g(z).
+
+Trained to minimise the reconstruction error ||x - g(f(x))||² (eq. 3.1). With linear f and g it
+spans the same subspace as PCA; non-linear maps can bend the code around the data manifold.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+from torch import nn
+
+from biaslab.nn.mlp import MLP
+
+
+class Autoencoder(nn.Module):
+    """An MLP encoder and a mirrored MLP decoder with a sigmoid output (pixels in [0, 1]).
+
+    Args:
+        input_dim: size of a flattened input (784 for MNIST).
+        latent_dim: size of the code z (default 2, so it can be plotted).
+        hidden: encoder widths; the decoder mirrors them (default (256, 64)).
+        activation: hidden non-linearity (default ``"relu"``).
+
+    Shapes:
+        input ``(N, input_dim)`` or ``(N, 1, H, W)`` -> output ``(N, input_dim)``;
+        :meth:`encode` -> ``(N, latent_dim)``; :meth:`decode` ``(N, latent_dim)`` -> ``(N, input_dim)``.
+    """
+
+    def __init__(self, input_dim: int = 784, latent_dim: int = 2,
+                 hidden: Sequence[int] = (256, 64), activation: str = "relu"):
+        super().__init__()
+        self.input_dim, self.latent_dim = input_dim, latent_dim
+        self.encoder = MLP((input_dim, *hidden, latent_dim), activation=activation)
+        self.decoder = MLP((latent_dim, *reversed(hidden), input_dim), activation=activation)
+
+    def reset_parameters(self) -> None:
+        self.encoder.reset_parameters()
+        self.decoder.reset_parameters()
+
+    def encode(self, x: torch.Tensor) -> torch.Tensor:
+        return self.encoder(x.flatten(1))  # (N, D) -> (N, latent_dim)
+
+    def decode(self, z: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(self.decoder(z))  # (N, latent_dim) -> (N, D)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.decode(self.encode(x))

@@ -1,0 +1,74 @@
+"""The multilayer perceptron: affine maps and non-linearities, no structural prior.
+
+    h_0 = x,   h_l = σ(W_l h_{l-1} + b_l)  for l < L,   y = W_L h_{L-1} + b_L      (eq. 1.5)
+
+With ``sizes=(784, 256, 10)`` this is the notes' two-layer MNIST classifier with
+784·256 + 256 + 256·10 + 10 = 203,530 parameters.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+from torch import nn
+
+ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid, "gelu": nn.GELU,
+               "identity": nn.Identity}
+
+
+class MLP(nn.Module):
+    """A stack of ``Linear`` layers with an activation between them (none after the last).
+
+    Args:
+        sizes: layer widths, input first and output last, e.g. ``(784, 256, 10)``.
+        activation: ``"relu"`` (default), ``"tanh"``, ``"sigmoid"``, ``"gelu"`` or ``"identity"``.
+        dropout: dropout probability after each hidden activation (default 0.0).
+
+    Shapes:
+        input ``(*, sizes[0])`` -> output ``(*, sizes[-1])``; inputs with more trailing
+        dimensions (e.g. images ``(N, 1, 28, 28)``) are flattened from dim 1.
+    """
+
+    def __init__(self, sizes: Sequence[int], activation: str = "relu", dropout: float = 0.0):
+        super().__init__()
+        if len(sizes) < 2:
+            raise ValueError("an MLP needs at least an input and an output size")
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}")
+        self.sizes = tuple(int(s) for s in sizes)
+        layers: list[nn.Module] = []
+        for i, (n_in, n_out) in enumerate(zip(self.sizes[:-1], self.sizes[1:])):
+            layers.append(nn.Linear(n_in, n_out))
+            if i < len(self.sizes) - 2:
+                layers.append(ACTIVATIONS[activation]())
+                if dropout:
+                    layers.append(nn.Dropout(dropout))
+        self.layers = nn.Sequential(*layers)
+
+    def reset_parameters(self) -> None:
+        for layer in self.layers:
+            if isinstance(layer, nn.Linear):
+                layer.reset_parameters()
+
+    def hidden(self, x: torch.Tensor, layer: int = 1) -> torch.Tensor:
+        """Activations after the ``layer``-th non-linearity (1 = first hidden layer)."""
+        x = x.flatten(1) if x.dim() > 2 else x
+        seen = 0
+        for module in self.layers:
+            x = module(x)
+            if not isinstance(module, (nn.Linear, nn.Dropout)):
+                seen += 1
+                if seen == layer:
+                    return x
+        raise ValueError(f"the MLP has only {seen} hidden layers")
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dim() > 2:
+            x = x.flatten(1)  # (N, C, H, W) -> (N, C*H*W)
+        return self.layers(x)
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Number of trainable scalars."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)

@@ -1,0 +1,102 @@
+"""Figures the labs share: decision boundaries, learning curves, 2-D embeddings, image grids.
+
+Every function returns a matplotlib ``Figure`` (Agg backend, no display needed); experiments
+hand it to ``ctx.figure(name, fig, caption)``, which saves and closes it.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+DIGIT_CMAP = "tab10"
+
+
+def subplots(ncols: int = 1, nrows: int = 1, size: tuple[float, float] = (4.5, 4.0)):
+    """A figure of ``nrows x ncols`` panels, each ``size`` inches, as (fig, flat list of axes)."""
+    fig, axes = plt.subplots(nrows, ncols, figsize=(size[0] * ncols, size[1] * nrows),
+                             squeeze=False, constrained_layout=True)
+    return fig, list(axes.ravel())
+
+
+def decision_boundary(ax, predict: Callable[[np.ndarray], np.ndarray], x: np.ndarray,
+                      y: np.ndarray, title: str = "", resolution: int = 200) -> None:
+    """Shade ``predict`` (points (M, 2) -> class-1 probability (M,)) over the data's box.
+
+    Shapes:
+        x: (N, 2), y: (N,) integer labels.
+    """
+    pad = 0.5
+    (x0, y0), (x1, y1) = x.min(0) - pad, x.max(0) + pad
+    gx, gy = np.meshgrid(np.linspace(x0, x1, resolution), np.linspace(y0, y1, resolution))
+    grid = np.stack([gx.ravel(), gy.ravel()], axis=1)  # (R*R, 2)
+    prob = predict(grid).reshape(gx.shape)  # (R, R)
+    ax.contourf(gx, gy, prob, levels=np.linspace(0, 1, 11), cmap="RdBu_r", alpha=0.6)
+    ax.contour(gx, gy, prob, levels=[0.5], colors="k", linewidths=1.5)
+    ax.scatter(x[:, 0], x[:, 1], c=y, cmap="RdBu_r", edgecolors="k", s=18, vmin=0, vmax=1)
+    ax.set_title(title)
+    ax.set_xlabel("$x_1$")
+    ax.set_ylabel("$x_2$")
+
+
+def learning_curves(histories: dict[str, list[dict]], keys: Sequence[str] = ("train_loss", "val_loss"),
+                    ylabels: dict[str, str] | None = None, logy: Sequence[str] = ()):
+    """One panel per key, one line per history; the x axis is the epoch.
+
+    ``histories`` maps a label (e.g. ``"MLP"``) to a trainer history (list of epoch records).
+    """
+    fig, axes = subplots(len(keys), size=(4.6, 3.6))
+    for ax, key in zip(axes, keys):
+        for label, history in histories.items():
+            pts = [(r["epoch"], r[key]) for r in history if key in r and np.isfinite(r[key])]
+            if pts:
+                ep, val = zip(*pts)
+                ax.plot(ep, val, marker="o", ms=3, label=label)
+        ax.set_xlabel("epoch")
+        ax.set_ylabel((ylabels or {}).get(key, key.replace("_", " ")))
+        if key in logy:
+            ax.set_yscale("log")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    return fig
+
+
+def embedding_scatter(ax, z: np.ndarray, labels: np.ndarray, title: str = "",
+                      max_points: int = 5000, seed: int = 0) -> None:
+    """Scatter a 2-D embedding ``z`` (N, 2) coloured by integer ``labels`` (N,), with a legend."""
+    idx = np.random.default_rng(seed).permutation(len(z))[:max_points]
+    sc = ax.scatter(z[idx, 0], z[idx, 1], c=labels[idx], cmap=DIGIT_CMAP, s=3, alpha=0.7,
+                    vmin=-0.5, vmax=9.5)
+    ax.set_title(title)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    handles = [plt.Line2D([], [], marker="o", ls="", color=sc.cmap(sc.norm(k)), label=str(k))
+               for k in np.unique(labels)]
+    ax.legend(handles=handles, fontsize=7, markerscale=1.2, loc="best", ncol=2, framealpha=0.7)
+
+
+def image_grid(images: np.ndarray, row_labels: Sequence[str] | None = None,
+               title: str = "", cell: float = 0.8):
+    """Show ``images`` of shape (rows, cols, H, W) as a grid of grey images."""
+    rows, cols = images.shape[:2]
+    fig, axes = plt.subplots(rows, cols, figsize=(cell * cols + 0.8, cell * rows + 0.5),
+                             squeeze=False)
+    for r in range(rows):
+        for c in range(cols):
+            ax = axes[r, c]
+            ax.imshow(images[r, c], cmap="gray_r", vmin=0, vmax=1)
+            ax.set_xticks([])
+            ax.set_yticks([])
+            for spine in ax.spines.values():
+                spine.set_visible(False)
+        if row_labels is not None:
+            axes[r, 0].set_ylabel(row_labels[r], rotation=0, ha="right", va="center", fontsize=9)
+    if title:
+        fig.suptitle(title)
+    fig.subplots_adjust(wspace=0.05, hspace=0.05)
+    return fig

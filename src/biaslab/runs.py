@@ -1,0 +1,203 @@
+"""The run directory: atomic files, the metrics log and the completion marker.
+
+Layout (see docs/architecture.md)::
+
+    runs/<name>-<YYYYmmdd-HHMMSS>-<seed>/
+        config.json      resolved config, seed, profile, package versions
+        metrics.jsonl    one JSON object per logged step
+        results.json     final figures and each claim beside its measured value
+        figures/*.png
+        report.html      self-contained (figures embedded)
+        checkpoints/
+        COMPLETE         written last: a run without it is unfinished
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from biaslab.errors import BiaslabError, CheckpointError
+
+COMPLETE = "COMPLETE"
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` via a temporary file and ``os.replace``: never half-written."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _json_safe(value: Any) -> Any:
+    """Floats that JSON cannot hold (nan, inf) become strings; numpy scalars become Python."""
+    if hasattr(value, "item") and callable(value.item) and getattr(value, "ndim", 1) == 0:
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def write_json(path: Path, data: Any) -> None:
+    atomic_write_text(path, json.dumps(_json_safe(data), indent=2) + "\n")
+
+
+def read_json(path: Path) -> Any:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BiaslabError(f"{path} does not exist") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise BiaslabError(f"{path} is not valid JSON ({exc})") from None
+
+
+def package_versions() -> dict[str, str]:
+    import numpy
+    import torch
+
+    from biaslab import __version__
+
+    return {"biaslab": __version__, "python": platform.python_version(),
+            "torch": torch.__version__, "numpy": numpy.__version__}
+
+
+class RunDir:
+    """One run's directory. Create with :meth:`create` (new) or :meth:`open` (resume)."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+
+    # -- creation -------------------------------------------------------------------------
+    @classmethod
+    def create(cls, name: str, seed: int, out: str | Path | None = None,
+               runs_dir: str | Path = "runs") -> "RunDir":
+        """Make a fresh run directory; refuse one that already holds a run."""
+        if out is None:
+            stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+            path = Path(runs_dir) / f"{name}-{stamp}-{seed}"
+            n = 1
+            while path.exists():  # two runs in the same second
+                n += 1
+                path = Path(runs_dir) / f"{name}-{stamp}-{seed}-{n}"
+        else:
+            path = Path(out)
+            if (path / "config.json").exists():
+                raise BiaslabError(
+                    f"{path} already holds a run; use --resume {path} to continue it, "
+                    "or choose another --out")
+        try:
+            (path / "figures").mkdir(parents=True, exist_ok=True)
+            (path / "checkpoints").mkdir(exist_ok=True)
+            probe = path / ".write-test"
+            probe.write_text("")
+            probe.unlink()
+        except OSError as exc:
+            reason = exc.strerror or exc.__class__.__name__
+            raise BiaslabError(f"cannot write to output directory {path}: {reason}") from None
+        return cls(path)
+
+    @classmethod
+    def open(cls, path: str | Path) -> "RunDir":
+        """An existing run directory, for ``--resume``."""
+        path = Path(path)
+        if not (path / "config.json").is_file():
+            raise CheckpointError(f"{path} is not a run directory (no config.json); cannot resume")
+        run = cls(path)
+        (path / "figures").mkdir(exist_ok=True)
+        (path / "checkpoints").mkdir(exist_ok=True)
+        return run
+
+    # -- files ----------------------------------------------------------------------------
+    @property
+    def config_path(self) -> Path:
+        return self.path / "config.json"
+
+    @property
+    def results_path(self) -> Path:
+        return self.path / "results.json"
+
+    @property
+    def metrics_path(self) -> Path:
+        return self.path / "metrics.jsonl"
+
+    @property
+    def figures_dir(self) -> Path:
+        return self.path / "figures"
+
+    @property
+    def checkpoints_dir(self) -> Path:
+        return self.path / "checkpoints"
+
+    @property
+    def is_complete(self) -> bool:
+        return (self.path / COMPLETE).exists()
+
+    def write_config(self, experiment: str, profile: str, seed: int, config: dict,
+                     command: str) -> None:
+        write_json(self.config_path, {
+            "experiment": experiment, "profile": profile, "seed": seed, "config": config,
+            "versions": package_versions(),
+            "created": datetime.now().isoformat(timespec="seconds"), "command": command,
+        })
+
+    def read_config(self) -> dict:
+        return read_json(self.config_path)
+
+    def write_results(self, results: dict) -> None:
+        write_json(self.results_path, results)
+
+    def mark_complete(self) -> None:
+        atomic_write_text(self.path / COMPLETE, datetime.now().isoformat(timespec="seconds") + "\n")
+
+    # -- metrics log ----------------------------------------------------------------------
+    def log(self, record: dict) -> None:
+        """Append one JSON object to metrics.jsonl (one line, flushed)."""
+        line = json.dumps(_json_safe({"time": round(time.time(), 3), **record}))
+        with open(self.metrics_path, "a", encoding="utf-8") as f:
+            f.write(line + "\n")
+
+    def rewind_metrics(self, tag: str, step: int) -> None:
+        """Drop records of ``tag`` logged after ``step`` (work that a resume will redo)."""
+        if not self.metrics_path.exists():
+            return
+        kept = []
+        for line in self.metrics_path.read_text(encoding="utf-8").splitlines():
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:  # a line cut short by a kill
+                continue
+            if rec.get("tag") == tag and rec.get("step", 0) > step:
+                continue
+            kept.append(line)
+        atomic_write_text(self.metrics_path, "".join(k + "\n" for k in kept))
+
+    def read_metrics(self) -> list[dict]:
+        if not self.metrics_path.exists():
+            return []
+        out = []
+        for line in self.metrics_path.read_text(encoding="utf-8").splitlines():
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+        return out

