@@ -17,6 +17,7 @@ from typing import Any
 from biaslab import registry
 from biaslab.config import from_dict, to_dict
 from biaslab.data.availability import require_data
+from biaslab.data.store import atomic_write
 from biaslab.errors import BiaslabError, CheckpointError
 from biaslab.runs import RunDir
 from biaslab.train.seed import derive_seed, seed_everything
@@ -102,10 +103,8 @@ class RunContext:
         import matplotlib.pyplot as plt
 
         path = self.run.figures_dir / f"{name}.png"
-        tmp = path.with_name(f".{path.name}.tmp.png")
-        fig.savefig(tmp, dpi=100)
+        atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=100))
         plt.close(fig)
-        tmp.replace(path)
         self.figures.append({"file": f"figures/{name}.png", "caption": caption})
         return path
 
@@ -182,7 +181,7 @@ def run(name: str | None = None, *, profile: str = "default", seed: int = 0,
     rundir.write_results(results)
     from biaslab.report.html import render_report
 
-    render_report(rundir.path)
+    render_report(rundir.path, complete=True)
     rundir.mark_complete()
     return Result(rundir.path, results)
 

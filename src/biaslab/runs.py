@@ -16,33 +16,21 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import platform
-import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from biaslab.data.store import atomic_write_bytes
 from biaslab.errors import BiaslabError, CheckpointError
 
 COMPLETE = "COMPLETE"
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file and ``os.replace``: never half-written."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """Write ``text`` (UTF-8) to ``path`` via a temporary file and a rename: never half-written."""
+    atomic_write_bytes(path, text.encode("utf-8"))
 
 
 def _json_safe(value: Any) -> Any:

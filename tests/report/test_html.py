@@ -15,8 +15,7 @@ import pytest  # noqa: E402
 
 from biaslab.errors import BiaslabError  # noqa: E402
 from biaslab.report import render_index, render_report  # noqa: E402
-from biaslab.report.html import (  # noqa: E402
-    FAIL_COLOUR, PASS_COLOUR, UNCHECKED_COLOUR, format_value)
+from biaslab.report.html import FAIL_COLOUR, PASS_COLOUR, UNCHECKED_COLOUR, format_value  # noqa: E402
 
 EVIL = "<script>alert(1)</script>"
 

@@ -9,7 +9,7 @@ from torch.utils.data import TensorDataset
 
 from biaslab.data.synthetic import two_spirals
 from biaslab.errors import CheckpointError, DivergenceError
-from biaslab.train import Trainer, TrainConfig, accuracy
+from biaslab.train import TrainConfig, Trainer, accuracy
 
 
 class Killed(Exception):

@@ -11,7 +11,12 @@ from biaslab.data.mnist import (
     write_idx,
 )
 from biaslab.data.store import data_dir
-from biaslab.data.synthetic import noisy_polynomial, polynomial_features, two_spirals, xor
+from biaslab.data.synthetic import (
+    noisy_polynomial,
+    polynomial_features,
+    two_spirals,
+    xor,
+)
 
 __all__ = [
     "MNIST",

@@ -53,7 +53,7 @@ def data_dir() -> Path:
     return path
 
 
-def _atomic_write(path: str | os.PathLike, write: Callable) -> Path:
+def atomic_write(path: str | os.PathLike, write: Callable) -> Path:
     """Call ``write(fileobj)`` on a temporary file next to ``path``, then rename it over ``path``.
 
     On any failure the temporary file is removed and ``path`` is left untouched.
@@ -102,7 +102,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     Returns:
         The target path.
     """
-    return _atomic_write(path, lambda handle: handle.write(data))
+    return atomic_write(path, lambda handle: handle.write(data))
 
 
 def atomic_save_npz(path: str | os.PathLike, **arrays: np.ndarray) -> Path:
@@ -115,7 +115,7 @@ def atomic_save_npz(path: str | os.PathLike, **arrays: np.ndarray) -> Path:
     Returns:
         The target path.
     """
-    return _atomic_write(path, lambda handle: np.savez_compressed(handle, **arrays))
+    return atomic_write(path, lambda handle: np.savez_compressed(handle, **arrays))
 
 
 def load_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:

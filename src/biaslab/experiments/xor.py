@@ -16,7 +16,7 @@ from biaslab.data.synthetic import xor
 from biaslab.nn import MLP
 from biaslab.registry import experiment
 from biaslab.report import plots
-from biaslab.train import Trainer, TrainConfig, accuracy
+from biaslab.train import TrainConfig, Trainer, accuracy
 
 
 @dataclass(frozen=True)

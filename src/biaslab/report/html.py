@@ -13,10 +13,10 @@ import html
 import json
 import math
 import os
-import tempfile
 import urllib.parse
 from pathlib import Path
 
+from biaslab.data.store import atomic_write_bytes
 from biaslab.errors import BiaslabError
 
 PASS_COLOUR = "#c8f7c5"
@@ -128,18 +128,7 @@ def _read_json(path: Path, required: bool = True) -> dict | None:
 
 def _write_atomic(path: Path, text: str) -> Path:
     """Write ``text`` to ``path`` through a temporary file in the same directory."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return atomic_write_bytes(path, text.encode("utf-8"))
 
 
 def _page(title: str, body: str, wide: bool = False) -> str:
@@ -234,12 +223,14 @@ def _labs_section(run_dir: Path) -> str:
     return f"<h2>Labs</h2>\n<ul>{''.join(items)}</ul>"
 
 
-def render_report(run_dir) -> Path:
+def render_report(run_dir, complete: bool | None = None) -> Path:
     """Write ``<run_dir>/report.html``, a self-contained page describing one run.
 
     Args:
         run_dir: a run directory holding ``results.json`` (and usually ``config.json``,
             ``metrics.jsonl``, ``figures/`` and ``COMPLETE``).
+        complete: the status to show; default: whether ``COMPLETE`` exists. The runner
+            passes True because it writes the report just before the marker.
 
     Returns:
         The path of the written ``report.html``.
@@ -251,7 +242,9 @@ def render_report(run_dir) -> Path:
     res = _read_json(run_dir / "results.json")
     cfg = _read_json(run_dir / "config.json", required=False) or {}
     title = res.get("title") or res.get("experiment") or run_dir.name
-    status = "complete" if (run_dir / "COMPLETE").exists() else "unfinished"
+    if complete is None:
+        complete = (run_dir / "COMPLETE").exists()
+    status = "complete" if complete else "unfinished"
     meta = [("Day", res.get("day")), ("Experiment", res.get("experiment")),
             ("Profile", res.get("profile", cfg.get("profile"))),
             ("Seed", res.get("seed", cfg.get("seed"))),

@@ -30,6 +30,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
+from biaslab.data.store import atomic_write
 from biaslab.errors import CheckpointError, DivergenceError
 from biaslab.train.callbacks import EarlyStopping, progress_bar
 from biaslab.train.config import TrainConfig, make_optimizer, make_scheduler
@@ -265,10 +266,8 @@ class Trainer:
     def _save(self) -> None:
         if self.checkpoint is None:
             return
-        self.checkpoint.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.checkpoint.with_name(self.checkpoint.name + ".tmp")
-        torch.save(self.state_dict(), tmp)
-        os.replace(tmp, self.checkpoint)
+        state = self.state_dict()
+        atomic_write(self.checkpoint, lambda f: torch.save(state, f))
 
     def _load(self, path: Path) -> None:
         try:
