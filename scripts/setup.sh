@@ -21,7 +21,8 @@ if [ ! -x .venv/bin/python ]; then
   echo "[setup] creating .venv with $($python --version)"
   "$python" -m venv .venv
 fi
-pip() { .venv/bin/python -m pip "$@"; }
+# (pip's notes about unused local index folders of this workplace are dropped from the log)
+pip() { .venv/bin/python -m pip "$@" 2>&1 | { grep -v "is ignored: it is neither a file nor a directory" || true; }; }
 
 # torch first and pinned: an unpinned spec would pull a multi-GB CUDA build.
 echo "[setup] torch==2.13.0"

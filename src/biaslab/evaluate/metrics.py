@@ -44,3 +44,11 @@ def cluster_separation(z: np.ndarray, labels: np.ndarray, sample_size: int | Non
     n = len(z)
     size = None if sample_size is None or sample_size >= n else sample_size
     return float(silhouette_score(z, labels, sample_size=size, random_state=seed))
+
+
+def knn_accuracy(z_train: np.ndarray, y_train: np.ndarray, z_test: np.ndarray,
+                 y_test: np.ndarray, k: int = 5) -> float:
+    """Test accuracy of a k-nearest-neighbour vote in the representation ``z`` (N, d)."""
+    from sklearn.neighbors import KNeighborsClassifier
+
+    return float(KNeighborsClassifier(n_neighbors=k).fit(z_train, y_train).score(z_test, y_test))
