@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="smoke-test profile: seconds, tiny data (claims may not hold)")
     prof.add_argument("--full", dest="profile", action="store_const", const="full",
                       help="paper-scale profile, meant for a GPU")
-    p.add_argument("--seed", type=int, default=0, help="random seed; fixes a CPU run (default 0)")
+    p.add_argument("--seed", type=int, help="random seed; fixes a CPU run (default 0)")
     p.add_argument("--out", metavar="DIR", help="run directory (default runs/<name>-<time>-<seed>)")
     p.add_argument("--runs-dir", metavar="DIR", default="runs",
                    help="where new run directories go (default ./runs)")
@@ -85,16 +85,20 @@ def cmd_list() -> None:
         print(f"  {exp.name:<{width}}  {exp.summary}")
 
 
-def cmd_run(args) -> int:
+def cmd_run(args, argv: list[str]) -> int:
     from biaslab.config import parse_set_args
     from biaslab.runner import print_summary, run
 
     overrides = parse_set_args(args.sets)
     if args.resume and args.profile:
         raise BiaslabError("--quick/--full cannot be combined with --resume (the run keeps its profile)")
-    command = "biaslab " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    if args.resume and (args.seed is not None or args.out):
+        raise BiaslabError("--seed/--out cannot be combined with --resume (the run keeps its seed "
+                           "and directory)")
+    command = "biaslab " + " ".join(shlex.quote(a) for a in argv)
     try:
-        result = run(args.name, profile=args.profile or "default", seed=args.seed, out=args.out,
+        result = run(args.name, profile=args.profile or "default",
+                     seed=0 if args.seed is None else args.seed, out=args.out,
                      resume=args.resume, runs_dir=args.runs_dir,
                      progress=False if args.no_progress else None, command=command, **overrides)
     except KeyboardInterrupt:
@@ -112,24 +116,30 @@ def cmd_show(run_dir: str) -> None:
     if not (path / "config.json").is_file():
         raise BiaslabError(f"{path} is not a run directory (no config.json)")
     cfg = read_json(path / "config.json")
+    if not isinstance(cfg, dict):
+        raise BiaslabError(f"{path / 'config.json'} is not a biaslab run config")
     status = "complete" if (path / COMPLETE).exists() else "unfinished"
-    print(f"{cfg['experiment']}  profile={cfg['profile']}  seed={cfg['seed']}  [{status}]")
+    print(f"{cfg.get('experiment')}  profile={cfg.get('profile')}  seed={cfg.get('seed')}  "
+          f"[{status}]")
     if not (path / "results.json").exists():
         print("no results yet" + (f"; continue with: biaslab run --resume {path}" if status == "unfinished" else ""))
         return
     res = read_json(path / "results.json")
-    rows = [(k, format_value(v)) for k, v in res.get("metrics", {}).items()]
+    if not isinstance(res, dict):
+        raise BiaslabError(f"{path / 'results.json'} is not a biaslab results file")
+    metrics = res.get("metrics") if isinstance(res.get("metrics"), dict) else {}
+    rows = [(k, format_value(v)) for k, v in metrics.items()]
     if rows:
         w = max(len(k) for k, _ in rows)
         print("\nmetrics")
         for k, v in rows:
             print(f"  {k:<{w}}  {v}")
-    if res.get("claims"):
+    if isinstance(res.get("claims"), list) and res["claims"]:
         print("\nclaims")
-        for c in res["claims"]:
-            verdict = {True: "PASS", False: "FAIL", None: "----"}[c.get("passed")]
-            print(f"  [{verdict}] {c['claim']}\n         expected {c['expected']}, "
-                  f"measured {format_value(c['measured'])}")
+        for c in (c for c in res["claims"] if isinstance(c, dict)):
+            verdict = {True: "PASS", False: "FAIL"}.get(c.get("passed"), "----")
+            print(f"  [{verdict}] {c.get('claim')}\n         expected {c.get('expected')}, "
+                  f"measured {format_value(c.get('measured'))}")
     print(f"\nreport: {path / 'report.html'}")
 
 
@@ -162,13 +172,14 @@ def cmd_data(action: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         if args.command == "list":
             cmd_list()
         elif args.command == "run":
-            return cmd_run(args)
+            return cmd_run(args, argv)
         elif args.command == "show":
             cmd_show(args.run_dir)
         elif args.command == "config":

@@ -149,6 +149,11 @@ def run(name: str | None = None, *, profile: str = "default", seed: int = 0,
     if resume is not None:
         rundir = RunDir.open(resume)
         saved = rundir.read_config()
+        missing = [k for k in ("experiment", "profile", "seed", "config")
+                   if not isinstance(saved, dict) or k not in saved]
+        if missing or not isinstance(saved["config"], dict):
+            raise CheckpointError(f"{rundir.config_path} is not a biaslab run config (missing or "
+                                  f"bad: {', '.join(missing or ['config'])}); cannot resume")
         if name is not None and name != saved.get("experiment"):
             raise CheckpointError(f"{resume} is a run of '{saved.get('experiment')}', not '{name}'")
         exp = registry.get(saved["experiment"])
@@ -171,7 +176,11 @@ def run(name: str | None = None, *, profile: str = "default", seed: int = 0,
     seed_everything(seed)
     ctx = RunContext(exp, cfg, seed, profile, rundir, progress)
     start = time.perf_counter()
-    exp.fn(ctx)
+    try:
+        exp.fn(ctx)
+    except BiaslabError:
+        rundir.discard_if_unused()  # failed before writing anything worth resuming
+        raise
     results = {
         "experiment": exp.name, "title": exp.title, "day": exp.day, "summary": exp.summary,
         "profile": profile, "seed": seed, "elapsed_s": round(time.perf_counter() - start, 3),
@@ -198,9 +207,11 @@ def _python_command(name: str, profile: str, seed: int, overrides: dict) -> str:
     return f"biaslab run {name}{flag} --seed {seed}{sets}"
 
 
-def print_summary(result: Result, stream=sys.stdout) -> None:
-    """One line per claim, then where the report is."""
+def print_summary(result: Result, stream=None) -> None:
+    """One line per claim, then where the report is (on ``stream``, default sys.stdout)."""
     from biaslab.report.html import format_value
+
+    stream = sys.stdout if stream is None else stream  # looked up now: it may be redirected
 
     for c in result.claims:
         verdict = {True: "PASS", False: "FAIL", None: "----"}[c.get("passed")]

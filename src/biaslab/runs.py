@@ -34,9 +34,12 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 
 def _json_safe(value: Any) -> Any:
-    """Floats that JSON cannot hold (nan, inf) become strings; numpy scalars become Python."""
+    """Floats that JSON cannot hold (nan, inf) become strings; numpy scalars become Python
+    numbers and arrays (numpy or torch) become lists."""
     if hasattr(value, "item") and callable(value.item) and getattr(value, "ndim", 1) == 0:
         value = value.item()
+    elif hasattr(value, "tolist") and callable(value.tolist):  # numpy arrays, tensors
+        value = value.tolist()
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
     if isinstance(value, dict):
@@ -74,6 +77,7 @@ class RunDir:
 
     def __init__(self, path: Path):
         self.path = Path(path)
+        self._made: list[Path] = []  # directories create() made (for discard_if_unused)
 
     # -- creation -------------------------------------------------------------------------
     @classmethod
@@ -93,6 +97,7 @@ class RunDir:
                 raise BiaslabError(
                     f"{path} already holds a run; use --resume {path} to continue it, "
                     "or choose another --out")
+        made = [p for p in (path, path / "figures", path / "checkpoints") if not p.exists()]
         try:
             (path / "figures").mkdir(parents=True, exist_ok=True)
             (path / "checkpoints").mkdir(exist_ok=True)
@@ -102,7 +107,9 @@ class RunDir:
         except OSError as exc:
             reason = exc.strerror or exc.__class__.__name__
             raise BiaslabError(f"cannot write to output directory {path}: {reason}") from None
-        return cls(path)
+        run = cls(path)
+        run._made = made
+        return run
 
     @classmethod
     def open(cls, path: str | Path) -> "RunDir":
@@ -111,9 +118,36 @@ class RunDir:
         if not (path / "config.json").is_file():
             raise CheckpointError(f"{path} is not a run directory (no config.json); cannot resume")
         run = cls(path)
-        (path / "figures").mkdir(exist_ok=True)
-        (path / "checkpoints").mkdir(exist_ok=True)
+        try:
+            (path / "figures").mkdir(exist_ok=True)
+            (path / "checkpoints").mkdir(exist_ok=True)
+        except OSError as exc:
+            reason = exc.strerror or exc.__class__.__name__
+            raise BiaslabError(f"cannot write to run directory {path}: {reason}") from None
         return run
+
+    def discard_if_unused(self) -> bool:
+        """Undo :meth:`create` for a run that failed before writing anything but config.json.
+
+        Such a run (a bad config value caught by the experiment, a loss that diverged in its first
+        epoch) has nothing to resume; leaving it would make the same ``--out`` refuse a corrected
+        run. Only what :meth:`create` made is removed; a directory opened for resume, or one with
+        metrics, checkpoints, figures or any other file in it, is kept. Returns True if removed.
+        """
+        if not self._made:
+            return False
+        try:
+            extra = [p for p in self.path.iterdir()
+                     if p.name != "config.json" and p not in self._made]
+            if extra or any(any(d.iterdir()) for d in self._made if d != self.path):
+                return False
+            self.config_path.unlink(missing_ok=True)
+            for d in reversed(self._made):  # subdirectories first, then the run directory
+                d.rmdir()
+        except OSError:
+            return False
+        self._made = []
+        return True
 
     # -- files ----------------------------------------------------------------------------
     @property

@@ -122,6 +122,16 @@ def _colour_cells(screen: np.ndarray, hex_colour: str) -> list:
     return boxes
 
 
+def _assert_verdict_cell(screen: np.ndarray, colour: str) -> None:
+    """The screenshot shows a claims-table verdict cell filled with ``colour``."""
+    rgb = [int(colour[i:i + 2], 16) for i in (1, 3, 5)]
+    assert np.all(screen == rgb, axis=-1).sum() >= 300, f"too few {colour} pixels"
+    # A verdict cell: a filled box at least 80 px wide and 28 px tall (the text inside
+    # leaves holes, so the fill fraction is below 1 but well above a thin outline's).
+    cells = [b for b in _colour_cells(screen, colour) if b[0] >= 28 and b[1] >= 80]
+    assert cells and max(b[2] for b in cells) > 0.6, f"no table cell coloured {colour}"
+
+
 def test_figures_render_at_natural_size(run_dir, tmp_path):
     figures = [_load(run_dir / "figures" / f) for f in ("line.png", "bars.png")]
     assert all(f.shape == (400, 600, 3) and _colourful(f).sum() > 5000 for f in figures)
@@ -145,12 +155,7 @@ def test_figures_render_at_natural_size(run_dir, tmp_path):
 def test_claims_table_visible_with_verdict_colours(run_dir, tmp_path):
     shot = _load(screenshot(run_dir / "report.html", tmp_path / "report.png"))
     for colour in (PASS_COLOUR, FAIL_COLOUR):
-        rgb = [int(colour[i:i + 2], 16) for i in (1, 3, 5)]
-        assert np.all(shot == rgb, axis=-1).sum() >= 300, f"too few {colour} pixels"
-        # A verdict cell: a filled box at least 80 px wide and 28 px tall (the text inside
-        # leaves holes, so the fill fraction is below 1 but well above a thin outline's).
-        cells = [b for b in _colour_cells(shot, colour) if b[0] >= 28 and b[1] >= 80]
-        assert cells and max(b[2] for b in cells) > 0.6, f"no table cell coloured {colour}"
+        _assert_verdict_cell(shot, colour)
 
 
 def test_claims_text_in_dom(run_dir):

@@ -1,0 +1,129 @@
+"""The experiment registry: every experiment is well formed, and names are unique and findable."""
+
+import dataclasses
+import json
+import re
+import types
+import typing
+
+import pytest
+
+from biaslab import registry
+from biaslab.config import from_dict, to_dict
+from biaslab.data.availability import CHECKS
+from biaslab.errors import BiaslabError
+
+EXPERIMENTS = registry.all_experiments()
+NAMES = [e.name for e in EXPERIMENTS]
+SCALARS = (int, float, bool, str)
+
+
+def _plain_type(tp) -> bool:
+    """int, float, bool, str, ``X | None`` of those, or ``tuple[X, ...]`` of those."""
+    if tp in SCALARS:
+        return True
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        rest = [a for a in args if a is not type(None)]
+        return len(args) == 2 and len(rest) == 1 and _plain_type(rest[0])
+    if origin is tuple:
+        return all(a in SCALARS or a is Ellipsis for a in args)
+    return False
+
+
+def test_day_one_experiments_in_order():
+    day1 = [e.name for e in EXPERIMENTS if e.day == 1]
+    assert day1 == ["xor", "mnist-mlp", "hidden-pca", "autoencoder-2d"]
+
+
+def test_names_unique_and_cli_safe():
+    assert len(NAMES) == len(set(NAMES))
+    for name in NAMES:
+        assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", name), name
+
+
+def test_workshop_is_day_zero_and_listed_last():
+    assert registry.get("workshop").day == 0
+    assert EXPERIMENTS[-1].name == "workshop"
+
+
+def test_ordered_by_day():
+    days = [e.day if e.day else 99 for e in EXPERIMENTS]
+    assert days == sorted(days)
+
+
+@pytest.mark.parametrize("exp", EXPERIMENTS, ids=NAMES)
+def test_experiment_is_well_formed(exp):
+    assert exp.day in registry.DAY_TITLES
+    assert isinstance(exp.summary, str) and exp.summary.strip() and "\n" not in exp.summary
+    assert isinstance(exp.title, str) and exp.title.strip()
+    assert callable(exp.fn)
+    assert set(exp.requires) <= set(CHECKS), "requires names an unknown data set"
+    assert dataclasses.is_dataclass(exp.config)
+    assert exp.config.__dataclass_params__.frozen, f"{exp.config.__name__} must be frozen"
+    for name, tp in typing.get_type_hints(exp.config).items():
+        assert _plain_type(tp), f"{exp.config.__name__}.{name}: {tp} is not a plain type"
+    assert set(exp.profiles) == set(registry.PROFILES)
+
+
+@pytest.mark.parametrize("exp", EXPERIMENTS, ids=NAMES)
+@pytest.mark.parametrize("profile", registry.PROFILES)
+def test_profiles_give_valid_configs(exp, profile):
+    cfg = exp.make_config(profile)
+    assert type(cfg) is exp.config
+    # JSON round trip, as config.json stores it and --resume reads it.
+    assert from_dict(exp.config, json.loads(json.dumps(to_dict(cfg)))) == cfg
+    # Profile overrides name real keys with values of the right type (make_config checks).
+    assert set(exp.profiles[profile]) <= {f.name for f in dataclasses.fields(exp.config)}
+
+
+def test_default_profile_is_the_dataclass_defaults():
+    for exp in EXPERIMENTS:
+        assert exp.make_config("default") == exp.config()
+
+
+def test_quick_profile_is_smaller_for_xor():
+    quick, default = (registry.get("xor").make_config(p) for p in ("quick", "default"))
+    assert quick.epochs < default.epochs and quick.n_train < default.n_train
+
+
+def test_make_config_overrides_and_errors():
+    exp = registry.get("xor")
+    assert exp.make_config("quick", {"epochs": "5"}).epochs == 5
+    with pytest.raises(BiaslabError, match="unknown profile 'fast'"):
+        exp.make_config("fast")
+    with pytest.raises(BiaslabError, match="did you mean 'epochs'"):
+        exp.make_config("quick", {"epoch": 5})
+
+
+def test_get_unknown_suggests_closest():
+    with pytest.raises(BiaslabError) as info:
+        registry.get("xr")
+    assert "unknown experiment 'xr'" in str(info.value)
+    assert "did you mean 'xor'?" in str(info.value)
+    with pytest.raises(BiaslabError, match="did you mean 'mnist-mlp'"):
+        registry.get("mnist_mlp")
+    with pytest.raises(BiaslabError) as info:
+        registry.get("qqqqqqqqqq")
+    assert "did you mean" not in str(info.value) and "biaslab list" in str(info.value)
+
+
+def test_registering_a_name_twice_is_refused(monkeypatch):
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+
+    @dataclasses.dataclass(frozen=True)
+    class C:
+        x: int = 1
+
+    def first(ctx):
+        pass
+
+    def second(ctx):
+        pass
+
+    registry.experiment(name="test-dup", day=1, summary="s", config=C)(first)
+    registry.experiment(name="test-dup", day=1, summary="s", config=C)(first)  # same fn: fine
+    with pytest.raises(RuntimeError, match="registered twice"):
+        registry.experiment(name="test-dup", day=1, summary="s", config=C)(second)
+    with pytest.raises(RuntimeError, match="registered twice"):
+        registry.experiment(name="xor", day=1, summary="s", config=C)(second)
