@@ -28,7 +28,7 @@ from biaslab.data.mnist import mnist_splits
 from biaslab.data.transforms import standardize
 from biaslab.experiments.mnist_mlp import MnistMLPConfig
 from biaslab.nn import MLP
-from biaslab.train import Trainer, TrainConfig, accuracy
+from biaslab.train import TrainConfig, Trainer, accuracy
 
 TARGETS = (0.97, 0.98)
 

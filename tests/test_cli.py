@@ -121,8 +121,6 @@ def test_bad_value_caught_by_the_experiment_leaves_no_run_dir(capsys, in_tmp, se
     assert (out / "COMPLETE").is_file()
 
 
-@pytest.mark.xfail(reason="nn/mlp.py raises a bare ValueError for an unknown activation: the "
-                          "CLI prints a traceback and exits 1 (not fixable in cli/runner)")
 def test_unknown_activation_is_one_line(capsys, in_tmp):
     rc, _, err = cli(capsys, "run", "xor", "--quick", "--out", in_tmp / "out",
                      "--set", "activation=foo")

@@ -235,3 +235,33 @@ def test_parse_set_args_errors(pair):
     with pytest.raises(ConfigError) as info:
         parse_set_args(["lr=0.1", pair])
     assert "key=value" in str(info.value) and repr(pair)[1:-1] in str(info.value)
+
+
+def test_literal_choices_are_checked():
+    from dataclasses import dataclass
+    from typing import Literal
+
+    @dataclass(frozen=True)
+    class C:
+        act: Literal["relu", "tanh"] = "relu"
+
+    assert apply_overrides(C(), {"act": "tanh"}).act == "tanh"
+    with pytest.raises(ConfigError, match=r"act='foo': choose one of relu, tanh"):
+        apply_overrides(C(), {"act": "foo"})
+
+
+def test_require_positive():
+    from dataclasses import dataclass
+
+    from biaslab.config import require_positive
+
+    @dataclass(frozen=True)
+    class C:
+        n: int | None = None
+        hidden: tuple[int, ...] = (4, 2)
+
+    require_positive(C(), "n", "hidden")
+    with pytest.raises(ConfigError, match="n=0: must be positive"):
+        require_positive(C(n=0), "n")
+    with pytest.raises(ConfigError, match="hidden"):
+        require_positive(C(hidden=(4, 0)), "hidden")

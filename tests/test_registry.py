@@ -19,10 +19,13 @@ SCALARS = (int, float, bool, str)
 
 
 def _plain_type(tp) -> bool:
-    """int, float, bool, str, ``X | None`` of those, or ``tuple[X, ...]`` of those."""
+    """int, float, bool, str, ``Literal`` choices of those, ``X | None`` of those, or
+    ``tuple[X, ...]`` of those."""
     if tp in SCALARS:
         return True
     origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is typing.Literal:
+        return all(type(a) in SCALARS for a in args)
     if origin in (typing.Union, types.UnionType):
         rest = [a for a in args if a is not type(None)]
         return len(args) == 2 and len(rest) == 1 and _plain_type(rest[0])

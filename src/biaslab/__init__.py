@@ -12,7 +12,7 @@ __version__ = "0.1.0"
 __all__ = ["__version__", "run"]
 
 
-def run(name, **kwargs):
+def run(name=None, **kwargs):
     """Run experiment ``name``; see :func:`biaslab.runner.run` for the arguments."""
     from biaslab.runner import run as _run
 

@@ -1,7 +1,7 @@
 """Frozen dataclass configs, ``--set key=value`` overrides and JSON round-trip.
 
-Every experiment declares one frozen dataclass of plain fields (int, float, bool, str, or tuples
-of those). A *profile* (``quick``, ``default``, ``full``) is a dict of overrides applied to the
+Every experiment declares one frozen dataclass of plain fields (int, float, bool, str,
+``Literal[...]`` choices, or tuples of those). A *profile* (``quick``, ``default``, ``full``) is a dict of overrides applied to the
 dataclass defaults; ``--set`` overrides are applied last. Values given as strings (from the
 command line) are parsed into the field's type; anything that does not fit is a
 :class:`~biaslab.errors.ConfigError` with one line that names the key and the expected type.
@@ -53,6 +53,12 @@ def _unwrap_optional(tp):
 def parse_value(key: str, raw: Any, tp) -> Any:
     """Convert ``raw`` (a string from the command line, or a Python value) to type ``tp``."""
     tp, optional = _unwrap_optional(tp)
+    if typing.get_origin(tp) is typing.Literal:
+        choices = typing.get_args(tp)
+        value = raw.strip() if isinstance(raw, str) else raw
+        if value not in choices:
+            raise ConfigError(f"{key}={raw!r}: choose one of {', '.join(map(str, choices))}")
+        return value
     if optional and (raw is None or (isinstance(raw, str) and raw.lower() in {"none", "null"})):
         return None
     if typing.get_origin(tp) is tuple:
@@ -106,6 +112,15 @@ def apply_overrides(cfg, overrides: Mapping[str, Any], context: str = ""):
             )
         changes[key] = parse_value(key, raw, types_[key])
     return dataclasses.replace(cfg, **changes)
+
+
+def require_positive(cfg, *names: str) -> None:
+    """Raise ConfigError unless each named field of ``cfg`` is > 0 (None counts as unset)."""
+    for name in names:
+        value = getattr(cfg, name)
+        items = value if isinstance(value, tuple) else (value,)
+        if any(v is not None and not v > 0 for v in items):
+            raise ConfigError(f"{name}={value!r}: must be positive")
 
 
 def parse_set_args(pairs: list[str] | None) -> dict[str, str]:

@@ -9,10 +9,12 @@ shows what the 2-D space learned.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import torch
 
+from biaslab.config import require_positive
 from biaslab.data.mnist import mnist_splits
 from biaslab.evaluate import pca_reconstruction_error
 from biaslab.generative import Autoencoder
@@ -31,11 +33,14 @@ class Autoencoder2DConfig:
     epochs: int = 20
     batch_size: int = 256
     lr: float = 2e-3
-    schedule: str = "onecycle"
+    schedule: Literal["constant", "cosine", "onecycle", "step"] = "onecycle"
     n_val: int = 5000
     n_train: int | None = None
     n_test: int | None = None
     steps: int = 9  # images along each interpolation line, endpoints included
+
+    def __post_init__(self):
+        require_positive(self, "hidden", "epochs", "batch_size", "lr", "n_train", "n_test", "steps")
 
 
 @experiment(name="autoencoder-2d", day=1, config=Autoencoder2DConfig, requires=("mnist",),

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
 
+from biaslab.config import require_positive
 from biaslab.data.mnist import mnist_splits
 from biaslab.data.transforms import standardize
 from biaslab.nn import MLP, count_parameters
@@ -23,11 +25,14 @@ class MnistMLPConfig:
     epochs: int = 8
     batch_size: int = 256
     lr: float = 3e-3
-    optimizer: str = "adam"
-    schedule: str = "onecycle"
+    optimizer: Literal["sgd", "adam", "adamw"] = "adam"
+    schedule: Literal["constant", "cosine", "onecycle", "step"] = "onecycle"
     n_val: int = 5000
     n_train: int | None = None  # None: all 55,000 images left after the validation split
     n_test: int | None = None  # None: the full official 10,000-image test set
+
+    def __post_init__(self):
+        require_positive(self, "hidden", "epochs", "batch_size", "lr", "n_train", "n_test")
 
 
 QUICK = {"n_train": 2000, "n_val": 500, "n_test": 1000, "epochs": 2}

@@ -8,10 +8,12 @@ bends the boundary (eq. 1.5) and separates the classes perfectly.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import torch
 
+from biaslab.config import require_positive
 from biaslab.data.synthetic import xor
 from biaslab.nn import MLP
 from biaslab.registry import experiment
@@ -25,10 +27,13 @@ class XorConfig:
     n_test: int = 400
     noise: float = 0.15
     hidden: int = 8
-    activation: str = "tanh"
+    activation: Literal["relu", "tanh", "sigmoid", "gelu"] = "tanh"
     epochs: int = 100
     batch_size: int = 32
     lr: float = 0.02
+
+    def __post_init__(self):
+        require_positive(self, "n_train", "n_test", "hidden", "epochs", "batch_size", "lr")
 
 
 # The four corners of the truth table, on the data's (±1, ±1) scale.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -61,8 +62,8 @@ class TrainConfig:
             raise ConfigError(f"schedule '{self.schedule}' unknown (choose from {', '.join(SCHEDULES)})")
         if self.epochs < 1 or self.batch_size < 1:
             raise ConfigError("epochs and batch_size must be at least 1")
-        if not self.lr > 0:
-            raise ConfigError(f"lr must be positive, got {self.lr}")
+        if not (self.lr > 0 and math.isfinite(self.lr)):
+            raise ConfigError(f"lr must be a positive finite number, got {self.lr}")
 
 
 def make_optimizer(cfg: TrainConfig, params) -> torch.optim.Optimizer:
