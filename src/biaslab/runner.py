@@ -91,7 +91,14 @@ class RunContext:
         self.metrics.update(values)
 
     def claim(self, claim: str, *, expected: str, measured: Any, passed: bool | None,
-              source: str = "") -> None:
+              source: str = "", checked_in_quick: bool = True) -> None:
+        """Record a claim from the notes beside the measured value.
+
+        ``checked_in_quick=False`` marks claims the tiny ``--quick`` data cannot be expected to
+        meet (e.g. an accuracy target): in that profile the value is shown but not judged.
+        """
+        if self.quick and not checked_in_quick:
+            passed, expected = None, f"{expected} (not judged in --quick)"
         self.claims.append(Claim(claim, expected, measured,
                                  None if passed is None else bool(passed), source))
 
@@ -218,3 +225,5 @@ def print_summary(result: Result, stream=None) -> None:
         stream.write(f"  [{verdict}] {c['claim']}: measured {format_value(c['measured'])} "
                      f"(expected {c['expected']})\n")
     stream.write(f"report: {result.run_dir / 'report.html'}\n")
+    if (result.run_dir / "index.html").exists():
+        stream.write(f"index:  {result.run_dir / 'index.html'}\n")

@@ -63,7 +63,8 @@ def run(ctx) -> None:
                train_seconds=round(fit.train_time, 2))
     ctx.claim("A non-linear 2-D autoencoder reconstructs better than 2-component PCA",
               source="notes, Day 1 (autoencoders)", expected="AE test MSE < PCA-2 test MSE",
-              measured=f"{ae_mse:.4f} vs {pca_mse:.4f}", passed=ae_mse < pca_mse)
+              measured=f"{ae_mse:.4f} vs {pca_mse:.4f}", passed=ae_mse < pca_mse,
+              checked_in_quick=False)
 
     model.eval()
     with torch.no_grad():

@@ -66,7 +66,7 @@ def run(ctx) -> None:
               passed=n_params == NOTES_PARAMETERS if cfg.hidden == 256 else None)
     ctx.claim("It reaches roughly 97% test accuracy", source="notes, Day 1 (MNIST)",
               expected="test accuracy >= 0.97", measured=fit.test["accuracy"],
-              passed=fit.test["accuracy"] >= 0.97)
+              passed=fit.test["accuracy"] >= 0.97, checked_in_quick=False)
     ctx.claim("... in under a minute of training", source="notes, Day 1 (MNIST)",
               expected="training time < 60 s", measured=round(fit.train_time, 2),
               passed=fit.train_time < 60)

@@ -19,7 +19,7 @@ def run(ctx) -> None:
     from biaslab.runner import run as run_experiment
 
     labs = [e for e in all_experiments() if e.day in ctx.cfg.days]
-    rows, passed, checked = [], 0, 0
+    passed, checked = 0, 0
     for exp in labs:
         lab_dir = ctx.run_dir / "labs" / exp.name
         if (lab_dir / "config.json").exists():  # resuming the workshop: finish or reuse the lab
@@ -30,10 +30,7 @@ def run(ctx) -> None:
         ok = sum(c["passed"] is True for c in result.claims)
         n = sum(c["passed"] is not None for c in result.claims)
         passed, checked = passed + ok, checked + n
-        rows.append([exp.day, exp.name, f"{ok}/{n}", result.results.get("elapsed_s"),
-                     f"labs/{exp.name}/report.html"])
     ctx.metric(labs=len(labs), claims_passed=passed, claims_checked=checked)
-    ctx.table("Labs", ["day", "experiment", "claims passed", "seconds", "report"], rows)
     index = render_index(ctx.run_dir / "labs", out=ctx.run_dir / "index.html",
                          title=f"biaslab workshop ({ctx.profile} profile, seed {ctx.seed})")
     ctx.metric(index=str(index.relative_to(ctx.run_dir)))

@@ -215,12 +215,20 @@ def _labs_section(run_dir: Path) -> str:
     labs = run_dir / "labs"
     if not labs.is_dir():
         return ""
-    items = []
-    for lab in sorted(p for p in labs.iterdir() if p.is_dir()):
-        href = html.escape(urllib.parse.quote(f"labs/{lab.name}/report.html"))
-        items.append(f"<li><a href=\"{href}\">{_e(lab.name)}</a></li>"
-                     if (lab / "report.html").is_file() else f"<li>{_e(lab.name)} (no report)</li>")
-    return f"<h2>Labs</h2>\n<ul>{''.join(items)}</ul>"
+    return f"<h2>Labs</h2>\n{_runs_table(labs, run_dir.absolute())}"
+
+
+def _runs_table(runs_dir: Path, out_dir: Path) -> str:
+    """A table of every run under ``runs_dir``, linking reports relative to ``out_dir``."""
+    rows = sorted(_index_row(run, runs_dir, out_dir) for run in _find_runs(runs_dir))
+    if not rows:
+        return "<p>No runs found.</p>"
+    head = "".join(f"<th>{h}</th>" for h in ("Day", "Experiment", "Run", "Profile", "Seed",
+                                              "Status", "Claims passed", "Elapsed",
+                                              "Created", "Report"))
+    body = "".join(tr for _, tr in rows)
+    return (f"<div class=\"scroll\"><table class=\"runs\"><thead><tr>{head}</tr>"
+            f"</thead><tbody>{body}</tbody></table></div>")
 
 
 def render_report(run_dir, complete: bool | None = None) -> Path:
@@ -275,7 +283,8 @@ def render_report(run_dir, complete: bool | None = None) -> Path:
                  if metrics_file.is_file() else 0)
     parts.append(f"<footer>Run directory <code>{_e(run_dir.name)}</code> \u00b7 {n_records} "
                  f"training records in metrics.jsonl \u00b7 {status}</footer>")
-    return _write_atomic(run_dir / "report.html", _page(_e(title), "\n".join(parts)))
+    wide = (run_dir / "labs").is_dir()  # a workshop's table of labs needs the room
+    return _write_atomic(run_dir / "report.html", _page(_e(title), "\n".join(parts), wide=wide))
 
 
 def _find_runs(root: Path, depth: int = 3) -> list[Path]:
@@ -327,7 +336,15 @@ def _index_row(run: Path, runs_dir: Path, out_dir: Path) -> tuple[tuple, str]:
           f"<td style=\"background:{colour}\">{html.escape(claims)}</td>"
           f"<td class=\"num\">{html.escape(format_duration(res.get('elapsed_s')))}</td>"
           f"<td>{_e(created.replace('T', ' '))}</td><td>{link}</td></tr>")
-    return (day is None, day or 0, name, created, path), tr
+    return (day is None, day or 0, _workshop_order(name), name, created, path), tr
+
+
+def _workshop_order(name: str) -> int:
+    """Position of experiment ``name`` in the workshop (registry order); unknown names last."""
+    from biaslab.registry import all_experiments
+
+    order = {e.name: i for i, e in enumerate(all_experiments())}
+    return order.get(name, len(order))
 
 
 def render_index(runs_dir, out=None, title: str = "biaslab runs") -> Path:
@@ -352,17 +369,9 @@ def render_index(runs_dir, out=None, title: str = "biaslab runs") -> Path:
         raise BiaslabError(f"{runs_dir}: runs directory not found")
     out = Path(out) if out is not None else runs_dir / "index.html"
     out.parent.mkdir(parents=True, exist_ok=True)
-    rows = sorted(_index_row(run, runs_dir, out.parent.absolute()) for run in _find_runs(runs_dir))
+    n = len(_find_runs(runs_dir))
     parts = [f"<h1>{html.escape(title)}</h1>",
-             f"<p class=\"meta\">{len(rows)} run{'s' if len(rows) != 1 else ''} in "
-             f"<code>{html.escape(str(runs_dir))}</code></p>"]
-    if rows:
-        head = "".join(f"<th>{h}</th>" for h in ("Day", "Experiment", "Run", "Profile", "Seed",
-                                                  "Status", "Claims passed", "Elapsed",
-                                                  "Created", "Report"))
-        body = "".join(tr for _, tr in rows)
-        parts.append(f"<div class=\"scroll\"><table class=\"runs\"><thead><tr>{head}</tr>"
-                     f"</thead><tbody>{body}</tbody></table></div>")
-    else:
-        parts.append("<p>No runs found.</p>")
+             f"<p class=\"meta\">{n} run{'s' if n != 1 else ''} in "
+             f"<code>{html.escape(str(runs_dir))}</code></p>",
+             _runs_table(runs_dir, out.parent.absolute())]
     return _write_atomic(out, _page(html.escape(title), "\n".join(parts), wide=True))
