@@ -32,6 +32,10 @@ EXPERIMENT_MODULES = (
     "biaslab.experiments.mnist_mlp",
     "biaslab.experiments.hidden_pca",
     "biaslab.experiments.autoencoder_2d",
+    "biaslab.experiments.gradients",
+    "biaslab.experiments.manual_backprop",
+    "biaslab.experiments.adam_vs_sgd",
+    "biaslab.experiments.lr_sweep",
     "biaslab.experiments.workshop",
 )
 

@@ -22,3 +22,18 @@ def standardize(splits, eps: float = 1e-8):
 def flatten_images(x: torch.Tensor) -> torch.Tensor:
     """(N, C, H, W) or (N, H, W) -> (N, C*H*W)."""
     return x.reshape(len(x), -1)
+
+
+def corrupt_labels(y: torch.Tensor, fraction: float, n_classes: int, seed: int) -> torch.Tensor:
+    """Replace a random ``fraction`` of the labels by labels drawn uniformly from all classes.
+
+    A replaced label equals the true one with probability 1/n_classes, so about
+    ``fraction * (1 - 1/n_classes)`` of the labels end up wrong. Returns a new tensor.
+    """
+    if not 0.0 <= fraction <= 1.0:
+        raise ValueError(f"fraction must be in [0, 1], got {fraction}")
+    gen = torch.Generator().manual_seed(seed)
+    hit = torch.rand(len(y), generator=gen) < fraction
+    noisy = y.clone()
+    noisy[hit] = torch.randint(0, n_classes, (int(hit.sum()),), generator=gen, dtype=y.dtype)
+    return noisy

@@ -100,3 +100,29 @@ def image_grid(images: np.ndarray, row_labels: Sequence[str] | None = None,
         fig.suptitle(title)
     fig.subplots_adjust(wspace=0.05, hspace=0.05)
     return fig
+
+
+def sweep_curves(histories: dict[str, list[dict]], chance: float | None = None,
+                 keys: tuple[str, str] = ("train_loss", "val_loss")):
+    """Every history on ONE axis: ``keys[0]`` dashed, ``keys[1]`` solid, same colour per run.
+
+    Non-finite values are dropped; the y axis is logarithmic so that a blow-up and a slow
+    decline are both visible.
+    """
+    fig, (ax,) = subplots(1, size=(7.5, 4.8))
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for colour, (label, history) in zip(colours * 4, histories.items()):
+        for key, style in zip(keys, ("--", "-")):
+            pts = [(r["epoch"], r[key]) for r in history if key in r and np.isfinite(r[key])]
+            if pts:
+                ep, val = zip(*pts)
+                ax.plot(ep, val, style, color=colour, marker="o", ms=3,
+                        label=label if style == "-" else None)
+    if chance is not None:
+        ax.axhline(chance, color="grey", lw=1, ls=":")
+    ax.set_yscale("log")
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("cross-entropy (train dashed, validation solid)")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    return fig

@@ -1,0 +1,88 @@
+"""Reading learning curves: label a (train, validation) loss curve by its shape.
+
+The notes name four characteristic shapes of a learning curve:
+
+* **diverging**   — the loss blows up: a non-finite value, a training loss that climbs far above
+  the loss of an uninformed guess, or one that ends higher than it started;
+* **underfitting** — training and validation loss stay high and close together: the model has
+  not (yet) fitted even the training data;
+* **overfitting**  — the training loss keeps falling while the validation loss has turned and
+  risen clearly above its minimum: the model memorises the training set;
+* **healthy**      — both fall and the validation loss stays near its minimum.
+
+The rules are applied in that order; the thresholds are arguments with documented defaults.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+SHAPES = ("healthy", "overfitting", "underfitting", "diverging")
+
+
+@dataclass(frozen=True)
+class CurveReading:
+    """The label and the numbers that decided it."""
+
+    shape: str
+    reason: str
+
+
+def classify_curve(train_loss: Sequence[float], val_loss: Sequence[float],
+                   chance_loss: float | None = None, blowup: float = 2.0,
+                   underfit_fraction: float = 0.25, gap_fraction: float = 0.25,
+                   overfit_rise: float = 0.1) -> CurveReading:
+    """Label one learning curve as healthy, overfitting, underfitting or diverging.
+
+    Args:
+        train_loss: training loss per epoch.
+        val_loss: validation loss per epoch (same length; may be shorter if training stopped).
+        chance_loss: the loss of an uninformed prediction (``ln C`` for C balanced classes);
+            default: the first training loss stands in for it.
+        blowup: diverging if the training loss ever exceeds ``blowup x chance_loss``
+            (default 2.0).
+        underfit_fraction: underfitting if the final training loss is above this fraction of
+            ``chance_loss`` (default 0.25) ...
+        gap_fraction: ... and the final validation loss is within this fraction of the final
+            training loss (default 0.25): both high, close together.
+        overfit_rise: overfitting if the final validation loss is more than this fraction above
+            its minimum (default 0.1) while the training loss fell after that minimum.
+
+    Returns:
+        A :class:`CurveReading` with ``shape`` in :data:`SHAPES` and a one-line ``reason``.
+    """
+    train = [float(v) for v in train_loss]
+    val = [float(v) for v in val_loss]
+    if not train:
+        raise ValueError("an empty learning curve has no shape")
+    # 1. diverging
+    bad = [i + 1 for i, v in enumerate(train + val) if not math.isfinite(v)]
+    if bad:
+        return CurveReading("diverging", "the loss became non-finite")
+    reference = chance_loss if chance_loss is not None else train[0]
+    if max(train) > blowup * reference:
+        return CurveReading("diverging", f"training loss reached {max(train):.3g}, more than "
+                                         f"{blowup:g}x the uninformed loss {reference:.3g}")
+    if len(train) > 1 and train[-1] > train[0]:
+        return CurveReading("diverging", f"training loss rose from {train[0]:.3g} to {train[-1]:.3g}")
+    # 2. underfitting
+    final_train = train[-1]
+    final_val = val[-1] if val else final_train
+    if final_train > underfit_fraction * reference and \
+            abs(final_val - final_train) <= gap_fraction * final_train:
+        return CurveReading("underfitting", f"final training loss {final_train:.3g} is still above "
+                                            f"{underfit_fraction:g}x the uninformed loss, and "
+                                            f"validation ({final_val:.3g}) is close to it")
+    # 3. overfitting
+    if val:
+        best = min(range(len(val)), key=val.__getitem__)
+        rise = (final_val - val[best]) / max(val[best], 1e-12)
+        if rise > overfit_rise and train[-1] < train[min(best, len(train) - 1)]:
+            return CurveReading("overfitting", f"validation loss rose {rise:.0%} above its minimum "
+                                               f"{val[best]:.3g} (epoch {best + 1}) while training "
+                                               f"loss kept falling to {final_train:.3g}")
+    # 4. healthy
+    return CurveReading("healthy", f"training loss fell to {final_train:.3g}; validation loss "
+                                   f"{final_val:.3g} stays near its minimum")

@@ -1,0 +1,100 @@
+"""Day 2 - one model, four learning rates, four characteristic learning curves.
+
+The step size of gradient descent, θ ← θ − η ∇L (eq. 2.3), decides the curve's shape. The setting
+is designed so that all four shapes really appear: Adam (whose steps have size ~η whatever the
+gradient's scale, so 1e-1 overshoots), a small training subset (500 images) in which 20% of the
+labels are replaced by random ones (memorising them is what hurts the validation loss; the
+validation set stays clean), and a fixed budget of 90 steps. Then η = 1e-1 blows the loss up
+(diverging), 1e-2 memorises the noisy training set while the validation loss turns up
+(overfitting), 1e-3 learns the signal first (healthy), and 1e-4 is still far from a fit when the
+budget ends (underfitting). A classifier in
+``biaslab.evaluate.curves`` labels each curve from its numbers alone.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+
+from biaslab.config import require_positive
+from biaslab.data.mnist import mnist_splits
+from biaslab.data.transforms import corrupt_labels, standardize
+from biaslab.errors import ConfigError
+from biaslab.evaluate.curves import classify_curve
+from biaslab.nn import MLP
+from biaslab.registry import experiment
+from biaslab.report import plots
+from biaslab.train import TrainConfig, Trainer, accuracy
+
+# The shape the notes promise for each learning rate.
+EXPECTED = {1e-1: "diverging", 1e-2: "overfitting", 1e-3: "healthy", 1e-4: "underfitting"}
+
+
+@dataclass(frozen=True)
+class LRSweepConfig:
+    learning_rates: tuple[float, ...] = (1e-1, 1e-2, 1e-3, 1e-4)
+    optimizer: Literal["sgd", "adam", "adamw"] = "adam"
+    hidden: int = 256
+    n_train: int = 500  # small, so that over-fitting can show
+    n_val: int = 2000
+    epochs: int = 9  # the budget: 90 steps of 50 images
+    batch_size: int = 50
+    label_noise: float = 0.2  # fraction of training labels replaced by random ones
+
+    def __post_init__(self):
+        require_positive(self, "learning_rates", "hidden", "n_train", "n_val", "epochs",
+                         "batch_size")
+        if not 0.0 <= self.label_noise <= 1.0:
+            raise ConfigError(f"label_noise={self.label_noise}: must be in [0, 1]")
+
+
+@experiment(name="lr-sweep", day=2, config=LRSweepConfig, requires=("mnist",),
+            title="Learning rates and the four shapes of a learning curve",
+            summary="learning rates 1e-1..1e-4: diverging, overfitting, healthy, underfitting curves",
+            quick={"n_train": 200, "n_val": 300, "epochs": 3})
+def run(ctx) -> None:
+    cfg: LRSweepConfig = ctx.cfg
+    splits, _ = standardize(mnist_splits(n_val=cfg.n_val, n_train=cfg.n_train, n_test=1000,
+                                         seed=ctx.seed_for("split")))
+    y_train = corrupt_labels(splits.y_train, cfg.label_noise, 10, seed=ctx.seed_for("noise"))
+    chance = math.log(10)  # cross-entropy of a uniform guess over 10 digits
+    histories, rows = {}, []
+    for lr in cfg.learning_rates:
+        tag = f"lr{lr:g}"
+        torch.manual_seed(ctx.seed_for("init"))  # the same initial weights for every rate
+        model = MLP((784, cfg.hidden, 10))
+        tcfg = TrainConfig(epochs=cfg.epochs, batch_size=cfg.batch_size, lr=lr,
+                           optimizer=cfg.optimizer)
+        trainer = Trainer(model, config=tcfg, metrics={"accuracy": accuracy},
+                          on_divergence="stop", **ctx.trainer_kwargs(tag))
+        history = trainer.fit((splits.x_train, y_train), val=(splits.x_val, splits.y_val))
+        train = [r["train_loss"] for r in history]
+        val = [r["val_loss"] for r in history if "val_loss" in r]
+        reading = classify_curve(train, val, chance_loss=chance)
+        histories[f"η={lr:g}: {reading.shape}"] = history
+        expected = EXPECTED.get(lr)
+        rows.append([f"{lr:g}", reading.shape, expected or "-", train[-1],
+                     val[-1] if val else None, reading.reason])
+        ctx.metric(**{f"{tag}_shape": reading.shape, f"{tag}_final_train_loss": train[-1],
+                      f"{tag}_final_val_loss": val[-1] if val else None})
+        if expected is not None:
+            ctx.claim(f"Learning rate {lr:g} gives the {expected} curve",
+                      source="notes, Day 2 (reading learning curves)",
+                      expected=expected, measured=reading.shape,
+                      passed=reading.shape == expected, checked_in_quick=False)
+    shapes = {r[1] for r in rows}
+    ctx.claim("All four characteristic shapes appear", source="notes, Day 2",
+              expected=", ".join(sorted(set(EXPECTED.values()))),
+              measured=", ".join(sorted(shapes)),
+              passed=shapes >= set(EXPECTED.values()), checked_in_quick=False)
+    ctx.table("Curve shapes, as labelled by biaslab.evaluate.classify_curve",
+              ["learning rate", "label", "notes", "final train loss", "final val loss", "why"],
+              rows)
+    ctx.figure("learning_curves", plots.sweep_curves(histories, chance=chance),
+               f"Training (dashed) and validation (solid) cross-entropy per epoch for each "
+               f"learning rate ({cfg.optimizer}, {cfg.n_train} training images, {cfg.label_noise:.0%} of "
+               "their labels random); the legend gives "
+               "the label the curve classifier assigned. Grey: the loss of a uniform guess.")
