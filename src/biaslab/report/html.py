@@ -50,8 +50,9 @@ table.kv th {{ font-weight: normal; background: #f6f7f9; }}
 main.wide {{ max-width: 1400px; }}  .scroll {{ overflow-x: auto; }}
 table.runs th, table.runs td {{ white-space: nowrap; padding: 6px 10px; }}
 .cols {{ display: flex; flex-wrap: wrap; gap: 12px 40px; align-items: flex-start; }}
-table.claims {{ width: 100%; font-size: 16px; }}  .tally {{ font-size: 17px; margin: 0 0 6px; }}
-td.verdict {{ font-weight: bold; text-align: center; white-space: nowrap; width: 8em; }}
+table.claims {{ width: 100%; font-size: 16px; table-layout: fixed; }}
+table.claims td {{ overflow-wrap: anywhere; }}  td.source {{ color: #555b66; font-size: 14px; }}  .tally {{ font-size: 17px; margin: 0 0 6px; }}
+td.verdict {{ font-weight: bold; text-align: center; white-space: nowrap; }}
 figure {{ margin: 18px 0 26px; }}  figcaption {{ color: #444a55; margin-top: 6px; }}
 figure img {{ display: block; max-width: 100%; height: auto; border: 1px solid #e4e6ea; }}
 .missing {{ color: #a02020; }}  footer {{ margin-top: 36px; color: #777d88; font-size: 13px; }}
@@ -179,13 +180,14 @@ def _claims_section(claims: list) -> str:
         m = c.get("measured")
         num = isinstance(m, (int, float)) and not isinstance(m, bool)
         rows.append(f"<tr><td>{_e(c.get('claim'))}</td>"
-                    f"<td class=\"nowrap\">{_e(c.get('source'))}</td>"
+                    f"<td class=\"source\">{_e(c.get('source'))}</td>"
                     f"<td>{_e(c.get('expected'))}</td>"
                     f"<td class=\"{'num nowrap' if num else ''}\">{_e(c.get('measured'))}</td>"
                     f"<td class=\"verdict\" style=\"background:{colour}\">{text}</td></tr>")
     head = "".join(f"<th>{h}</th>" for h in ("Claim", "Source", "Expected", "Measured", "Verdict"))
+    cols = "".join(f"<col style=\"width:{w}\">" for w in ("31%", "21%", "19%", "17%", "12%"))
     return (f"<h2>Claims</h2>\n<p class=\"tally\">{tally}</p>\n<table class=\"claims\">"
-            f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+            f"<colgroup>{cols}</colgroup><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
 
 
 def _figure(run_dir: Path, fig: dict) -> str:
