@@ -1,6 +1,5 @@
 """Smoke test: every Day-1 lab in its --quick profile, and the workshop over Day 1."""
 
-import os
 import re
 import struct
 from pathlib import Path
@@ -9,24 +8,12 @@ import pytest
 
 import biaslab
 from biaslab.cli import main
-from biaslab.data.availability import require_data
-from biaslab.errors import BiaslabError
 from biaslab.registry import get
 from biaslab.runs import RunDir, read_json
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 DAY1 = ["xor", "mnist-mlp", "hidden-pca", "autoencoder-2d"]
 N_CLAIMS = {"xor": 2, "mnist-mlp": 3, "hidden-pca": 1, "autoencoder-2d": 1}
-
-
-@pytest.fixture(scope="module", autouse=True)
-def mnist_available():
-    try:
-        require_data(("mnist",))
-    except BiaslabError as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"{exc}; CI must run the Day-1 labs")
-        pytest.skip(str(exc))
 
 
 @pytest.fixture(scope="module")

@@ -1,25 +1,12 @@
 """Smoke test: every Day-2 lab in its --quick profile, plus the notes' numbers of `gradients`."""
 
-import os
 
 import pytest
 
 import biaslab
-from biaslab.data.availability import require_data
-from biaslab.errors import BiaslabError
 from biaslab.runs import read_json
 
 DAY2 = ["gradients", "manual-backprop", "adam-vs-sgd", "lr-sweep"]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def mnist_available():
-    try:
-        require_data(("mnist",))
-    except BiaslabError as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"{exc}; CI must run the Day-2 labs")
-        pytest.skip(str(exc))
 
 
 @pytest.fixture(scope="module")
