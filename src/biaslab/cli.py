@@ -110,6 +110,7 @@ def cmd_run(args, argv: list[str]) -> int:
 
 def cmd_show(run_dir: str) -> None:
     from biaslab.report.html import format_value
+    from biaslab.runner import verdict_word
     from biaslab.runs import COMPLETE, read_json
 
     path = Path(run_dir)
@@ -137,8 +138,7 @@ def cmd_show(run_dir: str) -> None:
     if isinstance(res.get("claims"), list) and res["claims"]:
         print("\nclaims")
         for c in (c for c in res["claims"] if isinstance(c, dict)):
-            verdict = {True: "PASS", False: "FAIL"}.get(c.get("passed"), "----")
-            print(f"  [{verdict}] {c.get('claim')}\n         expected {c.get('expected')}, "
+            print(f"  [{verdict_word(c.get('passed'))}] {c.get('claim')}\n         expected {c.get('expected')}, "
                   f"measured {format_value(c.get('measured'))}")
     print(f"\nreport: {path / 'report.html'}")
 

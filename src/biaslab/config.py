@@ -1,8 +1,8 @@
 """Frozen dataclass configs, ``--set key=value`` overrides and JSON round-trip.
 
 Every experiment declares one frozen dataclass of plain fields (int, float, bool, str,
-``Literal[...]`` choices, or tuples of those). A *profile* (``quick``, ``default``, ``full``) is a dict of overrides applied to the
-dataclass defaults; ``--set`` overrides are applied last. Values given as strings (from the
+``Literal[...]`` choices, or tuples of those). A *profile* (``quick``, ``default``, ``full``) is
+a dict of overrides applied to the dataclass defaults; ``--set`` overrides are applied last. Values given as strings (from the
 command line) are parsed into the field's type; anything that does not fit is a
 :class:`~biaslab.errors.ConfigError` with one line that names the key and the expected type.
 """

@@ -214,6 +214,11 @@ def _python_command(name: str, profile: str, seed: int, overrides: dict) -> str:
     return f"biaslab run {name}{flag} --seed {seed}{sets}"
 
 
+def verdict_word(passed) -> str:
+    """PASS / FAIL for a judged claim, ---- for one not judged (or malformed)."""
+    return {True: "PASS", False: "FAIL"}.get(passed, "----")
+
+
 def print_summary(result: Result, stream=None) -> None:
     """One line per claim, then where the report is (on ``stream``, default sys.stdout)."""
     from biaslab.report.html import format_value
@@ -221,8 +226,7 @@ def print_summary(result: Result, stream=None) -> None:
     stream = sys.stdout if stream is None else stream  # looked up now: it may be redirected
 
     for c in result.claims:
-        verdict = {True: "PASS", False: "FAIL", None: "----"}[c.get("passed")]
-        stream.write(f"  [{verdict}] {c['claim']}: measured {format_value(c['measured'])} "
+        stream.write(f"  [{verdict_word(c.get('passed'))}] {c['claim']}: measured {format_value(c['measured'])} "
                      f"(expected {c['expected']})\n")
     stream.write(f"report: {result.run_dir / 'report.html'}\n")
     if (result.run_dir / "index.html").exists():

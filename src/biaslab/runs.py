@@ -54,12 +54,15 @@ def write_json(path: Path, data: Any) -> None:
 
 
 def read_json(path: Path) -> Any:
+    """Parse a JSON file; a missing, unreadable or malformed file is a one-line BiaslabError."""
     try:
         return json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise BiaslabError(f"{path} does not exist") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise BiaslabError(f"{path} is not valid JSON ({exc})") from None
+    except OSError as exc:
+        raise BiaslabError(f"{path} cannot be read ({exc.strerror or type(exc).__name__})") from None
 
 
 def package_versions() -> dict[str, str]:
@@ -98,16 +101,8 @@ class RunDir:
                     f"{path} already holds a run; use --resume {path} to continue it, "
                     "or choose another --out")
         made = [p for p in (path, path / "figures", path / "checkpoints") if not p.exists()]
-        try:
-            (path / "figures").mkdir(parents=True, exist_ok=True)
-            (path / "checkpoints").mkdir(exist_ok=True)
-            probe = path / ".write-test"
-            probe.write_text("")
-            probe.unlink()
-        except OSError as exc:
-            reason = exc.strerror or exc.__class__.__name__
-            raise BiaslabError(f"cannot write to output directory {path}: {reason}") from None
         run = cls(path)
+        run._make_dirs("output directory", probe=True)
         run._made = made
         return run
 
@@ -118,13 +113,21 @@ class RunDir:
         if not (path / "config.json").is_file():
             raise CheckpointError(f"{path} is not a run directory (no config.json); cannot resume")
         run = cls(path)
+        run._make_dirs("run directory")
+        return run
+
+    def _make_dirs(self, what: str, probe: bool = False) -> None:
+        """Make figures/ and checkpoints/ (and the run directory); optionally prove it writable."""
         try:
-            (path / "figures").mkdir(exist_ok=True)
-            (path / "checkpoints").mkdir(exist_ok=True)
+            self.figures_dir.mkdir(parents=True, exist_ok=True)
+            self.checkpoints_dir.mkdir(exist_ok=True)
+            if probe:
+                test = self.path / ".write-test"
+                test.write_text("")
+                test.unlink()
         except OSError as exc:
             reason = exc.strerror or exc.__class__.__name__
-            raise BiaslabError(f"cannot write to run directory {path}: {reason}") from None
-        return run
+            raise BiaslabError(f"cannot write to {what} {self.path}: {reason}") from None
 
     def discard_if_unused(self) -> bool:
         """Undo :meth:`create` for a run that failed before writing anything but config.json.

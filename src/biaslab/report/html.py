@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import base64
 import html
-import json
 import math
 import os
 import urllib.parse
 from pathlib import Path
 
-from biaslab.data.store import atomic_write_bytes
 from biaslab.errors import BiaslabError
+from biaslab.runs import atomic_write_text, read_json
 
 PASS_COLOUR = "#c8f7c5"
 FAIL_COLOUR = "#f7c5c5"
@@ -114,22 +113,17 @@ def _e(v) -> str:
 
 def _read_json(path: Path, required: bool = True) -> dict | None:
     """Read a JSON object from ``path``; a missing optional file gives ``None``."""
-    if not path.is_file():
-        if required:
-            raise BiaslabError(f"{path}: file not found")
+    if not required and not path.is_file():
         return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BiaslabError(f"{path}: not valid JSON ({str(exc).splitlines()[0]})") from None
+    data = read_json(path)
     if not isinstance(data, dict):
         raise BiaslabError(f"{path}: expected a JSON object, found {type(data).__name__}")
     return data
 
 
 def _write_atomic(path: Path, text: str) -> Path:
-    """Write ``text`` to ``path`` through a temporary file in the same directory."""
-    return atomic_write_bytes(path, text.encode("utf-8"))
+    atomic_write_text(path, text)
+    return path
 
 
 def _page(title: str, body: str, wide: bool = False) -> str:
