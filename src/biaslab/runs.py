@@ -1,4 +1,4 @@
-"""The run directory: atomic files, the metrics log and the completion marker.
+"""The run directory, its file names, and the claims' verdicts and tally.
 
 Layout (see docs/architecture.md)::
 
@@ -9,60 +9,133 @@ Layout (see docs/architecture.md)::
         figures/*.png
         report.html      self-contained (figures embedded)
         checkpoints/
+        labs/<name>/     (a workshop only) one run directory per lab, and index.html
         COMPLETE         written last: a run without it is unfinished
+
+Everything that reads or writes these names (the runner, ``biaslab show``, the report, the
+index and the workshop) takes them from here, and judges claims with :func:`verdict_of` and
+:func:`tally`, so that there is one vocabulary of verdicts.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import platform
 import time
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
-from biaslab.data.store import atomic_write_bytes
 from biaslab.errors import BiaslabError, CheckpointError
+from biaslab.fileio import atomic_write_text, json_safe, read_json, write_json
 
+__all__ = ["COMPLETE", "CONFIG", "RESULTS", "REPORT", "INDEX", "METRICS", "FIGURES", "CHECKPOINTS",
+           "LABS", "VERDICTS", "Verdict", "RunDir", "Tally", "tally", "verdict_of", "read_json",
+           "write_json", "atomic_write_text", "find_runs"]
+
+# -- file names ------------------------------------------------------------------------------
+CONFIG = "config.json"
+METRICS = "metrics.jsonl"
+RESULTS = "results.json"
+REPORT = "report.html"
+INDEX = "index.html"
 COMPLETE = "COMPLETE"
+FIGURES = "figures"
+CHECKPOINTS = "checkpoints"
+LABS = "labs"
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` via a temporary file and a rename: never half-written."""
-    atomic_write_bytes(path, text.encode("utf-8"))
+# -- verdicts ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Verdict:
+    """How a claim came out, in every place that shows it.
+
+    Attributes:
+        key: the word stored in results.json (``pass``, ``fail``, ``unjudged``, ``notes-wrong``).
+        word: four letters for the terminal (``PASS``, ``FAIL``, ``----``, ``NOTE``).
+        label: the report's wording.
+        colour: the report's background colour for the verdict cell.
+    """
+
+    key: str
+    word: str
+    label: str
+    colour: str
 
 
-def _json_safe(value: Any) -> Any:
-    """Floats that JSON cannot hold (nan, inf) become strings; numpy scalars become Python
-    numbers and arrays (numpy or torch) become lists."""
-    if hasattr(value, "item") and callable(value.item) and getattr(value, "ndim", 1) == 0:
-        value = value.item()
-    elif hasattr(value, "tolist") and callable(value.tolist):  # numpy arrays, tensors
-        value = value.tolist()
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
-    return value
+VERDICTS: dict[str, Verdict] = {v.key: v for v in (
+    Verdict("pass", "PASS", "\u2713 PASS", "#c8f7c5"),
+    Verdict("fail", "FAIL", "\u2717 FAIL", "#f7c5c5"),
+    Verdict("unjudged", "----", "not checked", "#e0e0e0"),
+    # biaslab computes the value right and an exact computation shows the notes' figure is a slip
+    Verdict("notes-wrong", "NOTE", "notes' figure is wrong", "#c9dcf5"),
+)}
 
 
-def write_json(path: Path, data: Any) -> None:
-    atomic_write_text(path, json.dumps(_json_safe(data), indent=2) + "\n")
+def verdict_of(claim: Any) -> str:
+    """The verdict key of one claim from results.json.
+
+    A claim stores ``passed`` (True, False or None); a claim whose notes' figure an exact
+    computation proved wrong also stores ``verdict: "notes-wrong"``. Anything malformed is
+    ``unjudged``.
+    """
+    if not isinstance(claim, dict):
+        return "unjudged"
+    if claim.get("verdict") == "notes-wrong":
+        return "notes-wrong"
+    return {True: "pass", False: "fail"}.get(claim.get("passed"), "unjudged")
 
 
-def read_json(path: Path) -> Any:
-    """Parse a JSON file; a missing, unreadable or malformed file is a one-line BiaslabError."""
-    try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BiaslabError(f"{path} does not exist") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise BiaslabError(f"{path} is not valid JSON ({exc})") from None
-    except OSError as exc:
-        raise BiaslabError(f"{path} cannot be read ({exc.strerror or type(exc).__name__})") from None
+@dataclass(frozen=True)
+class Tally:
+    """How many claims of a run came out each way."""
+
+    passed: int = 0
+    failed: int = 0
+    unjudged: int = 0
+    notes_wrong: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.passed + self.failed + self.unjudged + self.notes_wrong
+
+    @property
+    def judged(self) -> int:
+        """Claims held against a measurement: passed or failed."""
+        return self.passed + self.failed
+
+    def __add__(self, other: "Tally") -> "Tally":
+        return Tally(self.passed + other.passed, self.failed + other.failed,
+                     self.unjudged + other.unjudged, self.notes_wrong + other.notes_wrong)
+
+    def describe(self) -> str:
+        """``"5 of 7 claims passed, 1 failed, 1 notes' figure wrong"`` (zero counts left out)."""
+        if not self.total:
+            return "no claims"
+        text = f"{self.passed} of {self.total} claim{'s' if self.total != 1 else ''} passed"
+        if self.failed:
+            text += f", {self.failed} failed"
+        if self.notes_wrong:
+            text += f", {self.notes_wrong} notes' figure{'s' if self.notes_wrong != 1 else ''} wrong"
+        if self.unjudged:
+            text += f", {self.unjudged} not checked in this profile"
+        return text
+
+    def short(self) -> str:
+        """``"5/6"``, plus what is neither passed nor failed: ``"5/6 (1 notes wrong)"``."""
+        text = f"{self.passed}/{self.total}"
+        extra = [f"{n} {what}" for n, what in ((self.notes_wrong, "notes wrong"),
+                                                (self.unjudged, "not checked")) if n]
+        return text + (f" ({', '.join(extra)})" if extra else "")
+
+
+def tally(claims: Iterable[Any] | None) -> Tally:
+    """Count the verdicts of ``claims`` (results.json entries)."""
+    counts = {key: 0 for key in VERDICTS}
+    for claim in claims or ():
+        counts[verdict_of(claim)] += 1
+    return Tally(counts["pass"], counts["fail"], counts["unjudged"], counts["notes-wrong"])
 
 
 def package_versions() -> dict[str, str]:
@@ -96,11 +169,11 @@ class RunDir:
                 path = Path(runs_dir) / f"{name}-{stamp}-{seed}-{n}"
         else:
             path = Path(out)
-            if (path / "config.json").exists():
+            if (path / CONFIG).exists():
                 raise BiaslabError(
                     f"{path} already holds a run; use --resume {path} to continue it, "
                     "or choose another --out")
-        made = [p for p in (path, path / "figures", path / "checkpoints") if not p.exists()]
+        made = [p for p in (path, path / FIGURES, path / CHECKPOINTS) if not p.exists()]
         run = cls(path)
         run._make_dirs("output directory", probe=True)
         run._made = made
@@ -110,7 +183,7 @@ class RunDir:
     def open(cls, path: str | Path) -> "RunDir":
         """An existing run directory, for ``--resume``."""
         path = Path(path)
-        if not (path / "config.json").is_file():
+        if not (path / CONFIG).is_file():
             raise CheckpointError(f"{path} is not a run directory (no config.json); cannot resume")
         run = cls(path)
         run._make_dirs("run directory")
@@ -141,7 +214,7 @@ class RunDir:
             return False
         try:
             extra = [p for p in self.path.iterdir()
-                     if p.name != "config.json" and p not in self._made]
+                     if p.name != CONFIG and p not in self._made]
             if extra or any(any(d.iterdir()) for d in self._made if d != self.path):
                 return False
             self.config_path.unlink(missing_ok=True)
@@ -155,27 +228,49 @@ class RunDir:
     # -- files ----------------------------------------------------------------------------
     @property
     def config_path(self) -> Path:
-        return self.path / "config.json"
+        return self.path / CONFIG
 
     @property
     def results_path(self) -> Path:
-        return self.path / "results.json"
+        return self.path / RESULTS
 
     @property
     def metrics_path(self) -> Path:
-        return self.path / "metrics.jsonl"
+        return self.path / METRICS
+
+    @property
+    def report_path(self) -> Path:
+        return self.path / REPORT
+
+    @property
+    def index_path(self) -> Path:
+        return self.path / INDEX
 
     @property
     def figures_dir(self) -> Path:
-        return self.path / "figures"
+        return self.path / FIGURES
 
     @property
     def checkpoints_dir(self) -> Path:
-        return self.path / "checkpoints"
+        return self.path / CHECKPOINTS
+
+    @property
+    def labs_dir(self) -> Path:
+        return self.path / LABS
+
+    @property
+    def is_run(self) -> bool:
+        """Whether the directory holds a run (a config.json)."""
+        return self.config_path.is_file()
 
     @property
     def is_complete(self) -> bool:
         return (self.path / COMPLETE).exists()
+
+    @property
+    def status(self) -> str:
+        """``"complete"`` or ``"unfinished"``."""
+        return "complete" if self.is_complete else "unfinished"
 
     def write_config(self, experiment: str, profile: str, seed: int, config: dict,
                      command: str) -> None:
@@ -185,11 +280,25 @@ class RunDir:
             "created": datetime.now().isoformat(timespec="seconds"), "command": command,
         })
 
-    def read_config(self) -> dict:
-        return read_json(self.config_path)
+    def read_config(self, required: bool = True) -> dict | None:
+        """config.json as a dict (None if absent and not ``required``); not a dict is an error."""
+        return self._read_object(self.config_path, required)
 
     def write_results(self, results: dict) -> None:
         write_json(self.results_path, results)
+
+    def read_results(self, required: bool = True) -> dict | None:
+        """results.json as a dict (None if absent and not ``required``); not a dict is an error."""
+        return self._read_object(self.results_path, required)
+
+    @staticmethod
+    def _read_object(path: Path, required: bool) -> dict | None:
+        if not required and not path.is_file():
+            return None
+        data = read_json(path)
+        if not isinstance(data, dict):
+            raise BiaslabError(f"{path}: expected a JSON object, found {type(data).__name__}")
+        return data
 
     def mark_complete(self) -> None:
         atomic_write_text(self.path / COMPLETE, datetime.now().isoformat(timespec="seconds") + "\n")
@@ -197,7 +306,7 @@ class RunDir:
     # -- metrics log ----------------------------------------------------------------------
     def log(self, record: dict) -> None:
         """Append one JSON object to metrics.jsonl (one line, flushed)."""
-        line = json.dumps(_json_safe({"time": round(time.time(), 3), **record}))
+        line = json.dumps(json_safe({"time": round(time.time(), 3), **record}))
         with open(self.metrics_path, "a", encoding="utf-8") as f:
             f.write(line + "\n")
 
@@ -226,3 +335,21 @@ class RunDir:
             except json.JSONDecodeError:
                 continue
         return out
+
+
+def find_runs(root: Path, depth: int = 3) -> list[Path]:
+    """Run directories (holding config.json) under ``root``, up to ``depth`` levels down.
+
+    Three levels reach a workshop's labs (``<run>/labs/<name>/``). Hidden folders are skipped.
+    """
+    found: list[Path] = []
+    try:
+        children = sorted(p for p in Path(root).iterdir() if p.is_dir() and not p.name.startswith("."))
+    except OSError:
+        return found
+    for child in children:
+        if (child / CONFIG).is_file():
+            found.append(child)
+        if depth > 1:
+            found += find_runs(child, depth - 1)
+    return found

@@ -22,7 +22,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from biaslab.data.store import atomic_save_npz, atomic_write_bytes, data_dir, load_npz
+from biaslab.data.store import atomic_save_npz, data_dir, load_npz
+from biaslab.fileio import atomic_write_bytes
 from biaslab.errors import BiaslabError, DataFormatError, DataMissingError
 
 __all__ = [

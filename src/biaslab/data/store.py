@@ -1,30 +1,24 @@
-"""Where biaslab keeps its data files, and how it writes them safely.
+"""Where biaslab keeps its data files: the cache directory and compressed array archives.
 
-Every file biaslab caches (for example the converted MNIST arrays) lives in :func:`data_dir`.
-Files are written *atomically*: the bytes go to a temporary file in the same directory, are
-flushed to disk, and only then renamed over the target with :func:`os.replace`. A crash or an
-error half-way through therefore never leaves a truncated file behind — either the old file (or
-none) or the complete new one is there.
+Every file biaslab caches (for example the converted MNIST arrays) lives in :func:`data_dir` and
+is written atomically through :func:`biaslab.fileio.atomic_write`.
 """
 
 from __future__ import annotations
 
 import os
-import tempfile
 import zipfile
 import zlib
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
 from biaslab.errors import BiaslabError, DataFormatError
+from biaslab.fileio import atomic_write
 
-__all__ = ["data_dir", "atomic_write_bytes", "atomic_save_npz", "load_npz"]
+__all__ = ["data_dir", "atomic_save_npz", "load_npz"]
 
 ENV_VAR = "BIASLAB_DATA"
-_UMASK = os.umask(0)  # read the process umask (it can only be read by setting it) ...
-os.umask(_UMASK)  # ... and restore it at once; new files get the usual 0o666 & ~umask mode.
 
 
 def data_dir() -> Path:
@@ -51,58 +45,6 @@ def data_dir() -> Path:
             f"set {ENV_VAR} to a writable directory"
         )
     return path
-
-
-def atomic_write(path: str | os.PathLike, write: Callable) -> Path:
-    """Call ``write(fileobj)`` on a temporary file next to ``path``, then rename it over ``path``.
-
-    On any failure the temporary file is removed and ``path`` is left untouched.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.chmod(tmp_name, 0o666 & ~_UMASK)  # mkstemp creates private (0o600) files
-        with os.fdopen(fd, "wb") as handle:
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, path)
-    except BaseException:
-        try:
-            os.unlink(tmp_name)
-        except FileNotFoundError:
-            pass
-        raise
-    _fsync_dir(path.parent)
-    return path
-
-
-def _fsync_dir(directory: Path) -> None:
-    """Make the rename durable where the platform allows it (best effort)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically (temp file + fsync + rename).
-
-    Args:
-        path: target file; its parent directory is created if missing.
-        data: the complete file contents.
-
-    Returns:
-        The target path.
-    """
-    return atomic_write(path, lambda handle: handle.write(data))
 
 
 def atomic_save_npz(path: str | os.PathLike, **arrays: np.ndarray) -> Path:

@@ -76,6 +76,12 @@ def _normalize_axes(axis, ndim: int) -> tuple:
 class Tensor:
     """An n-dimensional array that records the operations applied to it."""
 
+    _stack_rank = 1  # functions.stack dispatches a list holding Tensors to stack() below
+
+    @staticmethod
+    def _stack_items(xs, axis: int = 0) -> "Tensor":
+        return stack(xs, axis=axis)
+
     # Make NumPy defer to us: ``ndarray * Tensor`` calls ``Tensor.__rmul__``.
     __array_ufunc__ = None
 

@@ -57,6 +57,11 @@ class Dual:
     """value + tangent·ε with ε² = 0; value and tangent: arrays of one shape, or Duals."""
 
     __array_ufunc__ = None  # ndarray * Dual -> Dual.__rmul__, not an array of objects
+    _stack_rank = 2  # functions.stack: a Dual outranks a Tensor in a mixed list
+
+    @staticmethod
+    def _stack_items(xs, axis: int = 0) -> "Dual":
+        return _stack_duals(xs, axis)
 
     def __init__(self, value, tangent=0.0, tag: int = 0):
         self.value = value if isinstance(value, Dual) else np.asarray(value, dtype=float)

@@ -18,8 +18,6 @@ may themselves be duals.
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 
 __all__ = ["cos", "exp", "log", "relu", "sigmoid", "sin", "stack", "tanh"]
@@ -76,28 +74,19 @@ def relu(x):
     return _dispatch("relu", x, _np_relu)
 
 
-def _is_tensor(x) -> bool:
-    # A reverse-mode Tensor can only exist once its module has been imported, so looking the
-    # module up (instead of importing it) keeps this file free of a hard dependency on it.
-    autodiff = sys.modules.get("biaslab.scratch.autodiff")
-    return autodiff is not None and isinstance(x, autodiff.Tensor)
-
-
 def stack(xs, axis: int = 0):
     """Join a sequence of equally shaped items along a new axis.
 
     Duals:    stack(values) + stack(tangents)·ε  (see ``Dual``; plain items are constants)
     Tensors:  ``biaslab.scratch.autodiff.stack`` (records the op for the backward pass)
     anything else: ``np.stack``.
+
+    Dispatch is duck-typed like the functions above: a type that knows how to stack a list
+    holding its instances says so with a ``_stack_items(xs, axis)`` static method and a
+    ``_stack_rank``; the highest rank present wins (a Dual may hold Tensors, not the reverse).
     """
-    # imported here, not at the top, because dual.py itself imports this module
-    from .dual import Dual, _stack_duals
-
     xs = list(xs)
-    if any(isinstance(x, Dual) for x in xs):
-        return _stack_duals(xs, axis)
-    if any(_is_tensor(x) for x in xs):
-        from .autodiff import stack as tensor_stack
-
-        return tensor_stack(xs, axis=axis)
+    kinds = [type(x) for x in xs if hasattr(type(x), "_stack_items")]
+    if kinds:
+        return max(kinds, key=lambda kind: kind._stack_rank)._stack_items(xs, axis)
     return np.stack(xs, axis=axis)

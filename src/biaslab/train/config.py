@@ -1,14 +1,27 @@
-"""Training hyper-parameters, and the optimizer and learning-rate schedule they name."""
+"""Training hyper-parameters, and the optimizer and learning-rate schedule they name.
+
+A lab's config *inherits* :class:`TrainConfig` and overrides the defaults it needs, so every
+training key (``lr``, ``weight_decay``, ``patience``, ``max_grad_norm``, ...) is a ``--set`` key
+of that lab, declared once here; :meth:`TrainConfig.of` takes the training part of a lab's config.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import typing
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
 
-OPTIMIZERS = ("sgd", "adam", "adamw")
-SCHEDULES = ("constant", "cosine", "onecycle", "step")
+from biaslab.config import require_positive
+from biaslab.errors import ConfigError
+
+Optimizer = Literal["sgd", "adam", "adamw"]
+Schedule = Literal["constant", "cosine", "onecycle", "step"]
+OPTIMIZERS: tuple[str, ...] = typing.get_args(Optimizer)
+SCHEDULES: tuple[str, ...] = typing.get_args(Schedule)
 
 
 @dataclass(frozen=True)
@@ -39,12 +52,12 @@ class TrainConfig:
 
     epochs: int = 10
     batch_size: int = 128
-    optimizer: str = "adam"
+    optimizer: Optimizer = "adam"
     lr: float = 1e-3
     momentum: float = 0.0
     nesterov: bool = False
     weight_decay: float = 0.0
-    schedule: str = "constant"
+    schedule: Schedule = "constant"
     warmup: float = 0.25
     patience: int = 0
     monitor: str = "val_loss"
@@ -54,16 +67,35 @@ class TrainConfig:
     checkpoint_every: int = 0
 
     def __post_init__(self):
-        from biaslab.errors import ConfigError
-
         if self.optimizer not in OPTIMIZERS:
             raise ConfigError(f"optimizer '{self.optimizer}' unknown (choose from {', '.join(OPTIMIZERS)})")
         if self.schedule not in SCHEDULES:
             raise ConfigError(f"schedule '{self.schedule}' unknown (choose from {', '.join(SCHEDULES)})")
-        if self.epochs < 1 or self.batch_size < 1:
-            raise ConfigError("epochs and batch_size must be at least 1")
+        require_positive(self, "epochs", "batch_size", "max_grad_norm")
         if not (self.lr > 0 and math.isfinite(self.lr)):
             raise ConfigError(f"lr must be a positive finite number, got {self.lr}")
+        for name in ("momentum", "weight_decay", "min_delta"):
+            value = getattr(self, name)
+            if not (value >= 0 and math.isfinite(value)):
+                raise ConfigError(f"{name}={value!r}: must be a finite number >= 0")
+        if not 0.0 < self.warmup < 1.0:
+            raise ConfigError(f"warmup={self.warmup!r}: must be between 0 and 1 (a fraction of the steps)")
+        if self.patience < 0 or self.checkpoint_every < 0:
+            raise ConfigError("patience and checkpoint_every must be >= 0 (0 switches them off)")
+
+    @classmethod
+    def of(cls, cfg, **overrides) -> "TrainConfig":
+        """The training part of a lab's config ``cfg``, with ``overrides`` applied.
+
+        Every :class:`TrainConfig` field that ``cfg`` has is taken from it (a lab config that
+        inherits TrainConfig has them all); the others keep their defaults.
+        """
+        names = [f.name for f in dataclasses.fields(cls)]
+        values = {n: getattr(cfg, n) for n in names if hasattr(cfg, n)}
+        unknown = set(overrides) - set(names)
+        if unknown:
+            raise TypeError(f"TrainConfig has no field(s) {', '.join(sorted(unknown))}")
+        return cls(**{**values, **overrides})
 
 
 def make_optimizer(cfg: TrainConfig, params) -> torch.optim.Optimizer:

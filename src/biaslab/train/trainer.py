@@ -30,7 +30,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
-from biaslab.data.store import atomic_write
+from biaslab.fileio import atomic_write
 from biaslab.errors import CheckpointError, DivergenceError
 from biaslab.train.callbacks import EarlyStopping, progress_bar
 from biaslab.train.config import TrainConfig, make_optimizer, make_scheduler
