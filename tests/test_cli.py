@@ -6,6 +6,7 @@ complete; where the error can be seen before the run starts, no run directory at
 Most checks call :func:`biaslab.cli.main` in-process; a few run the real console script.
 """
 
+import os
 import importlib.util
 import re
 import shlex
@@ -415,3 +416,26 @@ def test_report_index_links_run_report(capsys, in_tmp, xor_done):
     assert all((index.parent / h).is_file() for h in hrefs)
     rc, _, err = cli(capsys, "report", in_tmp / "nothing")
     assert_one_line_error(rc, err, "runs directory not found")
+
+
+def test_list_help_and_config_do_not_import_torch(tmp_path):
+    """``biaslab list``, ``--help`` and ``config NAME`` answer from the catalog: no torch import."""
+    env = {**os.environ, "BIASLAB_DATA": str(tmp_path)}
+    warm = subprocess.run([sys.executable, "-m", "biaslab.cli", "list"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert warm.returncode == 0, warm.stderr
+    probe = ("import sys, contextlib, io\n"
+             "from biaslab.cli import main\n"
+             "for argv in (['list'], ['config', 'mnist-mlp'], ['--help']):\n"
+             "    with contextlib.redirect_stdout(io.StringIO()):\n"
+             "        try:\n"
+             "            main(argv)\n"
+             "        except SystemExit:\n"
+             "            pass\n"
+             "heavy = [m for m in ('torch', 'numpy', 'matplotlib', 'biaslab.experiments.xor') "
+             "if m in sys.modules]\n"
+             "print(heavy)\n")
+    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]", done.stdout

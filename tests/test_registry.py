@@ -9,7 +9,7 @@ import typing
 import pytest
 
 from biaslab import registry
-from biaslab.config import from_dict, to_dict
+from biaslab.config import field_types, from_dict, to_dict
 from biaslab.data.availability import CHECKS
 from biaslab.errors import BiaslabError
 
@@ -66,7 +66,7 @@ def test_experiment_is_well_formed(exp):
     assert set(exp.requires) <= set(CHECKS), "requires names an unknown data set"
     assert dataclasses.is_dataclass(exp.config)
     assert exp.config.__dataclass_params__.frozen, f"{exp.config.__name__} must be frozen"
-    for name, tp in typing.get_type_hints(exp.config).items():
+    for name, tp in field_types(exp.config).items():  # fields only (not ClassVars)
         assert _plain_type(tp), f"{exp.config.__name__}.{name}: {tp} is not a plain type"
     assert set(exp.profiles) == set(registry.PROFILES)
 
@@ -132,3 +132,57 @@ def test_registering_a_name_twice_is_refused(monkeypatch):
         registry.experiment(name="test-dup", day=1, summary="s", config=C)(second)
     with pytest.raises(RuntimeError, match="registered twice"):
         registry.experiment(name="xor", day=1, summary="s", config=C)(second)
+
+
+def test_every_experiment_module_registers_a_lab():
+    """A module in biaslab/experiments/ that registers nothing is a lab someone forgot."""
+    registered = {e.fn.__module__ for e in EXPERIMENTS}
+    for module in registry.experiment_modules():
+        assert module in registered, f"{module} registers no experiment (@experiment missing?)"
+
+
+def test_workshop_order_is_days_then_steps():
+    steps = [(e.day or 99, e.step) for e in EXPERIMENTS]
+    assert steps == sorted(steps)
+
+
+def test_catalog_matches_the_registry(tmp_path, monkeypatch):
+    monkeypatch.setenv("BIASLAB_DATA", str(tmp_path))
+    entries = registry.catalog()  # built (and cached)
+    assert (tmp_path / registry.CATALOG_FILE).is_file()
+    assert [e.name for e in entries] == NAMES == registry.workshop_order()
+    for entry, exp in zip(entries, EXPERIMENTS):
+        assert (entry.day, entry.step, entry.title, entry.summary, entry.module) == \
+            (exp.day, exp.step, exp.title, exp.summary, exp.fn.__module__)
+        assert entry.configs == {p: to_dict(exp.make_config(p)) for p in registry.PROFILES}
+    assert registry.catalog() == entries  # read back from the cache
+
+
+def test_catalog_cache_is_rebuilt_when_sources_change(tmp_path, monkeypatch):
+    monkeypatch.setenv("BIASLAB_DATA", str(tmp_path))
+    registry.catalog()
+    assert registry._cached_catalog() is not None
+    monkeypatch.setattr(registry, "_source_fingerprint", lambda: "edited")
+    assert registry._cached_catalog() is None  # a stale cache is never used
+    (tmp_path / registry.CATALOG_FILE).write_text("{not json")
+    monkeypatch.undo()
+    monkeypatch.setenv("BIASLAB_DATA", str(tmp_path))
+    assert registry._cached_catalog() is None and registry.catalog()  # corrupt: rebuilt
+
+
+def test_unused_keys_are_refused_with_the_reason():
+    exp = registry.get("lr-sweep")
+    with pytest.raises(BiaslabError, match="'lr' is not used.*learning_rates"):
+        exp.make_config("quick", {"lr": "0.1"})
+
+
+@pytest.mark.parametrize("exp", [e for e in EXPERIMENTS if e.day != 0], ids=lambda e: e.name)
+def test_training_keys_are_settable_where_labs_train_with_the_trainer(exp):
+    """weight decay, patience and clipping are --set keys of every lab whose config is a TrainConfig."""
+    from biaslab.train import TrainConfig
+
+    if not issubclass(exp.config, TrainConfig):
+        pytest.skip(f"{exp.name} does not train with the Trainer (NumPy loop or no training)")
+    cfg = exp.make_config("quick", {"weight_decay": "0.01", "patience": "2", "max_grad_norm": "1"})
+    train = TrainConfig.of(cfg)
+    assert (train.weight_decay, train.patience, train.max_grad_norm) == (0.01, 2, 1.0)

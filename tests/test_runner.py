@@ -361,8 +361,8 @@ def _failing(ctx):
 
         torch.manual_seed(0)
         x, y = torch.randn(16, 2), torch.randint(0, 2, (16,))
-        trainer = Trainer(torch.nn.Linear(2, 2), loss_fn, TrainConfig(epochs=5, batch_size=4),
-                          **ctx.trainer_kwargs("lin"))
+        trainer = ctx.training("lin").trainer(torch.nn.Linear(2, 2),
+                                              TrainConfig(epochs=5, batch_size=4), loss_fn=loss_fn)
         trainer.fit((x, y))
         return
     for step in range(1, 10):

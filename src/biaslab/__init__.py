@@ -7,7 +7,7 @@ Run an experiment from Python exactly as from the command line::
     result.claims        # each claim from the lecture notes beside the measured value
 """
 
-__version__ = "0.1.0"
+from biaslab.version import __version__
 
 __all__ = ["__version__", "run"]
 

@@ -74,15 +74,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_list() -> None:
-    from biaslab.registry import DAY_TITLES, all_experiments
+    from biaslab.registry import DAY_TITLES, catalog
 
+    entries = catalog()  # plain data, cached: no lab (and no torch) is imported
+    width = max(len(e.name) for e in entries)
     day = None
-    width = max(len(e.name) for e in all_experiments())
-    for exp in all_experiments():
-        if exp.day != day:
-            day = exp.day
-            print(("\n" if day != all_experiments()[0].day else "") + DAY_TITLES.get(day, f"Day {day}"))
-        print(f"  {exp.name:<{width}}  {exp.summary}")
+    for entry in entries:
+        if entry.day != day:
+            print(("\n" if day is not None else "") + DAY_TITLES.get(entry.day, f"Day {entry.day}"))
+            day = entry.day
+        print(f"  {entry.name:<{width}}  {entry.summary}")
 
 
 def cmd_run(args, argv: list[str]) -> int:
@@ -100,7 +101,8 @@ def cmd_run(args, argv: list[str]) -> int:
         result = run(args.name, profile=args.profile or "default",
                      seed=0 if args.seed is None else args.seed, out=args.out,
                      resume=args.resume, runs_dir=args.runs_dir,
-                     progress=False if args.no_progress else None, command=command, **overrides)
+                     progress=False if args.no_progress else None, command=command,
+                     echo=sys.stdout, **overrides)
     except KeyboardInterrupt:
         print("\ninterrupted; continue with: biaslab run --resume <run dir>", file=sys.stderr)
         return 130
@@ -109,25 +111,20 @@ def cmd_run(args, argv: list[str]) -> int:
 
 
 def cmd_show(run_dir: str) -> None:
-    from biaslab.report.html import format_value
-    from biaslab.runner import verdict_word
-    from biaslab.runs import COMPLETE, read_json
+    from biaslab.formatting import format_value
+    from biaslab.runs import VERDICTS, RunDir, tally, verdict_of
 
-    path = Path(run_dir)
-    if not (path / "config.json").is_file():
-        raise BiaslabError(f"{path} is not a run directory (no config.json)")
-    cfg = read_json(path / "config.json")
-    if not isinstance(cfg, dict):
-        raise BiaslabError(f"{path / 'config.json'} is not a biaslab run config")
-    status = "complete" if (path / COMPLETE).exists() else "unfinished"
+    run = RunDir(Path(run_dir))
+    if not run.is_run:
+        raise BiaslabError(f"{run.path} is not a run directory (no config.json)")
+    cfg = run.read_config()
     print(f"{cfg.get('experiment')}  profile={cfg.get('profile')}  seed={cfg.get('seed')}  "
-          f"[{status}]")
-    if not (path / "results.json").exists():
-        print("no results yet" + (f"; continue with: biaslab run --resume {path}" if status == "unfinished" else ""))
+          f"[{run.status}]")
+    res = run.read_results(required=False)
+    if res is None:
+        print("no results yet" + (f"; continue with: biaslab run --resume {run.path}"
+                                  if not run.is_complete else ""))
         return
-    res = read_json(path / "results.json")
-    if not isinstance(res, dict):
-        raise BiaslabError(f"{path / 'results.json'} is not a biaslab results file")
     metrics = res.get("metrics") if isinstance(res.get("metrics"), dict) else {}
     rows = [(k, format_value(v)) for k, v in metrics.items()]
     if rows:
@@ -135,30 +132,37 @@ def cmd_show(run_dir: str) -> None:
         print("\nmetrics")
         for k, v in rows:
             print(f"  {k:<{w}}  {v}")
-    if isinstance(res.get("claims"), list) and res["claims"]:
-        print("\nclaims")
-        for c in (c for c in res["claims"] if isinstance(c, dict)):
-            print(f"  [{verdict_word(c.get('passed'))}] {c.get('claim')}\n         expected {c.get('expected')}, "
-                  f"measured {format_value(c.get('measured'))}")
-    print(f"\nreport: {path / 'report.html'}")
+    claims = [c for c in res.get("claims") or [] if isinstance(c, dict)]
+    if claims:
+        print(f"\nclaims: {tally(claims).describe()}")
+        for c in claims:
+            verdict = verdict_of(c)
+            print(f"  [{VERDICTS[verdict].word}] {c.get('claim')}\n         expected "
+                  f"{c.get('expected')}, measured {format_value(c.get('measured'))}")
+            if verdict == "notes-wrong":
+                print(f"         the notes' figure is wrong: {c.get('computation')}")
+    print(f"\nreport: {run.report_path}")
 
 
 def cmd_config(name: str) -> None:
-    from biaslab.config import to_dict
-    from biaslab.registry import get
+    from biaslab.registry import PROFILES, entry
 
-    exp = get(name)
-    cfgs = {p: to_dict(exp.make_config(p)) for p in ("quick", "default", "full")}
+    found = entry(name)  # from the catalog: no lab (and no torch) is imported
+    cfgs = found.configs
     w = max(len(k) for k in cfgs["default"])
-    print(f"{'key':<{w}}  {'quick':>12}  {'default':>12}  {'full':>12}")
+    print(f"{'key':<{w}}  " + "  ".join(f"{p:>12}" for p in PROFILES))
     for k in cfgs["default"]:
-        print(f"{k:<{w}}  " + "  ".join(f"{str(cfgs[p][k]):>12}" for p in cfgs))
+        if k not in found.unused:
+            print(f"{k:<{w}}  " + "  ".join(f"{str(cfgs[p][k]):>12}" for p in PROFILES))
+    for k, why in found.unused.items():
+        print(f"({k} is not used: {why})")
 
 
 def cmd_report(runs_dir: str) -> None:
+    from biaslab.registry import workshop_order
     from biaslab.report.html import render_index
 
-    print(render_index(Path(runs_dir)))
+    print(render_index(Path(runs_dir), order=workshop_order()))
 
 
 def cmd_data(action: str) -> None:

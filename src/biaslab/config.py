@@ -96,13 +96,21 @@ def parse_value(key: str, raw: Any, tp) -> Any:
     raise ConfigError(f"{key}={raw!r}: expected {_type_name(tp)}")
 
 
-def apply_overrides(cfg, overrides: Mapping[str, Any], context: str = ""):
-    """Return a copy of ``cfg`` with ``overrides`` applied (values parsed and type-checked)."""
+def apply_overrides(cfg, overrides: Mapping[str, Any], context: str = "", *,
+                    allow_unused: bool = False):
+    """Return a copy of ``cfg`` with ``overrides`` applied (values parsed and type-checked).
+
+    A config may name keys it inherits but does not use in ``UNUSED_KEYS`` (a class attribute:
+    key -> why); setting one is refused unless ``allow_unused`` (a saved config has them all).
+    """
     if not overrides:
         return cfg
     types_ = field_types(type(cfg))
     changes = {}
     for key, raw in overrides.items():
+        if not allow_unused and key in getattr(cfg, "UNUSED_KEYS", {}):
+            where = f" by {context}" if context else ""
+            raise ConfigError(f"'{key}' is not used{where}: {cfg.UNUSED_KEYS[key]}")
         if key not in types_:
             close = difflib.get_close_matches(key, list(types_), n=1)
             hint = f"; did you mean '{close[0]}'?" if close else ""
@@ -141,4 +149,4 @@ def to_dict(cfg) -> dict[str, Any]:
 
 def from_dict(cls, data: Mapping[str, Any]):
     """Rebuild a config of class ``cls`` from :func:`to_dict` output (strictly type-checked)."""
-    return apply_overrides(cls(), dict(data), context=cls.__name__)
+    return apply_overrides(cls(), dict(data), context=cls.__name__, allow_unused=True)

@@ -18,11 +18,39 @@ from typing import Any, Callable
 
 from biaslab.errors import BiaslabError
 
-__all__ = ["atomic_write", "atomic_write_bytes", "atomic_write_text", "json_safe", "read_json",
-           "write_json"]
+__all__ = ["atomic_write", "atomic_write_bytes", "atomic_write_text", "data_dir", "json_safe",
+           "read_json", "write_json"]
+
+DATA_ENV_VAR = "BIASLAB_DATA"
 
 _UMASK = os.umask(0)  # read the process umask (it can only be read by setting it) ...
 os.umask(_UMASK)  # ... and restore it at once; new files get the usual 0o666 & ~umask mode.
+
+
+def data_dir() -> Path:
+    """Return the directory for biaslab's cached data, creating it if needed.
+
+    Returns:
+        ``$BIASLAB_DATA`` when that variable is set (and not empty), else ``~/.cache/biaslab``.
+
+    Raises:
+        BiaslabError: the directory cannot be created or is not writable.
+    """
+    configured = os.environ.get(DATA_ENV_VAR, "").strip()
+    path = Path(configured).expanduser() if configured else Path.home() / ".cache" / "biaslab"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BiaslabError(
+            f"cannot create the data directory {path} ({exc.strerror or exc}); "
+            f"set {DATA_ENV_VAR} to a writable directory"
+        ) from None
+    if not path.is_dir() or not os.access(path, os.W_OK | os.X_OK):
+        raise BiaslabError(
+            f"the data directory {path} is not a writable directory; "
+            f"set {DATA_ENV_VAR} to a writable directory"
+        )
+    return path
 
 
 def atomic_write(path: str | os.PathLike, write: Callable) -> Path:

@@ -2,38 +2,51 @@
 
 ``biaslab.run(name, ...)`` and ``biaslab run NAME`` both land in :func:`run`. The order of
 writes is what makes an interrupted run safe: config.json first, then metrics and checkpoints
-while the experiment works, then results.json, report.html and — only if all of that
-succeeded — ``COMPLETE``.
+while the experiment works, then results.json, report.html and, only if all of that
+succeeded, ``COMPLETE``.
 """
 
 from __future__ import annotations
 
+import random
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, TextIO
+
+import numpy as np
 
 from biaslab import registry
 from biaslab.config import from_dict, to_dict
 from biaslab.data.availability import require_data
-from biaslab.data.store import atomic_write
 from biaslab.errors import BiaslabError, CheckpointError
-from biaslab.runs import RunDir
+from biaslab.fileio import atomic_write
+from biaslab.formatting import format_value
+from biaslab.runs import VERDICTS, RunDir, tally, verdict_of
+from biaslab.train.recipes import TrainSetup
 from biaslab.train.seed import derive_seed, seed_everything
-
-_RUN_KEYS = ("profile", "seed", "out", "resume", "runs_dir", "progress", "command")
 
 
 @dataclass
 class Claim:
-    """A quantitative claim from the lecture notes beside the value this run measured."""
+    """A quantitative claim from the lecture notes beside the value this run measured.
+
+    ``verdict`` and ``computation`` are set only for a claim whose notes' figure an exact
+    computation proved wrong (see :meth:`RunContext.claim_exact`).
+    """
 
     claim: str
     expected: str
     measured: Any
     passed: bool | None
     source: str = ""
+    verdict: str | None = None
+    computation: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in vars(self).items()
+                if v is not None or k not in ("verdict", "computation")}
 
 
 class _MetricsLogger:
@@ -53,7 +66,7 @@ class RunContext:
     """What an experiment receives: its config, seed and the places to put its results."""
 
     def __init__(self, experiment: registry.Experiment, cfg, seed: int, profile: str,
-                 run: RunDir, progress: bool | None):
+                 run: RunDir, progress: bool | None, echo: TextIO | None = None):
         self.experiment = experiment
         self.cfg = cfg
         self.seed = seed
@@ -64,6 +77,8 @@ class RunContext:
         self.claims: list[Claim] = []
         self.figures: list[dict[str, str]] = []
         self.tables: list[dict[str, Any]] = []
+        self._echo = echo
+        self._trained: list[str] = []  # tags of the trainings set up so far
 
     @property
     def run_dir(self) -> Path:
@@ -73,22 +88,47 @@ class RunContext:
     def quick(self) -> bool:
         return self.profile == "quick"
 
+    # -- seeds, models and trainings -----------------------------------------------------------
     def seed_for(self, *names: str) -> int:
         """A seed for a named part of the experiment (stable, independent of call order)."""
         return derive_seed(self.seed, self.experiment.name, *names)
 
-    def trainer_kwargs(self, tag: str) -> dict[str, Any]:
-        """Checkpoint path, fingerprint, logger and progress setting for a Trainer called ``tag``."""
-        fingerprint = f"{self.experiment.name}|{self.seed}|{to_dict(self.cfg)}"
-        return {"checkpoint": self.run.checkpoints_dir / f"{tag}.pt", "fingerprint": fingerprint,
-                "logger": _MetricsLogger(self.run, tag), "tag": tag, "progress": self.progress,
-                "seed": self.seed_for(tag)}
+    def init_model(self, build: Callable[[], Any], *names: str):
+        """``build()`` with torch's generator seeded for ``names`` + ``"init"``.
 
+        The initial weights of a model depend only on the run's seed and the names, so two
+        models built with the same names start from the same weights.
+        """
+        import torch
+
+        torch.manual_seed(self.seed_for(*names, "init"))
+        return build()
+
+    def training(self, tag: str) -> TrainSetup:
+        """Checkpoint, fingerprint, metrics logger, progress and seed for a training called ``tag``.
+
+        ``ctx.training(tag).trainer(model, config)`` builds its Trainer; the recipes in
+        ``biaslab.train.recipes`` take the setup directly.
+        """
+        self._trained.append(tag)
+        fingerprint = f"{self.experiment.name}|{self.seed}|{to_dict(self.cfg)}"
+        return TrainSetup(tag=tag, seed=self.seed_for(tag),
+                          checkpoint=self.run.checkpoints_dir / f"{tag}.pt",
+                          fingerprint=fingerprint, logger=_MetricsLogger(self.run, tag),
+                          progress=self.progress)
+
+    # -- what the run reports ------------------------------------------------------------------
     def log(self, **record: Any) -> None:
         self.run.log(record)
 
     def metric(self, **values: Any) -> None:
         self.metrics.update(values)
+
+    def echo(self, line: str) -> None:
+        """Print a line of progress where the caller asked for it (the CLI: stdout)."""
+        if self._echo is not None:
+            self._echo.write(line + "\n")
+            self._echo.flush()
 
     def claim(self, claim: str, *, expected: str, measured: Any, passed: bool | None,
               source: str = "", checked_in_quick: bool = True) -> None:
@@ -102,6 +142,40 @@ class RunContext:
         self.claims.append(Claim(claim, expected, measured,
                                  None if passed is None else bool(passed), source))
 
+    def claim_exact(self, claim: str, *, notes: Any, measured: Any, exact: Callable[[], Any],
+                    computation: str, tolerance: float, source: str = "",
+                    shown: str | None = None) -> str:
+        """A claim that an exact computation settles, which may find the notes' figure wrong.
+
+        ``exact()`` computes the true value in closed form. With ``tolerance`` the precision the
+        notes print at, the verdict is ``pass`` when both biaslab's ``measured`` value and the
+        notes' figure agree with it, ``fail`` when biaslab's value does not, and
+        ``notes-wrong`` when biaslab agrees and the notes do not: the report shows that apart
+        from failures, with ``computation`` (how the exact value was obtained).
+
+        Refused (ValueError, a bug in the lab) when this run has trained a model, or when
+        ``exact()`` gives a different value under other random seeds: a figure that comes out
+        of training or sampling cannot prove the notes wrong.
+
+        Returns the verdict key.
+        """
+        if self._trained:
+            raise ValueError(f"claim {claim!r}: an exact verdict is refused in a run that trains "
+                             f"({', '.join(self._trained)}); use ctx.claim")
+        truth = _reproducible(exact, claim)
+        close = lambda value: bool(np.allclose(value, truth, atol=tolerance, rtol=0))  # noqa: E731
+        if not close(measured):
+            verdict = "fail"
+        else:
+            verdict = "pass" if close(notes) else "notes-wrong"
+        text = shown if shown is not None else format_value(measured)
+        expected = "[" + ", ".join(f"{v}" for v in np.ravel(notes)) + "]" if np.ndim(notes) else str(notes)
+        self.claims.append(Claim(
+            claim, expected, text, {"pass": True, "fail": False}.get(verdict), source,
+            verdict="notes-wrong" if verdict == "notes-wrong" else None,
+            computation=computation if verdict == "notes-wrong" else None))
+        return verdict
+
     def table(self, title: str, columns: list[str], rows: list[list[Any]]) -> None:
         self.tables.append({"title": title, "columns": list(columns), "rows": rows})
 
@@ -112,8 +186,30 @@ class RunContext:
         path = self.run.figures_dir / f"{name}.png"
         atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=100))
         plt.close(fig)
-        self.figures.append({"file": f"figures/{name}.png", "caption": caption})
+        self.figures.append({"file": f"{path.parent.name}/{path.name}", "caption": caption})
         return path
+
+
+def _reproducible(exact: Callable[[], Any], claim: str):
+    """``exact()`` evaluated under two different seeds of every global generator; the two
+    results must be equal. The generators' states are restored afterwards."""
+    import torch
+
+    states = random.getstate(), np.random.get_state(), torch.get_rng_state()
+    try:
+        values = []
+        for seed in (1, 2):
+            random.seed(seed)
+            np.random.seed(seed)
+            torch.manual_seed(seed)
+            values.append(np.asarray(exact(), dtype=float))
+    finally:
+        random.setstate(states[0])
+        np.random.set_state(states[1])
+        torch.set_rng_state(states[2])
+    if values[0].shape != values[1].shape or not np.array_equal(values[0], values[1]):
+        raise ValueError(f"claim {claim!r}: the 'exact' computation depends on random draws")
+    return values[0]
 
 
 @dataclass
@@ -133,14 +229,14 @@ class Result:
 
     @property
     def passed(self) -> bool:
-        """True when no checked claim failed."""
-        return all(c.get("passed") is not False for c in self.claims)
+        """True when no claim failed (a claim the notes got wrong is not a failure)."""
+        return tally(self.claims).failed == 0
 
 
 def run(name: str | None = None, *, profile: str = "default", seed: int = 0,
         out: str | Path | None = None, resume: str | Path | None = None,
         runs_dir: str | Path = "runs", progress: bool | None = None,
-        command: str | None = None, **overrides: Any) -> Result:
+        command: str | None = None, echo: TextIO | None = None, **overrides: Any) -> Result:
     """Run experiment ``name`` and return its :class:`Result`.
 
     Args:
@@ -151,13 +247,14 @@ def run(name: str | None = None, *, profile: str = "default", seed: int = 0,
         resume: an unfinished run directory to continue (its config and seed are reused).
         runs_dir: parent of new run directories (default ``runs``).
         progress: progress bars (default: only on a terminal).
+        command: the command line recorded in config.json (default: the equivalent CLI call).
+        echo: a stream for progress lines (the workshop prints one per lab); default silent.
         **overrides: config values, e.g. ``epochs=3`` (strings are parsed as by ``--set``).
     """
     if resume is not None:
         rundir = RunDir.open(resume)
         saved = rundir.read_config()
-        missing = [k for k in ("experiment", "profile", "seed", "config")
-                   if not isinstance(saved, dict) or k not in saved]
+        missing = [k for k in ("experiment", "profile", "seed", "config") if k not in saved]
         if missing or not isinstance(saved["config"], dict):
             raise CheckpointError(f"{rundir.config_path} is not a biaslab run config (missing or "
                                   f"bad: {', '.join(missing or ['config'])}); cannot resume")
@@ -167,7 +264,7 @@ def run(name: str | None = None, *, profile: str = "default", seed: int = 0,
         if overrides:
             raise BiaslabError("--set cannot be combined with --resume (the run keeps its config)")
         if rundir.is_complete:
-            return Result(rundir.path, _read_results(rundir))
+            return Result(rundir.path, rundir.read_results())
         cfg = from_dict(exp.config, saved["config"])
         profile, seed = saved["profile"], saved["seed"]
     else:
@@ -181,7 +278,7 @@ def run(name: str | None = None, *, profile: str = "default", seed: int = 0,
                             command or _python_command(exp.name, profile, seed, overrides))
 
     seed_everything(seed)
-    ctx = RunContext(exp, cfg, seed, profile, rundir, progress)
+    ctx = RunContext(exp, cfg, seed, profile, rundir, progress, echo)
     start = time.perf_counter()
     try:
         exp.fn(ctx)
@@ -191,21 +288,16 @@ def run(name: str | None = None, *, profile: str = "default", seed: int = 0,
     results = {
         "experiment": exp.name, "title": exp.title, "day": exp.day, "summary": exp.summary,
         "profile": profile, "seed": seed, "elapsed_s": round(time.perf_counter() - start, 3),
-        "metrics": ctx.metrics, "claims": [vars(c) for c in ctx.claims],
+        "metrics": ctx.metrics, "claims": [c.as_dict() for c in ctx.claims],
         "figures": ctx.figures, "tables": ctx.tables,
     }
     rundir.write_results(results)
     from biaslab.report.html import render_report
 
-    render_report(rundir.path, complete=True)
+    order = registry.workshop_order() if rundir.labs_dir.is_dir() else None
+    render_report(rundir.path, complete=True, order=order)
     rundir.mark_complete()
     return Result(rundir.path, results)
-
-
-def _read_results(rundir: RunDir) -> dict:
-    from biaslab.runs import read_json
-
-    return read_json(rundir.results_path)
 
 
 def _python_command(name: str, profile: str, seed: int, overrides: dict) -> str:
@@ -214,20 +306,15 @@ def _python_command(name: str, profile: str, seed: int, overrides: dict) -> str:
     return f"biaslab run {name}{flag} --seed {seed}{sets}"
 
 
-def verdict_word(passed) -> str:
-    """PASS / FAIL for a judged claim, ---- for one not judged (or malformed)."""
-    return {True: "PASS", False: "FAIL"}.get(passed, "----")
-
-
-def print_summary(result: Result, stream=None) -> None:
-    """One line per claim, then where the report is (on ``stream``, default sys.stdout)."""
-    from biaslab.report.html import format_value
-
+def print_summary(result: Result, stream: TextIO | None = None) -> None:
+    """One line per claim, the tally, then where the report is (default stream: stdout)."""
     stream = sys.stdout if stream is None else stream  # looked up now: it may be redirected
-
     for c in result.claims:
-        stream.write(f"  [{verdict_word(c.get('passed'))}] {c['claim']}: measured {format_value(c['measured'])} "
-                     f"(expected {c['expected']})\n")
-    stream.write(f"report: {result.run_dir / 'report.html'}\n")
-    if (result.run_dir / "index.html").exists():
-        stream.write(f"index:  {result.run_dir / 'index.html'}\n")
+        stream.write(f"  [{VERDICTS[verdict_of(c)].word}] {c['claim']}: measured "
+                     f"{format_value(c['measured'])} (expected {c['expected']})\n")
+    if result.claims:
+        stream.write(f"claims: {tally(result.claims).describe()}\n")
+    run = RunDir(result.run_dir)
+    stream.write(f"report: {run.report_path}\n")
+    if run.index_path.exists():
+        stream.write(f"index:  {run.index_path}\n")

@@ -142,7 +142,7 @@ def package_versions() -> dict[str, str]:
     import numpy
     import torch
 
-    from biaslab import __version__
+    from biaslab.version import __version__
 
     return {"biaslab": __version__, "python": platform.python_version(),
             "torch": torch.__version__, "numpy": numpy.__version__}
@@ -282,22 +282,23 @@ class RunDir:
 
     def read_config(self, required: bool = True) -> dict | None:
         """config.json as a dict (None if absent and not ``required``); not a dict is an error."""
-        return self._read_object(self.config_path, required)
+        return self._read_object(self.config_path, required, "a biaslab run config")
 
     def write_results(self, results: dict) -> None:
         write_json(self.results_path, results)
 
     def read_results(self, required: bool = True) -> dict | None:
         """results.json as a dict (None if absent and not ``required``); not a dict is an error."""
-        return self._read_object(self.results_path, required)
+        return self._read_object(self.results_path, required, "a biaslab results file")
 
     @staticmethod
-    def _read_object(path: Path, required: bool) -> dict | None:
+    def _read_object(path: Path, required: bool, what: str) -> dict | None:
         if not required and not path.is_file():
             return None
         data = read_json(path)
         if not isinstance(data, dict):
-            raise BiaslabError(f"{path}: expected a JSON object, found {type(data).__name__}")
+            raise BiaslabError(f"{path} is not {what} (a JSON {type(data).__name__}, "
+                               "not an object)")
         return data
 
     def mark_complete(self) -> None:

@@ -1,9 +1,10 @@
-"""Shared fixtures of the experiment smoke tests."""
+"""Shared fixtures of the experiment smoke tests: data availability, and one quick run per lab."""
 
 import os
 
 import pytest
 
+import biaslab
 from biaslab.data.availability import require_data
 from biaslab.errors import BiaslabError
 
@@ -17,3 +18,17 @@ def mnist_available():
         if os.environ.get("CI"):
             pytest.fail(f"{exc}; CI must run the labs")
         pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="session")
+def quick_run(tmp_path_factory):
+    """``quick_run(name)``: the lab's --quick run with seed 0, made once per test session."""
+    root = tmp_path_factory.mktemp("quick")
+    done = {}
+
+    def get(name):
+        if name not in done:
+            done[name] = biaslab.run(name, profile="quick", out=root / name)
+        return done[name]
+
+    return get

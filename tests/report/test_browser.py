@@ -9,18 +9,16 @@ import os
 import re
 
 import matplotlib
+import numpy as np
+import pytest
+from PIL import Image  # pillow is a matplotlib dependency
+from scipy import ndimage
+
+from biaslab.report import render_report
+from biaslab.report.browser import dump_dom, find_chromium, screenshot
+from biaslab.report.html import FAIL_COLOUR, PASS_COLOUR
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-from PIL import Image  # noqa: E402  (pillow is a matplotlib dependency)
-from scipy import ndimage  # noqa: E402
-
-from biaslab.report import render_report  # noqa: E402
-from biaslab.report.browser import dump_dom, find_chromium, screenshot  # noqa: E402
-from biaslab.report.html import FAIL_COLOUR, PASS_COLOUR  # noqa: E402
-
 pytestmark = pytest.mark.browser
 
 CLAIM_PASS = "A single perceptron cannot separate XOR"
@@ -40,6 +38,8 @@ def chromium():
 
 def _figure(path, kind):
     """A 600x400 PNG (dpi 100) with thick, strongly coloured default-cycle content."""
+    import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(figsize=(6, 4), dpi=100)
     rng = np.random.default_rng(0 if kind == "line" else 1)
     if kind == "line":

@@ -8,14 +8,15 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import matplotlib
+import pytest
+
+from biaslab.errors import BiaslabError
+from biaslab.formatting import format_value
+from biaslab.report import render_index, render_report
+from biaslab.report.html import FAIL_COLOUR, PASS_COLOUR, UNCHECKED_COLOUR
+from biaslab.runs import VERDICTS
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
-
-from biaslab.errors import BiaslabError  # noqa: E402
-from biaslab.report import render_index, render_report  # noqa: E402
-from biaslab.report.html import FAIL_COLOUR, PASS_COLOUR, UNCHECKED_COLOUR, format_value  # noqa: E402
 
 EVIL = "<script>alert(1)</script>"
 
@@ -23,6 +24,8 @@ EVIL = "<script>alert(1)</script>"
 def make_run(run_dir: Path, name="xor", day=1, complete=True, results=True,
              created="2026-11-21T23:40:00") -> Path:
     """Write a fake run directory by hand: config, results, two figures, metrics, COMPLETE."""
+    import matplotlib.pyplot as plt
+
     (run_dir / "figures").mkdir(parents=True)
     config = {"experiment": name, "profile": "quick", "seed": 0,
               "config": {"epochs": 50, "lr": 0.1},
@@ -103,7 +106,7 @@ def test_report_escapes_json_strings(tmp_path):
 def test_report_claims_table_colours_and_content(tmp_path):
     assert (PASS_COLOUR, FAIL_COLOUR, UNCHECKED_COLOUR) == ("#c8f7c5", "#f7c5c5", "#e0e0e0")
     text = render_report(make_run(tmp_path / "run")).read_text(encoding="utf-8")
-    table = re.search(r'<table class="claims">(.*?)</table>', text, re.S).group(1)
+    table = re.search(r'<table class="claims">(.*?)</table>', text, re.DOTALL).group(1)
     colours = re.findall(r'class="verdict" style="background:(#[0-9a-f]{6})"', table)
     assert colours == [PASS_COLOUR, FAIL_COLOUR, UNCHECKED_COLOUR]
     for cell in ("A perceptron cannot separate XOR", "notes §1.3", "accuracy &lt;= 0.75"):
@@ -162,8 +165,8 @@ def _make_runs(runs: Path) -> None:
 
 
 def _index_rows(text: str) -> list[str]:
-    body = re.search(r"<tbody>(.*)</tbody>", text, re.S).group(1)
-    return re.findall(r"<tr>(.*?)</tr>", body, re.S)
+    body = re.search(r"<tbody>(.*)</tbody>", text, re.DOTALL).group(1)
+    return re.findall(r"<tr>(.*?)</tr>", body, re.DOTALL)
 
 
 def test_index_lists_all_runs_with_working_links(tmp_path):
@@ -204,3 +207,82 @@ def test_index_empty_and_missing_dir(tmp_path):
     assert "No runs found" in text
     with pytest.raises(BiaslabError, match="not found"):
         render_index(tmp_path / "nope")
+
+
+NOTES_WRONG = {"claim": "sigmoid(1) as printed in the notes", "source": "notes §2.2 eq. (4)",
+               "expected": "0.7113", "measured": 0.7311, "passed": False, "verdict": "notes-wrong",
+               "computation": "1/(1+e^-1) = 0.731058... & the notes swap two digits"}
+
+
+def _with_claims(run: Path, claims: list) -> Path:
+    """Replace the claims of a fake run's results.json."""
+    res = json.loads((run / "results.json").read_text())
+    res["claims"] = claims
+    (run / "results.json").write_text(json.dumps(res))
+    return run
+
+
+def test_report_notes_wrong_claim_has_own_colour_label_and_computation(tmp_path):
+    run = make_run(tmp_path / "run")
+    claims = json.loads((run / "results.json").read_text())["claims"] + [NOTES_WRONG]
+    text = render_report(_with_claims(run, claims)).read_text(encoding="utf-8")
+    table = re.search(r'<table class="claims">(.*?)</table>', text, re.DOTALL).group(1)
+    colours = re.findall(r'class="verdict" style="background:(#[0-9a-f]{6})"', table)
+    notes = VERDICTS["notes-wrong"]
+    assert notes.colour not in (PASS_COLOUR, FAIL_COLOUR, UNCHECKED_COLOUR)
+    assert colours == [PASS_COLOUR, FAIL_COLOUR, UNCHECKED_COLOUR, notes.colour]
+    row = re.findall(r"<tr>(.*?)</tr>", table, re.DOTALL)[-1]
+    assert notes.colour in row and notes.label.replace("'", "&#39;") in row
+    assert "1/(1+e^-1) = 0.731058... &amp; the notes swap two digits" in row
+    assert "1 of 4 claims passed, 1 failed, 1 notes&#39; figure wrong, 1 not checked" in text
+
+
+def test_index_counts_notes_wrong_apart_from_failures(tmp_path):
+    runs = tmp_path / "runs"
+    passed = {"claim": "ok", "measured": 1.0, "passed": True}
+    failed = {"claim": "bad", "measured": 0.0, "passed": False}
+    _with_claims(make_run(runs / "a-1", "a", day=1), [passed, NOTES_WRONG])
+    _with_claims(make_run(runs / "b-1", "b", day=2), [passed, failed, NOTES_WRONG])
+    _with_claims(make_run(runs / "c-1", "c", day=3), [passed, passed])
+    rows = _index_rows(render_index(runs).read_text(encoding="utf-8"))
+    assert "1/2 (1 notes wrong)" in rows[0]
+    assert FAIL_COLOUR not in rows[0] and VERDICTS["notes-wrong"].colour in rows[0]
+    assert "1/3 (1 notes wrong)" in rows[1] and FAIL_COLOUR in rows[1]
+    assert "2/2<" in rows[2] and PASS_COLOUR in rows[2]
+
+
+def test_index_and_labs_follow_given_order(tmp_path):
+    runs = tmp_path / "runs"
+    for name in ("alpha", "zeta", "mid"):
+        make_run(runs / f"{name}-1", name, day=1)
+    make_run(runs / "other-1", "other", day=1)  # not in the order: after the known ones
+    make_run(runs / "early-1", "early", day=0)  # an earlier day comes first regardless
+    order = ["zeta", "mid", "alpha", "zeta"]
+
+    def paths(text):
+        return [re.search(r"<code>(.*?)</code>", r).group(1) for r in _index_rows(text)]
+
+    text = render_index(runs, order=order).read_text(encoding="utf-8")
+    assert paths(text) == ["early-1", "zeta-1", "mid-1", "alpha-1", "other-1"]
+    text = render_index(runs).read_text(encoding="utf-8")  # no order: by day, then name
+    assert paths(text) == ["early-1", "alpha-1", "mid-1", "other-1", "zeta-1"]
+
+    ws = make_run(tmp_path / "ws", "workshop", day=5)
+    for name in ("alpha", "zeta", "mid"):
+        make_run(ws / "labs" / name, name, day=1)
+    text = render_report(ws, order=order).read_text(encoding="utf-8")
+    labs = text.split("<h2>Labs</h2>", 1)[1]
+    assert paths(labs) == ["zeta", "mid", "alpha"]
+
+
+def test_html_module_uses_shared_vocabulary_and_templates():
+    import biaslab.report.html as module
+
+    source = Path(module.__file__).read_text(encoding="utf-8")
+    assert "biaslab.registry" not in source and "_workshop_order" not in source
+    for name in ("def format_value", "def _find_runs", "#c8f7c5", "\"results.json\"", "html.escape"):
+        assert name not in source, name
+    assert (PASS_COLOUR, FAIL_COLOUR, UNCHECKED_COLOUR) == tuple(
+        VERDICTS[k].colour for k in ("pass", "fail", "unjudged"))
+    templates = Path(module.__file__).with_name("templates")
+    assert {"base.html.j2", "report.html.j2", "index.html.j2"} <= {p.name for p in templates.glob("*.j2")}

@@ -1,5 +1,6 @@
 """The trainer: exact resume, divergence stop, early stopping, both data paths, checkpoints."""
 
+import itertools
 import math
 
 import pytest
@@ -167,7 +168,7 @@ def test_schedules_shape_the_learning_rate(schedule):
         assert lrs[0] < 0.01 and lrs[-1] < 1e-3
     elif schedule == "cosine":
         assert lrs[0] == pytest.approx(0.1) and lrs[20] == pytest.approx(0.05, rel=0.05)
-        assert all(a >= b for a, b in zip(lrs, lrs[1:]))
+        assert all(a >= b for a, b in itertools.pairwise(lrs))
     else:
         assert lrs[0] == pytest.approx(0.1) and lrs[-1] == pytest.approx(1e-3)
 

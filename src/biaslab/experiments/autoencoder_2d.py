@@ -9,18 +9,18 @@ shows what the 2-D space learned.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 import torch
 
 from biaslab.config import require_positive
-from biaslab.data.mnist import mnist_splits
+from biaslab.data.mnist import QUICK_SIZES, MnistSizes, mnist_splits_for
 from biaslab.evaluate import pca_reconstruction_error
 from biaslab.generative import Autoencoder
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.train import TrainConfig
+from biaslab.train.config import Schedule
 from biaslab.train.recipes import fit_reconstruction
 
 # Digit pairs whose codes are joined by straight lines in the interpolation figure.
@@ -28,34 +28,28 @@ PAIRS = ((0, 1), (3, 8), (4, 9), (7, 2), (5, 6), (1, 7))
 
 
 @dataclass(frozen=True)
-class Autoencoder2DConfig:
+class Autoencoder2DConfig(TrainConfig, MnistSizes):
     hidden: tuple[int, ...] = (512, 128)
     epochs: int = 20
     batch_size: int = 256
     lr: float = 2e-3
-    schedule: Literal["constant", "cosine", "onecycle", "step"] = "onecycle"
-    n_val: int = 5000
-    n_train: int | None = None
-    n_test: int | None = None
+    schedule: Schedule = "onecycle"
     steps: int = 9  # images along each interpolation line, endpoints included
 
     def __post_init__(self):
-        require_positive(self, "hidden", "epochs", "batch_size", "lr", "n_train", "n_test", "steps")
+        super().__post_init__()
+        require_positive(self, "hidden", "steps")
 
 
-@experiment(name="autoencoder-2d", day=1, config=Autoencoder2DConfig, requires=("mnist",),
+@experiment(name="autoencoder-2d", day=1, step=4, config=Autoencoder2DConfig, requires=("mnist",),
             title="A 2-D autoencoder vs. 2-component PCA",
             summary="an autoencoder with a 2-D latent space beats PCA's reconstruction; latent map",
-            quick={"n_train": 2000, "n_val": 500, "n_test": 1000, "epochs": 2, "hidden": (64,)})
+            quick={**QUICK_SIZES, "epochs": 2, "hidden": (64,)})
 def run(ctx) -> None:
     cfg: Autoencoder2DConfig = ctx.cfg
-    splits = mnist_splits(n_val=cfg.n_val, n_train=cfg.n_train, n_test=cfg.n_test,
-                          seed=ctx.seed_for("split"))  # pixels in [0, 1]
-    torch.manual_seed(ctx.seed_for("ae", "init"))
-    model = Autoencoder(784, latent_dim=2, hidden=cfg.hidden)
-    tcfg = TrainConfig(epochs=cfg.epochs, batch_size=cfg.batch_size, lr=cfg.lr,
-                       schedule=cfg.schedule)
-    fit = fit_reconstruction(ctx, model, splits, tcfg, tag="ae")
+    splits = mnist_splits_for(cfg, ctx.seed_for("split"))  # pixels in [0, 1]
+    model = ctx.init_model(lambda: Autoencoder(784, latent_dim=2, hidden=cfg.hidden), "ae")
+    fit = fit_reconstruction(model, splits, TrainConfig.of(cfg), ctx.training("ae"))
     ae_mse = fit.test["loss"]
     pca_mse = pca_reconstruction_error(splits.x_train.numpy(), splits.x_test.numpy(), 2)
 

@@ -11,25 +11,40 @@ from dataclasses import dataclass
 
 import torch
 
+from biaslab.config import require_positive
+from biaslab.data.mnist import QUICK_SIZES, MnistSizes, mnist_splits_for
 from biaslab.evaluate import cluster_separation, knn_accuracy, pca_project
-from biaslab.experiments.mnist_mlp import QUICK, MnistMLPConfig, train_mnist_mlp
+from biaslab.nn import MLP
 from biaslab.registry import experiment
 from biaslab.report import plots
+from biaslab.train import TrainConfig
+from biaslab.train.config import Schedule
+from biaslab.train.recipes import fit_classifier
 
 
 @dataclass(frozen=True)
-class HiddenPCAConfig(MnistMLPConfig):
+class HiddenPCAConfig(TrainConfig, MnistSizes):
+    hidden: int = 256
     epochs: int = 5
+    batch_size: int = 256
+    lr: float = 3e-3
+    schedule: Schedule = "onecycle"
     silhouette_points: int = 5000  # random test points the silhouette is computed on
 
+    def __post_init__(self):
+        super().__post_init__()
+        require_positive(self, "hidden", "silhouette_points")
 
-@experiment(name="hidden-pca", day=1, config=HiddenPCAConfig, requires=("mnist",),
+
+@experiment(name="hidden-pca", day=1, step=3, config=HiddenPCAConfig, requires=("mnist",),
             title="Hidden activations vs. raw pixels in 2-D",
             summary="PCA of the trained MLP's hidden layer separates digits better than PCA of pixels",
-            quick=QUICK)
+            quick={**QUICK_SIZES, "epochs": 2})
 def run(ctx) -> None:
     cfg: HiddenPCAConfig = ctx.cfg
-    model, splits, fit = train_mnist_mlp(ctx, cfg)
+    splits = mnist_splits_for(cfg, ctx.seed_for("split"), standardize=True)
+    model = ctx.init_model(lambda: MLP((784, cfg.hidden, 10)), "mlp")
+    fit = fit_classifier(model, splits, TrainConfig.of(cfg), ctx.training("mlp"))
     model.eval()
     with torch.no_grad():
         h_train = model.hidden(splits.x_train).numpy()  # (N_train, hidden)

@@ -15,62 +15,59 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
-
-import torch
+from typing import ClassVar
 
 from biaslab.config import require_positive
-from biaslab.data.mnist import mnist_splits
-from biaslab.data.transforms import corrupt_labels, standardize
+from biaslab.data.mnist import MnistSizes, mnist_splits_for
+from biaslab.data.transforms import corrupt_labels
 from biaslab.errors import ConfigError
 from biaslab.evaluate.curves import classify_curve
 from biaslab.nn import MLP
 from biaslab.registry import experiment
 from biaslab.report import plots
-from biaslab.train import TrainConfig, Trainer, accuracy
+from biaslab.train import TrainConfig
+from biaslab.train.recipes import fit_classifier
 
 # The shape the notes promise for each learning rate.
 EXPECTED = {1e-1: "diverging", 1e-2: "overfitting", 1e-3: "healthy", 1e-4: "underfitting"}
 
 
 @dataclass(frozen=True)
-class LRSweepConfig:
+class LRSweepConfig(TrainConfig, MnistSizes):
+    UNUSED_KEYS: ClassVar[dict[str, str]] = {"lr": "the sweep trains once per value of learning_rates"}
+
     learning_rates: tuple[float, ...] = (1e-1, 1e-2, 1e-3, 1e-4)
-    optimizer: Literal["sgd", "adam", "adamw"] = "adam"
     hidden: int = 256
-    n_train: int = 500  # small, so that over-fitting can show
+    n_train: int | None = 500  # small, so that over-fitting can show
     n_val: int = 2000
+    n_test: int | None = 1000  # not used for any choice; the sweep reads validation curves
     epochs: int = 9  # the budget: 90 steps of 50 images
     batch_size: int = 50
     label_noise: float = 0.2  # fraction of training labels replaced by random ones
 
     def __post_init__(self):
-        require_positive(self, "learning_rates", "hidden", "n_train", "n_val", "epochs",
-                         "batch_size")
+        super().__post_init__()
+        require_positive(self, "learning_rates", "hidden")
         if not 0.0 <= self.label_noise <= 1.0:
             raise ConfigError(f"label_noise={self.label_noise}: must be in [0, 1]")
 
 
-@experiment(name="lr-sweep", day=2, config=LRSweepConfig, requires=("mnist",),
+@experiment(name="lr-sweep", day=2, step=4, config=LRSweepConfig, requires=("mnist",),
             title="Learning rates and the four shapes of a learning curve",
             summary="learning rates 1e-1..1e-4: diverging, overfitting, healthy, underfitting curves",
             quick={"n_train": 200, "n_val": 300, "epochs": 3})
 def run(ctx) -> None:
     cfg: LRSweepConfig = ctx.cfg
-    splits, _ = standardize(mnist_splits(n_val=cfg.n_val, n_train=cfg.n_train, n_test=1000,
-                                         seed=ctx.seed_for("split")))
-    y_train = corrupt_labels(splits.y_train, cfg.label_noise, 10, seed=ctx.seed_for("noise"))
+    splits = mnist_splits_for(cfg, ctx.seed_for("split"), standardize=True)
+    splits = splits.replace(y_train=corrupt_labels(splits.y_train, cfg.label_noise, 10,
+                                                   seed=ctx.seed_for("noise")))
     chance = math.log(10)  # cross-entropy of a uniform guess over 10 digits
     histories, rows = {}, []
     for lr in cfg.learning_rates:
         tag = f"lr{lr:g}"
-        torch.manual_seed(ctx.seed_for("init"))  # the same initial weights for every rate
-        model = MLP((784, cfg.hidden, 10))
-        tcfg = TrainConfig(epochs=cfg.epochs, batch_size=cfg.batch_size, lr=lr,
-                           optimizer=cfg.optimizer)
-        trainer = Trainer(model, config=tcfg, metrics={"accuracy": accuracy},
-                          on_divergence="stop", **ctx.trainer_kwargs(tag))
-        history = trainer.fit((splits.x_train, y_train), val=(splits.x_val, splits.y_val))
+        model = ctx.init_model(lambda: MLP((784, cfg.hidden, 10)))  # the same weights for every rate
+        history = fit_classifier(model, splits, TrainConfig.of(cfg, lr=lr), ctx.training(tag),
+                                 test=False, on_divergence="stop").history
         train = [r["train_loss"] for r in history]
         val = [r["val_loss"] for r in history if "val_loss" in r]
         reading = classify_curve(train, val, chance_loss=chance)

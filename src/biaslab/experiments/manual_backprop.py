@@ -10,63 +10,39 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from biaslab.config import require_positive
-from biaslab.data.mnist import mnist_splits
-from biaslab.data.transforms import standardize
+from biaslab.data.mnist import QUICK_SIZES, MnistSizes, mnist_splits_for
 from biaslab.evaluate.gradcheck import mlp_gradient_report
 from biaslab.registry import experiment
 from biaslab.report import plots
-from biaslab.scratch import SGD, TwoLayerMLP, fit
-from biaslab.scratch.loop import evaluate
+from biaslab.scratch import SGD, TwoLayerMLP
+from biaslab.scratch.loop import LoopConfig
+from biaslab.train.recipes import fit_scratch
 
 
 @dataclass(frozen=True)
-class ManualBackpropConfig:
+class ManualBackpropConfig(LoopConfig, MnistSizes):
     hidden: int = 256
-    epochs: int = 10
-    batch_size: int = 64
-    lr: float = 0.1
-    n_val: int = 5000
-    n_train: int | None = None
-    n_test: int | None = None
 
     def __post_init__(self):
-        require_positive(self, "hidden", "epochs", "batch_size", "lr", "n_train", "n_test")
+        super().__post_init__()
+        require_positive(self, "hidden")
 
 
-QUICK = {"n_train": 2000, "n_val": 500, "n_test": 1000, "epochs": 2}
-
-
-def numpy_splits(ctx, cfg):
-    """Standardized MNIST splits as float32 / int64 NumPy arrays."""
-    splits, _ = standardize(mnist_splits(n_val=cfg.n_val, n_train=cfg.n_train, n_test=cfg.n_test,
-                                         seed=ctx.seed_for("split")))
-    return {k: getattr(splits, k).numpy() for k in ("x_train", "y_train", "x_val", "y_val",
-                                                    "x_test", "y_test")}
-
-
-def train_numpy_sgd(ctx, cfg, data):
-    """The five-formula MLP trained with plain mini-batch SGD by ``biaslab.scratch.fit``."""
-    model = TwoLayerMLP(784, cfg.hidden, 10, seed=ctx.seed_for("init"))
-    history = fit(model, SGD(model.params, lr=cfg.lr), (data["x_train"], data["y_train"]),
-                  (data["x_val"], data["y_val"]), epochs=cfg.epochs, batch_size=cfg.batch_size,
-                  seed=ctx.seed_for("shuffle"))
-    for record in history:
-        ctx.log(tag="numpy-sgd", **record)
-    return model, history
-
-
-@experiment(name="manual-backprop", day=2, config=ManualBackpropConfig, requires=("mnist",),
-            title="Backpropagation by hand in NumPy",
+@experiment(name="manual-backprop", day=2, step=2, config=ManualBackpropConfig,
+            requires=("mnist",), title="Backpropagation by hand in NumPy",
             summary="the NumPy MLP with the notes' five backprop formulas and plain SGD: >= 97%",
-            quick=QUICK)
+            quick={**QUICK_SIZES, "epochs": 2})
 def run(ctx) -> None:
     cfg: ManualBackpropConfig = ctx.cfg
-    data = numpy_splits(ctx, cfg)
+    data = mnist_splits_for(cfg, ctx.seed_for("split"), standardize=True).numpy()
     probe = TwoLayerMLP(784, cfg.hidden, 10, seed=ctx.seed_for("init"))
-    report = mlp_gradient_report(probe, data["x_train"][:32], data["y_train"][:32],
+    report = mlp_gradient_report(probe, data.x_train[:32], data.y_train[:32],
                                  seed=ctx.seed_for("gradcheck"))
-    model, history = train_numpy_sgd(ctx, cfg, data)
-    test_loss, test_acc = evaluate(model, data["x_test"], data["y_test"])
+    model = TwoLayerMLP(784, cfg.hidden, 10, seed=ctx.seed_for("init"))
+    fit = fit_scratch(model, SGD(model.params, lr=cfg.lr), data, epochs=cfg.epochs,
+                      batch_size=cfg.batch_size, setup=ctx.training("numpy-sgd"),
+                      seed=ctx.seed_for("shuffle"))
+    history, (test_loss, test_acc) = fit.history, (fit.test["loss"], fit.test["accuracy"])
     seconds = sum(r["seconds"] for r in history)
     ctx.metric(test_accuracy=test_acc, test_loss=test_loss, train_seconds=round(seconds, 2),
                epochs=len(history), parameters=model.parameter_count(), **report)

@@ -3,59 +3,43 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
-
-import torch
 
 from biaslab.config import require_positive
-from biaslab.data.mnist import mnist_splits
-from biaslab.data.transforms import standardize
+from biaslab.data.mnist import QUICK_SIZES, MnistSizes, mnist_splits_for
 from biaslab.nn import MLP, count_parameters
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.train import TrainConfig
+from biaslab.train.config import Schedule
 from biaslab.train.recipes import fit_classifier
 
 NOTES_PARAMETERS = 784 * 256 + 256 + 256 * 10 + 10  # 203,530
 
 
 @dataclass(frozen=True)
-class MnistMLPConfig:
+class MnistMLPConfig(TrainConfig, MnistSizes):
+    """Training keys (``TrainConfig``), split sizes (``MnistSizes``) and the hidden width."""
+
     hidden: int = 256
     epochs: int = 8
     batch_size: int = 256
     lr: float = 3e-3
-    optimizer: Literal["sgd", "adam", "adamw"] = "adam"
-    schedule: Literal["constant", "cosine", "onecycle", "step"] = "onecycle"
-    n_val: int = 5000
-    n_train: int | None = None  # None: all 55,000 images left after the validation split
-    n_test: int | None = None  # None: the full official 10,000-image test set
+    schedule: Schedule = "onecycle"
 
     def __post_init__(self):
-        require_positive(self, "hidden", "epochs", "batch_size", "lr", "n_train", "n_test")
+        super().__post_init__()
+        require_positive(self, "hidden")
 
 
-QUICK = {"n_train": 2000, "n_val": 500, "n_test": 1000, "epochs": 2}
-
-
-def train_mnist_mlp(ctx, cfg, tag: str = "mlp"):
-    """Load the splits, build the 784-hidden-10 MLP and train it; shared by Day-1 labs."""
-    splits, _ = standardize(mnist_splits(n_val=cfg.n_val, n_train=cfg.n_train, n_test=cfg.n_test,
-                                         seed=ctx.seed_for("split")))
-    torch.manual_seed(ctx.seed_for(tag, "init"))
-    model = MLP((784, cfg.hidden, 10))
-    tcfg = TrainConfig(epochs=cfg.epochs, batch_size=cfg.batch_size, lr=cfg.lr,
-                       optimizer=cfg.optimizer, schedule=cfg.schedule)
-    return model, splits, fit_classifier(ctx, model, splits, tcfg, tag)
-
-
-@experiment(name="mnist-mlp", day=1, config=MnistMLPConfig, requires=("mnist",),
+@experiment(name="mnist-mlp", day=1, step=2, config=MnistMLPConfig, requires=("mnist",),
             title="MNIST with a two-layer MLP",
             summary="the notes' 784-256-10 MLP: 203,530 parameters, ~97% test accuracy in a minute",
-            quick=QUICK)
+            quick={**QUICK_SIZES, "epochs": 2})
 def run(ctx) -> None:
     cfg: MnistMLPConfig = ctx.cfg
-    model, splits, fit = train_mnist_mlp(ctx, cfg)
+    splits = mnist_splits_for(cfg, ctx.seed_for("split"), standardize=True)
+    model = ctx.init_model(lambda: MLP((784, cfg.hidden, 10)), "mlp")
+    fit = fit_classifier(model, splits, TrainConfig.of(cfg), ctx.training("mlp"))
     n_params = count_parameters(model)
     best_val = max(r["val_accuracy"] for r in fit.history)
     ctx.metric(parameters=n_params, test_accuracy=fit.test["accuracy"], test_loss=fit.test["loss"],

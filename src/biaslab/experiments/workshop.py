@@ -1,10 +1,18 @@
-"""The whole workshop: every lab in order, each in its own run directory, with one HTML index."""
+"""The whole workshop: every lab in order, each in its own run directory, with one HTML index.
+
+As each lab finishes it prints one line (name, time, claims); a table sums them up at the end.
+"""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
-from biaslab.registry import all_experiments, experiment
+from biaslab.formatting import format_duration
+from biaslab.registry import all_experiments, experiment, workshop_order
+from biaslab.report.html import render_index
+from biaslab.runner import run as run_experiment
+from biaslab.runs import RunDir, Tally, tally
 
 
 @dataclass(frozen=True)
@@ -15,22 +23,40 @@ class WorkshopConfig:
 @experiment(name="workshop", day=0, config=WorkshopConfig, title="The five-day workshop",
             summary="every lab in order, one run directory each, and one HTML index")
 def run(ctx) -> None:
-    from biaslab.report.html import render_index
-    from biaslab.runner import run as run_experiment
-
     labs = [e for e in all_experiments() if e.day in ctx.cfg.days]
-    passed, checked = 0, 0
+    rows, total = [], Tally()
+    ctx.echo(f"workshop: {len(labs)} labs, {ctx.profile} profile, seed {ctx.seed}")
     for exp in labs:
-        lab_dir = ctx.run_dir / "labs" / exp.name
-        if (lab_dir / "config.json").exists():  # resuming the workshop: finish or reuse the lab
-            result = run_experiment(resume=lab_dir, progress=ctx.progress)
+        lab = RunDir(ctx.run.labs_dir / exp.name)
+        start = time.perf_counter()
+        if lab.is_run:  # resuming the workshop: finish or reuse the lab
+            result = run_experiment(resume=lab.path, progress=ctx.progress)
         else:
-            result = run_experiment(exp.name, profile=ctx.profile, seed=ctx.seed, out=lab_dir,
+            result = run_experiment(exp.name, profile=ctx.profile, seed=ctx.seed, out=lab.path,
                                     progress=ctx.progress)
-        ok = sum(c["passed"] is True for c in result.claims)
-        n = sum(c["passed"] is not None for c in result.claims)
-        passed, checked = passed + ok, checked + n
-    ctx.metric(labs=len(labs), claims_passed=passed, claims_checked=checked)
-    index = render_index(ctx.run_dir / "labs", out=ctx.run_dir / "index.html",
+        seconds = time.perf_counter() - start
+        counts = tally(result.claims)
+        total += counts
+        rows.append([exp.day, exp.name, round(seconds, 2), counts.passed, counts.failed,
+                     counts.notes_wrong, counts.unjudged])
+        ctx.echo(f"  {exp.name:<16} {format_duration(seconds):>12}   claims {counts.short()}")
+    ctx.metric(labs=len(labs), claims_passed=total.passed, claims_checked=total.judged,
+               claims_failed=total.failed, claims_notes_wrong=total.notes_wrong)
+    columns = ["day", "lab", "seconds", "passed", "failed", "notes wrong", "not checked"]
+    ctx.table("Labs of this workshop run", columns, rows)
+    _echo_table(ctx, columns, rows)
+    ctx.echo(f"workshop: {total.describe()}")
+    index = render_index(ctx.run.labs_dir, out=ctx.run.index_path, order=workshop_order(),
                          title=f"biaslab workshop ({ctx.profile} profile, seed {ctx.seed})")
     ctx.metric(index=str(index.relative_to(ctx.run_dir)))
+
+
+def _echo_table(ctx, columns: list[str], rows: list[list]) -> None:
+    """The summary as a plain-text table, columns as wide as their widest cell."""
+    cells = [columns] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
+    for n, row in enumerate(cells):
+        ctx.echo("  " + "  ".join(c.ljust(w) if i < 2 else c.rjust(w)
+                                  for i, (c, w) in enumerate(zip(row, widths))))
+        if n == 0:
+            ctx.echo("  " + "  ".join("-" * w for w in widths))

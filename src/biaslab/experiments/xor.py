@@ -14,17 +14,20 @@ import numpy as np
 import torch
 
 from biaslab.config import require_positive
+from biaslab.data import Splits
 from biaslab.data.synthetic import xor
+from biaslab.errors import ConfigError
 from biaslab.nn import MLP
 from biaslab.registry import experiment
 from biaslab.report import plots
-from biaslab.train import TrainConfig, Trainer, accuracy
+from biaslab.train import TrainConfig
+from biaslab.train.recipes import fit_classifier
 
 
 @dataclass(frozen=True)
-class XorConfig:
+class XorConfig(TrainConfig):
     n_train: int = 400
-    n_test: int = 400
+    n_test: int = 400  # also the size of the validation set
     noise: float = 0.15
     hidden: int = 8
     activation: Literal["relu", "tanh", "sigmoid", "gelu"] = "tanh"
@@ -33,7 +36,10 @@ class XorConfig:
     lr: float = 0.02
 
     def __post_init__(self):
-        require_positive(self, "n_train", "n_test", "hidden", "epochs", "batch_size", "lr")
+        super().__post_init__()
+        require_positive(self, "n_train", "n_test", "hidden")
+        if not 0 <= self.noise < float("inf"):
+            raise ConfigError(f"noise={self.noise!r}: must be a finite number >= 0")
 
 
 # The four corners of the truth table, on the data's (±1, ±1) scale.
@@ -41,7 +47,7 @@ CORNERS = np.array([[-1, -1], [-1, 1], [1, -1], [1, 1]], dtype=np.float32)
 CORNER_LABELS = np.array([0, 1, 1, 0])
 
 
-@experiment(name="xor", day=1, config=XorConfig, title="XOR: perceptron vs. one hidden layer",
+@experiment(name="xor", day=1, step=1, config=XorConfig, title="XOR: perceptron vs. one hidden layer",
             summary="a single perceptron cannot separate XOR; a one-hidden-layer MLP reaches 100%",
             quick={"n_train": 200, "n_test": 200, "epochs": 40})
 def run(ctx) -> None:
@@ -49,23 +55,17 @@ def run(ctx) -> None:
     x_tr, y_tr = xor(cfg.n_train, cfg.noise, seed=ctx.seed_for("train"))
     x_va, y_va = xor(cfg.n_test, cfg.noise, seed=ctx.seed_for("val"))
     x_te, y_te = xor(cfg.n_test, cfg.noise, seed=ctx.seed_for("test"))
-    train = (torch.from_numpy(x_tr), torch.from_numpy(y_tr))
-    val = (torch.from_numpy(x_va), torch.from_numpy(y_va))
-    test = (torch.from_numpy(x_te), torch.from_numpy(y_te))
-    tcfg = TrainConfig(epochs=cfg.epochs, batch_size=cfg.batch_size, lr=cfg.lr)
+    splits = Splits(x_tr, y_tr, x_va, y_va, x_te, y_te).torch()
 
     models = {
-        "perceptron": MLP((2, 2)),  # one affine map: a linear decision boundary
-        "mlp": MLP((2, cfg.hidden, 2), activation=cfg.activation),
+        # one affine map: a linear decision boundary
+        "perceptron": ctx.init_model(lambda: MLP((2, 2)), "perceptron"),
+        "mlp": ctx.init_model(lambda: MLP((2, cfg.hidden, 2), activation=cfg.activation), "mlp"),
     }
     histories, acc, corner_acc = {}, {}, {}
     for name, model in models.items():
-        torch.manual_seed(ctx.seed_for(name, "init"))
-        model.reset_parameters()
-        trainer = Trainer(model, config=tcfg, metrics={"accuracy": accuracy},
-                          **ctx.trainer_kwargs(name))
-        histories[name] = trainer.fit(train, val=val)
-        acc[name] = trainer.evaluate(test)["accuracy"]
+        fit = fit_classifier(model, splits, TrainConfig.of(cfg), ctx.training(name))
+        histories[name], acc[name] = fit.history, fit.test["accuracy"]
         with torch.no_grad():
             pred = model(torch.from_numpy(CORNERS)).argmax(1).numpy()
         corner_acc[name] = float((pred == CORNER_LABELS).mean())

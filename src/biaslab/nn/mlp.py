@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -45,6 +46,25 @@ class MLP(nn.Module):
                 if dropout:
                     layers.append(nn.Dropout(dropout))
         self.layers = nn.Sequential(*layers)
+
+    @classmethod
+    def from_numpy(cls, layers: Sequence[tuple[np.ndarray, np.ndarray]],
+                   activation: str = "relu") -> "MLP":
+        """An MLP whose ``Linear`` layers hold the given NumPy weights (copied, as float32).
+
+        Args:
+            layers: ``[(W, b), ...]``, W of shape (out, in) as in y = W x + b, e.g.
+                ``biaslab.scratch.TwoLayerMLP(...).layers()``.
+            activation: the hidden non-linearity (default ``"relu"``).
+        """
+        sizes = [layers[0][0].shape[1]] + [w.shape[0] for w, _ in layers]
+        model = cls(sizes, activation=activation)
+        linears = [m for m in model.layers if isinstance(m, nn.Linear)]
+        with torch.no_grad():
+            for linear, (w, b) in zip(linears, layers):
+                linear.weight.copy_(torch.from_numpy(np.asarray(w)))  # (out, in)
+                linear.bias.copy_(torch.from_numpy(np.asarray(b)))  # (out,)
+        return model
 
     def reset_parameters(self) -> None:
         for layer in self.layers:

@@ -18,12 +18,36 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 import numpy as np
 
+from biaslab.errors import ConfigError
 from biaslab.scratch.mlp import cross_entropy
 
-__all__ = ["evaluate", "fit", "iterate_minibatches", "train_epoch"]
+__all__ = ["LoopConfig", "evaluate", "fit", "iterate_minibatches", "train_epoch"]
+
+
+@dataclass(frozen=True)
+class LoopConfig:
+    """Settings of :func:`fit` with plain SGD: config fields a lab's config inherits.
+
+    Args:
+        epochs: passes over the training data (default 10).
+        batch_size: examples per step (default 64).
+        lr: the SGD step size η in θ ← θ − η∇L (eq. 2.3) (default 0.1).
+    """
+
+    epochs: int = 10
+    batch_size: int = 64
+    lr: float = 0.1
+
+    def __post_init__(self):
+        if self.epochs < 1 or self.batch_size < 1:
+            raise ConfigError(f"epochs={self.epochs}, batch_size={self.batch_size}: both must be >= 1")
+        if not 0 < self.lr < math.inf:
+            raise ConfigError(f"lr={self.lr!r}: must be a positive finite number")
+        getattr(super(), "__post_init__", lambda: None)()  # cooperative: e.g. MnistSizes' checks
 
 
 def iterate_minibatches(X, y, batch_size: int,

@@ -191,6 +191,11 @@ class TwoLayerMLP:
         """Fraction of rows whose predicted class equals ``y``."""
         return float(np.mean(self.predict(X) == np.asarray(y)))
 
+    def layers(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """``[(W1, b1), (W2, b2)]``, each W of shape (out, in) as in y = W x + b."""
+        P = self.params
+        return [(P["W1"], P["b1"]), (P["W2"], P["b2"])]
+
     def parameter_count(self) -> int:
         """Number of scalar parameters: H*D + H + C*H + C (203,530 for 784-256-10)."""
         return int(sum(p.size for p in self.params.values()))

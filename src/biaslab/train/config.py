@@ -82,6 +82,7 @@ class TrainConfig:
             raise ConfigError(f"warmup={self.warmup!r}: must be between 0 and 1 (a fraction of the steps)")
         if self.patience < 0 or self.checkpoint_every < 0:
             raise ConfigError("patience and checkpoint_every must be >= 0 (0 switches them off)")
+        getattr(super(), "__post_init__", lambda: None)()  # cooperative: e.g. MnistSizes' checks
 
     @classmethod
     def of(cls, cfg, **overrides) -> "TrainConfig":

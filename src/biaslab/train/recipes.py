@@ -1,40 +1,114 @@
-"""Training recipes the labs share: classify a data split, reconstruct it."""
+"""Training recipes the labs share, and the setup a run hands to each training.
+
+Every lab that trains a classifier calls :func:`fit_classifier`; autoencoders call
+:func:`fit_reconstruction`; the NumPy models of ``biaslab.scratch`` go through
+:func:`fit_scratch`. Each takes a :class:`TrainSetup`, which the runner's context makes per tag
+(``ctx.training("mlp")``): where the checkpoint goes, the seed of the shuffling, the metrics
+logger. The test split is evaluated once, after training, and never used for a choice.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from torch import nn
 
 from biaslab.train.config import TrainConfig
-from biaslab.train.trainer import Trainer, accuracy
+from biaslab.train.trainer import Logger, Trainer, accuracy
+
+
+@dataclass(frozen=True)
+class TrainSetup:
+    """What one tagged training of a run needs besides its model and config.
+
+    Args:
+        tag: names the training in checkpoints, logs and messages.
+        seed: seeds the trainer's own generators (shuffling, per-step draws).
+        checkpoint: file to save to and resume from (default None: no checkpoint).
+        fingerprint: identifies the run; a checkpoint with another fingerprint is refused.
+        logger: receives one record per epoch (and ``rewind`` on resume).
+        progress: show a progress bar (default None: only on a terminal).
+    """
+
+    tag: str = "train"
+    seed: int = 0
+    checkpoint: Path | None = None
+    fingerprint: str = ""
+    logger: Logger | None = None
+    progress: bool | None = None
+
+    def trainer(self, model: nn.Module, config: TrainConfig, **kwargs: Any) -> Trainer:
+        """A :class:`Trainer` for ``model`` wired to this setup; ``kwargs`` go to Trainer."""
+        return Trainer(model, config=config, seed=self.seed, checkpoint=self.checkpoint,
+                       fingerprint=self.fingerprint, logger=self.logger, tag=self.tag,
+                       progress=self.progress, **kwargs)
 
 
 @dataclass
 class FitResult:
-    trainer: Trainer
+    trainer: Trainer | None
     history: list[dict]
-    test: dict[str, float]  # loss and metrics on the test split, measured once at the end
+    test: dict[str, float] | None  # loss and metrics on the test split, measured once at the end
 
     @property
     def train_time(self) -> float:
-        return self.trainer.train_time
+        return self.trainer.train_time if self.trainer is not None else \
+            sum(r.get("seconds", 0.0) for r in self.history)
 
 
-def fit_classifier(ctx, model: nn.Module, splits, config: TrainConfig, tag: str) -> FitResult:
-    """Train ``model`` on ``splits.x_train`` with validation each epoch; test once at the end.
+def fit_classifier(model: nn.Module, splits, config: TrainConfig, setup: TrainSetup, *,
+                   test: bool = True, on_divergence: str = "raise") -> FitResult:
+    """Train ``model`` by cross-entropy with validation accuracy each epoch; test once at the end.
 
-    ``splits`` has ``x_train, y_train, x_val, y_val, x_test, y_test`` tensors.
+    Args:
+        model: outputs logits ``(N, classes)``.
+        splits: has ``x_train, y_train, x_val, y_val`` (and ``x_test, y_test`` when ``test``).
+        config: the training hyper-parameters (``TrainConfig.of(ctx.cfg)``).
+        setup: ``ctx.training(tag)``.
+        test: evaluate the test split after training (default True).
+        on_divergence: ``"raise"`` or ``"stop"`` (see :class:`Trainer`).
     """
-    trainer = Trainer(model, config=config, metrics={"accuracy": accuracy},
-                      **ctx.trainer_kwargs(tag))
+    trainer = setup.trainer(model, config, metrics={"accuracy": accuracy},
+                            on_divergence=on_divergence)
     history = trainer.fit((splits.x_train, splits.y_train), val=(splits.x_val, splits.y_val))
-    return FitResult(trainer, history, trainer.evaluate((splits.x_test, splits.y_test)))
+    result = trainer.evaluate((splits.x_test, splits.y_test)) if test else None
+    return FitResult(trainer, history, result)
 
 
-def fit_reconstruction(ctx, model: nn.Module, splits, config: TrainConfig, tag: str,
+def fit_reconstruction(model: nn.Module, splits, config: TrainConfig, setup: TrainSetup,
                        loss_fn=nn.functional.mse_loss) -> FitResult:
     """Train ``model`` to reproduce its input (autoencoders): targets are the inputs."""
-    trainer = Trainer(model, loss_fn=loss_fn, config=config, **ctx.trainer_kwargs(tag))
+    trainer = setup.trainer(model, config, loss_fn=loss_fn)
     history = trainer.fit((splits.x_train, splits.x_train), val=(splits.x_val, splits.x_val))
     return FitResult(trainer, history, trainer.evaluate((splits.x_test, splits.x_test)))
+
+
+def fit_scratch(model, optimizer, splits, *, epochs: int, batch_size: int, setup: TrainSetup,
+                seed: int | None = None, test: bool = True) -> FitResult:
+    """Train a NumPy model of ``biaslab.scratch`` with our own loop (``scratch.fit``).
+
+    Each epoch's record is logged through ``setup.logger``; the test split is evaluated once.
+
+    Args:
+        model: e.g. :class:`biaslab.scratch.TwoLayerMLP`.
+        optimizer: a ``biaslab.scratch`` optimizer over the model's parameters.
+        splits: has NumPy-convertible ``x_train, y_train, x_val, y_val, x_test, y_test``.
+        epochs, batch_size: as in TrainConfig.
+        setup: ``ctx.training(tag)`` (its checkpoint is unused: the NumPy loop is fast).
+        seed: the shuffling seed (default ``setup.seed``).
+    """
+    from biaslab.scratch.loop import evaluate, fit
+
+    history = fit(model, optimizer, (splits.x_train, splits.y_train), (splits.x_val, splits.y_val),
+                  epochs=epochs, batch_size=batch_size,
+                  seed=setup.seed if seed is None else seed)
+    if setup.logger is not None:
+        for record in history:
+            setup.logger.log(record)
+    result = None
+    if test:
+        loss, acc = evaluate(model, splits.x_test, splits.y_test)
+        result = {"loss": loss, "accuracy": acc}
+    return FitResult(None, history, result)

@@ -6,12 +6,23 @@ Two data paths:
   shuffled tensors once and takes mini-batches as *slices* of them — no per-sample indexing, no
   collation (about 1.5x the throughput of a ``DataLoader`` here, see ``benchmarks/mnist_mlp.py``);
 * any ``torch.utils.data.Dataset`` (``train=dataset``): a ``DataLoader`` over the same seeded
-  permutation, for data that does not fit in memory.
+  permutation, for data that does not fit in memory; ``collate_fn`` builds its batches (e.g.
+  ``torch_geometric.data.Batch.from_data_list`` for a list of graphs).
+
+Two kinds of step:
+
+* ``loss_fn(model(*inputs), targets)`` on a batch ``(*inputs, targets)`` (the default);
+* ``step(model, batch, generator)`` for everything else (two-term losses, random timesteps,
+  node masks, see :mod:`biaslab.train.steps`): it gets the batch exactly as collated and a
+  generator owned by the trainer, so whatever it draws from it is checkpointed and resumed too.
 
 A checkpoint holds the model, optimizer, scheduler, step counters, the early-stopping state,
 the history, the partial sums of the epoch in progress and every RNG state, so a run killed at any
 point and resumed from it ends with bit-identical numbers on CPU. The epoch's permutation is
 re-drawn from the shuffling generator's state saved at the start of that epoch.
+
+Validation metrics are computed once on the outputs of the whole set (AUROC or a calibration
+error is not a mean over batches); the loss is the batch-size-weighted mean of batch losses.
 """
 
 from __future__ import annotations
@@ -22,22 +33,32 @@ import math
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
-from biaslab.fileio import atomic_write
 from biaslab.errors import CheckpointError, DivergenceError
+from biaslab.fileio import atomic_write
 from biaslab.train.callbacks import EarlyStopping, progress_bar
 from biaslab.train.config import TrainConfig, make_optimizer, make_scheduler
 from biaslab.train.seed import derive_seed, rng_state, set_rng_state
+from biaslab.train.steps import (
+    StepFn,
+    StepOutput,
+    as_step_output,
+    batch_size_of,
+    scalar,
+)
+
+__all__ = ["StepOutput", "Trainer", "accuracy"]
 
 Batch = tuple[torch.Tensor, ...]
-MetricFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+MetricFn = Callable[[torch.Tensor, torch.Tensor], "torch.Tensor | float"]
 
 
 class Logger(Protocol):
@@ -45,9 +66,14 @@ class Logger(Protocol):
     def rewind(self, step: int) -> None: ...
 
 
-def accuracy(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """Fraction of rows whose arg-max equals the integer target."""
-    return (outputs.argmax(dim=-1) == targets).float().mean()
+def accuracy(outputs: torch.Tensor, targets: torch.Tensor) -> float:
+    """Fraction of rows whose arg-max equals the integer target, exactly (count / n in float64).
+
+    Shapes:
+        outputs: (N, C) scores; targets: (N,) class indices.
+    """
+    hits = outputs.argmax(dim=-1) == targets
+    return int(hits.sum()) / hits.numel() if hits.numel() else math.nan
 
 
 class Trainer:
@@ -58,7 +84,8 @@ class Trainer:
         loss_fn: ``loss_fn(outputs, targets) -> scalar``; default cross-entropy.
         config: a :class:`TrainConfig` (epochs, batch size, optimizer, lr, schedule, ...).
         seed: seeds the shuffling generator (model initialisation is the caller's business).
-        metrics: extra validation metrics ``name -> fn(outputs, targets)`` (batch means).
+        metrics: extra validation metrics ``name -> fn(outputs, targets)``, each computed once on
+            the outputs and targets of the whole validation set.
         checkpoint: file to save to; if it exists, training resumes from it.
         fingerprint: a string identifying the run; a checkpoint with another one is refused.
         logger: receives one record per epoch (``log``) and ``rewind(step)`` on resume.
@@ -66,16 +93,29 @@ class Trainer:
         progress: show a progress bar; default: only when stderr is a terminal and not in CI.
         on_divergence: ``"raise"`` (a :class:`DivergenceError` naming the learning rate) or
             ``"stop"`` (end training, ``history[-1]["diverged"] = True``).
+        step: instead of ``loss_fn``, ``step(model, batch, generator) -> loss | (loss, terms) |
+            StepOutput`` on the batch as collated; ``generator`` is the trainer's own
+            (``self.step_gen``, checkpointed) in training and a fresh one seeded the same way at
+            every validation, which runs in eval mode without gradients. Extra ``terms`` are
+            logged as ``train_<name>`` / ``val_<name>``; metrics use ``StepOutput.outputs`` and
+            ``.targets``. Stored as ``self.step_fn`` (``self.step`` counts optimizer steps).
+        collate_fn: builds batches from a ``Dataset``'s items, in training and in
+            :meth:`evaluate`; default: the ``DataLoader``'s. Unused for in-memory tensors.
     """
 
     def __init__(self, model: nn.Module, loss_fn: Callable | None = None,
                  config: TrainConfig | None = None, *, seed: int = 0,
                  metrics: dict[str, MetricFn] | None = None, checkpoint: str | Path | None = None,
                  fingerprint: str = "", logger: Logger | None = None, tag: str = "train",
-                 progress: bool | None = None, on_divergence: str = "raise"):
+                 progress: bool | None = None, on_divergence: str = "raise",
+                 step: StepFn | None = None, collate_fn: Callable | None = None):
         if on_divergence not in ("raise", "stop"):
             raise ValueError("on_divergence must be 'raise' or 'stop'")
+        if step is not None and loss_fn is not None:
+            raise ValueError("give either loss_fn or step, not both")
         self.model = model
+        self.step_fn = step
+        self.collate_fn = collate_fn
         self.loss_fn = loss_fn or nn.functional.cross_entropy
         self.config = config or TrainConfig()
         self.seed = seed
@@ -92,6 +132,7 @@ class Trainer:
         self.optimizer = make_optimizer(self.config, model.parameters())
         self.scheduler = None  # built in fit(), when the number of steps is known
         self.shuffle_gen = torch.Generator().manual_seed(derive_seed(seed, tag, "shuffle"))
+        self.step_gen = torch.Generator().manual_seed(derive_seed(seed, tag, "step"))
         self.early_stopping = EarlyStopping(self.config.patience, self.config.monitor,
                                             self.config.min_delta)
         self.history: list[dict[str, Any]] = []
@@ -105,6 +146,7 @@ class Trainer:
         self._epoch_gen_state = self.shuffle_gen.get_state()
         self._epoch_loss_sum = 0.0
         self._epoch_count = 0
+        self._epoch_term_sums: dict[str, float] = {}  # batch-size-weighted sums of step terms
         self._buffers: dict[int, torch.Tensor] = {}  # shuffled copies of in-memory tensors
 
     # ------------------------------------------------------------------------------------
@@ -164,16 +206,29 @@ class Trainer:
         else:
             # Its own generator: a DataLoader otherwise draws from the global RNG per epoch.
             loader = DataLoader(train, batch_size=bs, sampler=perm[start:].tolist(),
+                                collate_fn=self.collate_fn,
                                 generator=torch.Generator().manual_seed(self.seed))
-            yield from (tuple(b) if isinstance(b, (list, tuple)) else (b,) for b in loader)
+            yield from self._as_batches(loader)
+
+    def _as_batches(self, loader: DataLoader):
+        """A step gets batches as collated; ``loss_fn`` gets tuples ``(*inputs, targets)``."""
+        if self.step_fn is not None:
+            return iter(loader)
+        return (tuple(b) if isinstance(b, (list, tuple)) else (b,) for b in loader)
 
     def _train_one_epoch(self, train, n: int, bar) -> None:
         self.model.train()
         cfg = self.config
         for batch in self._batches(train, n):
             t0 = time.perf_counter()
-            *inputs, targets = batch
-            loss = self.loss_fn(self.model(*inputs), targets)
+            if self.step_fn is None:
+                *inputs, targets = batch
+                loss = self.loss_fn(self.model(*inputs), targets)
+                k, terms = len(targets), {}
+            else:
+                out = as_step_output(self.step_fn(self.model, batch, self.step_gen))
+                loss, k = out.loss, batch_size_of(batch)
+                terms = {name: scalar(term) for name, term in out.terms.items()}
             value = loss.item()
             if not math.isfinite(value):
                 self._diverge(value)
@@ -188,8 +243,10 @@ class Trainer:
             self.train_time += time.perf_counter() - t0
             self.step += 1
             self._batch_in_epoch += 1
-            self._epoch_loss_sum += value * len(targets)
-            self._epoch_count += len(targets)
+            self._epoch_loss_sum += value * k
+            self._epoch_count += k
+            for name, term in terms.items():
+                self._epoch_term_sums[name] = self._epoch_term_sums.get(name, 0.0) + term * k
             bar.update(1)
             if cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0:
                 self._save()
@@ -212,6 +269,8 @@ class Trainer:
         record: dict[str, Any] = {
             "tag": self.tag, "epoch": self.epoch + 1, "step": self.step,
             "train_loss": self._epoch_loss_sum / max(self._epoch_count, 1),
+            **{f"train_{name}": total / max(self._epoch_count, 1)
+               for name, total in self._epoch_term_sums.items()},
             "lr": self.optimizer.param_groups[0]["lr"],
         }
         if val is not None:
@@ -221,38 +280,68 @@ class Trainer:
             self.logger.log(record)
         self.epoch += 1
         self._batch_in_epoch, self._epoch_loss_sum, self._epoch_count = 0, 0.0, 0
+        self._epoch_term_sums = {}
         if self.early_stopping.update(record, self.model, self.epoch):
             self.finished = True
         self._save()
 
     @torch.no_grad()
     def evaluate(self, data: Batch | Dataset, batch_size: int = 2048) -> dict[str, float]:
-        """Mean loss and every metric over ``data``, in eval mode."""
+        """Loss, step terms and every metric over ``data``, in eval mode.
+
+        The loss (and each term) is the batch-size-weighted mean of the per-batch values; each
+        metric is computed once on the outputs and targets of all batches concatenated.
+        """
         was_training = self.model.training
         self.model.eval()
         if isinstance(data, tuple):
             n = len(data[0])
             batches = (tuple(t[i:i + batch_size] for t in data) for i in range(0, n, batch_size))
         else:
-            batches = (tuple(b) for b in DataLoader(
-                data, batch_size=batch_size, generator=torch.Generator().manual_seed(0)))
-        sums: dict[str, float] = {"loss": 0.0, **{k: 0.0 for k in self.metrics}}
+            batches = self._as_batches(DataLoader(
+                data, batch_size=batch_size, collate_fn=self.collate_fn,
+                generator=torch.Generator().manual_seed(0)))
+        gen = torch.Generator().manual_seed(derive_seed(self.seed, self.tag, "eval"))
+        sums: dict[str, float] = {"loss": 0.0}
         count = 0
-        for *inputs, targets in batches:
-            out = self.model(*inputs)
-            k = len(targets)
-            sums["loss"] += self.loss_fn(out, targets).item() * k
+        outputs: list[torch.Tensor] = []
+        targets: list[torch.Tensor] = []
+        try:
+            for batch in batches:
+                if self.step_fn is None:
+                    *inputs, target = batch
+                    out = self.model(*inputs)
+                    k = len(target)
+                    sums["loss"] += self.loss_fn(out, target).item() * k
+                else:
+                    res = as_step_output(self.step_fn(self.model, batch, gen))
+                    out, target, k = res.outputs, res.targets, batch_size_of(batch)
+                    sums["loss"] += scalar(res.loss) * k
+                    for name, term in res.terms.items():
+                        sums[name] = sums.get(name, 0.0) + scalar(term) * k
+                if self.metrics:
+                    if out is None or target is None:
+                        raise ValueError(f"training '{self.tag}' has metrics but its step returns "
+                                         "no outputs/targets; return a StepOutput with both")
+                    outputs.append(out)
+                    targets.append(target)
+                count += k
+        finally:
+            self.model.train(was_training)
+        result = {name: total / count for name, total in sums.items()}
+        if self.metrics:
+            all_outputs, all_targets = torch.cat(outputs), torch.cat(targets)
             for name, fn in self.metrics.items():
-                sums[name] += float(fn(out, targets)) * k
-            count += k
-        self.model.train(was_training)
-        return {k: v / count for k, v in sums.items()}
+                result[name] = float(fn(all_outputs, all_targets))
+        return result
 
     # -- checkpoints ----------------------------------------------------------------------
     def _fingerprint(self, extra: str) -> str:
         shapes = [list(p.shape) for p in self.model.parameters()]
-        text = json.dumps([self.tag, type(self.model).__name__, shapes, asdict(self.config),
-                           self.seed, extra], sort_keys=True, default=str)
+        parts = [self.tag, type(self.model).__name__, shapes, asdict(self.config), self.seed, extra]
+        if self.step_fn is not None:  # only then, so that older checkpoints stay valid
+            parts.append(getattr(self.step_fn, "__qualname__", type(self.step_fn).__qualname__))
+        text = json.dumps(parts, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def state_dict(self) -> dict[str, Any]:
@@ -265,7 +354,9 @@ class Trainer:
             "diverged": self.diverged, "train_time": self.train_time,
             "batch_in_epoch": self._batch_in_epoch, "epoch_gen_state": self._epoch_gen_state,
             "epoch_loss_sum": self._epoch_loss_sum, "epoch_count": self._epoch_count,
-            "shuffle_gen": self.shuffle_gen.get_state(), "rng": rng_state(),
+            "epoch_term_sums": dict(self._epoch_term_sums),
+            "shuffle_gen": self.shuffle_gen.get_state(), "step_gen": self.step_gen.get_state(),
+            "rng": rng_state(),
             "early_stopping": self.early_stopping.state_dict(),
             "history": self.history,
         }
@@ -279,7 +370,7 @@ class Trainer:
     def _load(self, path: Path) -> None:
         try:
             state = torch.load(path, weights_only=True)
-        except Exception as exc:  # any unpickling failure means the file is unusable
+        except Exception as exc:  # noqa: BLE001 -- any unpickling failure: the file is unusable
             raise CheckpointError(
                 f"checkpoint {path} is corrupt or not a biaslab checkpoint "
                 f"({type(exc).__name__}); delete it to restart '{self.tag}' from scratch") from None
@@ -293,6 +384,8 @@ class Trainer:
             if self.scheduler is not None and state["scheduler"] is not None:
                 self.scheduler.load_state_dict(state["scheduler"])
             self.shuffle_gen.set_state(state["shuffle_gen"])
+            if "step_gen" in state:  # checkpoints written before custom steps lack it
+                self.step_gen.set_state(state["step_gen"])
             set_rng_state(state["rng"])
             self.early_stopping.load_state_dict(state["early_stopping"])
         except (KeyError, RuntimeError, ValueError, TypeError) as exc:
@@ -303,4 +396,5 @@ class Trainer:
         self._batch_in_epoch = state["batch_in_epoch"]
         self._epoch_gen_state = state["epoch_gen_state"]
         self._epoch_loss_sum, self._epoch_count = state["epoch_loss_sum"], state["epoch_count"]
+        self._epoch_term_sums = dict(state.get("epoch_term_sums", {}))
         self.history = list(state["history"])

@@ -1,0 +1,48 @@
+"""Train / validation / test splits: the one container every lab passes to the recipes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+import numpy as np
+
+SPLIT_NAMES = ("x_train", "y_train", "x_val", "y_val", "x_test", "y_test")
+
+
+@dataclass(frozen=True, eq=False)
+class Splits:
+    """Train / validation / test inputs and targets (torch tensors or NumPy arrays).
+
+    Shapes:
+        x_*: (N, ...) inputs, e.g. MNIST float32 (N, 784) flattened or (N, 1, 28, 28);
+        y_*: (N,) int64 labels (or any targets).
+        train_index, val_index: positions of the rows in the original training set (NumPy), when
+        the splits were carved from one.
+    """
+
+    x_train: Any
+    y_train: Any
+    x_val: Any
+    y_val: Any
+    x_test: Any
+    y_test: Any
+    train_index: np.ndarray | None = None
+    val_index: np.ndarray | None = None
+
+    def numpy(self) -> "Splits":
+        """The same splits as NumPy arrays (no copy for CPU tensors), for ``biaslab.scratch``."""
+        return replace(self, **{name: np.asarray(getattr(self, name)) for name in SPLIT_NAMES})
+
+    def torch(self) -> "Splits":
+        """The same splits as torch tensors (no copy for NumPy arrays)."""
+        import torch
+
+        return replace(self, **{name: torch.as_tensor(getattr(self, name)) for name in SPLIT_NAMES})
+
+    def replace(self, **changes: Any) -> "Splits":
+        """A copy with some splits replaced, e.g. ``splits.replace(y_train=noisy_labels)``."""
+        unknown = set(changes) - {f.name for f in fields(self)}
+        if unknown:
+            raise TypeError(f"Splits has no field(s) {', '.join(sorted(unknown))}")
+        return replace(self, **changes)

@@ -1,0 +1,67 @@
+"""Every registered lab in its --quick profile: found from the registry, no hand-written list.
+
+In the spirit of scikit-learn's ``parametrize_with_checks``: a lab added to
+``biaslab/experiments/`` is run and checked here without touching this file.
+"""
+
+import struct
+from pathlib import Path
+
+import pytest
+
+from biaslab import registry
+from biaslab.runs import VERDICTS, RunDir, read_json, verdict_of
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+LABS = [e for e in registry.all_experiments() if e.day != 0]  # the workshop runs them all
+CLAIM_KEYS = {"claim", "expected", "measured", "passed", "source"}
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == PNG_MAGIC and data[12:16] == b"IHDR", f"{path} is not a PNG"
+    return struct.unpack(">II", data[16:24])
+
+
+@pytest.mark.parametrize("exp", LABS, ids=[e.name for e in LABS])
+def test_quick_run_is_complete_and_well_formed(quick_run, exp):
+    run = quick_run(exp.name).run_dir
+    assert (run / "COMPLETE").is_file() and (run / "report.html").is_file()
+    assert read_json(run / "config.json")["profile"] == "quick"
+    res = read_json(run / "results.json")
+    assert res["experiment"] == exp.name and res["day"] == exp.day and res["profile"] == "quick"
+    assert res["title"] == exp.title and res["summary"] == exp.summary and res["seed"] == 0
+    assert isinstance(res["metrics"], dict) and res["metrics"]
+    assert isinstance(res["tables"], list)
+
+    for claim in res["claims"]:
+        assert CLAIM_KEYS <= set(claim) <= CLAIM_KEYS | {"verdict", "computation"}
+        assert claim["claim"] and claim["expected"] and claim["source"]
+        assert claim["passed"] in (True, False, None)
+        assert verdict_of(claim) in VERDICTS
+        if verdict_of(claim) == "notes-wrong":
+            assert claim["passed"] is None and claim["computation"]
+    assert not any(verdict_of(c) == "fail" for c in res["claims"]), \
+        [c for c in res["claims"] if verdict_of(c) == "fail"]
+
+    assert res["figures"], "a lab draws at least one figure"
+    for fig in res["figures"]:
+        path = run / fig["file"]
+        assert fig["file"].startswith("figures/") and fig["caption"]
+        width, height = png_size(path)
+        assert width >= 200 and height >= 200 and path.stat().st_size > 5000
+    listed = {run / f["file"] for f in res["figures"]}
+    assert listed == set((run / "figures").glob("*.png")), "figures on disk but not listed"
+
+    html = (run / "report.html").read_text()
+    assert html.count("data:image/png;base64,") == len(res["figures"])
+    records = RunDir(run).read_metrics()
+    if records:
+        assert all("tag" in r for r in records)
+
+
+@pytest.mark.parametrize("exp", LABS, ids=[e.name for e in LABS])
+def test_quick_run_trains_with_the_shared_recipes(quick_run, exp):
+    """Each training a lab logs is tagged, and its records carry a training loss."""
+    for record in RunDir(quick_run(exp.name).run_dir).read_metrics():
+        assert "train_loss" in record, record
