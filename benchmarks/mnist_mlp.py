@@ -25,7 +25,6 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from biaslab.data.mnist import mnist_splits
-from biaslab.data.transforms import standardize
 from biaslab.experiments.mnist_mlp import MnistMLPConfig
 from biaslab.nn import MLP
 from biaslab.train import TrainConfig, Trainer, accuracy
@@ -50,11 +49,11 @@ class _Clock:
 def time_to_accuracy(splits, seed: int, cfg: MnistMLPConfig) -> dict:
     torch.manual_seed(seed)
     model = MLP((784, cfg.hidden, 10))
-    tcfg = TrainConfig(epochs=cfg.epochs, batch_size=cfg.batch_size, lr=cfg.lr,
-                       optimizer=cfg.optimizer, schedule=cfg.schedule)
+    tcfg = TrainConfig.of(cfg)
     clock = _Clock()
-    trainer = Trainer(model, config=tcfg, seed=seed, metrics={"accuracy": accuracy},
-                      logger=clock, progress=False)
+    trainer = Trainer(
+        model, config=tcfg, seed=seed, metrics={"accuracy": accuracy}, logger=clock, progress=False
+    )
     clock.trainer = trainer
     # The test set only *watches* the accuracy here; nothing is chosen by it.
     trainer.fit((splits.x_train, splits.y_train), val=(splits.x_test, splits.y_test))
@@ -80,8 +79,7 @@ def plain_dataloader_epochs(model, x, y, batch_size: int, epochs: int, lr: float
 
 
 def trainer_epochs(model, x, y, batch_size: int, epochs: int, lr: float) -> float:
-    trainer = Trainer(model, config=TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr),
-                      progress=False)
+    trainer = Trainer(model, config=TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr), progress=False)
     t0 = time.perf_counter()
     trainer.fit((x, y))
     return time.perf_counter() - t0
@@ -92,13 +90,18 @@ def throughput_ratio(splits, batch_size: int, repeats: int, epochs: int = 2) -> 
     n = epochs * len(x)
     ours, plain = [], []
     for r in range(repeats):
-        for name, fn, store in (("trainer", trainer_epochs, ours),
-                                ("dataloader", plain_dataloader_epochs, plain)):
+        for _name, fn, store in (
+            ("trainer", trainer_epochs, ours),
+            ("dataloader", plain_dataloader_epochs, plain),
+        ):
             torch.manual_seed(r)
             store.append(n / fn(MLP((784, 256, 10)), x, y, batch_size, epochs, 1e-3))
-    return {"batch_size": batch_size, "trainer_examples_per_s": statistics.median(ours),
-            "dataloader_examples_per_s": statistics.median(plain),
-            "ratio": statistics.median(ours) / statistics.median(plain)}
+    return {
+        "batch_size": batch_size,
+        "trainer_examples_per_s": statistics.median(ours),
+        "dataloader_examples_per_s": statistics.median(plain),
+        "ratio": statistics.median(ours) / statistics.median(plain),
+    }
 
 
 def main() -> None:
@@ -109,24 +112,33 @@ def main() -> None:
     args = parser.parse_args()
 
     cfg = MnistMLPConfig()
-    splits, _ = standardize(mnist_splits(n_val=cfg.n_val, seed=0))
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; "
-          f"train {len(splits.x_train)}, test {len(splits.x_test)} images")
+    splits = mnist_splits(n_val=cfg.n_val, seed=0, standardize=True)
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads; "
+        f"train {len(splits.x_train)}, test {len(splits.x_test)} images"
+    )
 
     runs = [time_to_accuracy(splits, s, cfg) for s in args.seeds]
-    print(f"\n1. time to accuracy ({cfg.epochs} epochs, batch {cfg.batch_size}, {cfg.optimizer}, "
-          f"{cfg.schedule}, lr {cfg.lr:g})")
+    print(
+        f"\n1. time to accuracy ({cfg.epochs} epochs, batch {cfg.batch_size}, {cfg.optimizer}, "
+        f"{cfg.schedule}, lr {cfg.lr:g})"
+    )
     print(f"   {'seed':>4}  {'to 97%':>8}  {'to 98%':>8}  {'final acc':>9}  {'train s':>8}")
     for s, r in zip(args.seeds, runs):
         fmt = lambda v: f"{v:7.2f}s" if v is not None else "   never"  # noqa: E731
-        print(f"   {s:>4}  {fmt(r['seconds_to_0.97'])}  {fmt(r['seconds_to_0.98'])}  "
-              f"{r['final_accuracy']:9.4f}  {r['train_seconds']:8.2f}")
+        print(
+            f"   {s:>4}  {fmt(r['seconds_to_0.97'])}  {fmt(r['seconds_to_0.98'])}  "
+            f"{r['final_accuracy']:9.4f}  {r['train_seconds']:8.2f}"
+        )
     medians = {}
     for target in TARGETS:
         times = [r[f"seconds_to_{target:.2f}"] for r in runs]
-        medians[target] = (statistics.median(times) if all(t is not None for t in times) else None)
-    print(f"   median to 97%: {medians[0.97]:.2f} s" if medians[0.97] is not None
-          else "   median to 97%: not reached by every seed")
+        medians[target] = statistics.median(times) if all(t is not None for t in times) else None
+    print(
+        f"   median to 97%: {medians[0.97]:.2f} s"
+        if medians[0.97] is not None
+        else "   median to 97%: not reached by every seed"
+    )
     if medians[0.98] is not None:
         verdict = "PASS" if medians[0.98] <= 5.0 else "FAIL"
         print(f"   median to 98%: {medians[0.98]:.2f} s   (target <= 5 s: {verdict})")
@@ -137,13 +149,22 @@ def main() -> None:
     ratios = [throughput_ratio(splits, bs, args.repeats) for bs in (256, 128)]
     for r in ratios:
         verdict = "PASS" if r["ratio"] >= 1.3 else "FAIL"
-        print(f"   batch {r['batch_size']:>3}: trainer {r['trainer_examples_per_s']:9.0f} ex/s, "
-              f"DataLoader {r['dataloader_examples_per_s']:9.0f} ex/s, ratio {r['ratio']:.2f}"
-              f"   (target >= 1.3: {verdict})")
+        print(
+            f"   batch {r['batch_size']:>3}: trainer {r['trainer_examples_per_s']:9.0f} ex/s, "
+            f"DataLoader {r['dataloader_examples_per_s']:9.0f} ex/s, ratio {r['ratio']:.2f}"
+            f"   (target >= 1.3: {verdict})"
+        )
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"time_to_accuracy": runs, "median_seconds": {str(k): v for k, v in medians.items()},
-                       "throughput": ratios}, f, indent=2)
+            json.dump(
+                {
+                    "time_to_accuracy": runs,
+                    "median_seconds": {str(k): v for k, v in medians.items()},
+                    "throughput": ratios,
+                },
+                f,
+                indent=2,
+            )
 
 
 if __name__ == "__main__":

@@ -33,7 +33,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from biaslab.data.mnist import mnist_splits
-from biaslab.data.transforms import standardize
 from biaslab.scratch.mlp import TwoLayerMLP
 from biaslab.scratch.optim import SGD
 
@@ -43,7 +42,7 @@ LR, BATCH = 0.1, 128
 
 def load_shuffled(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """The 55,000 standardized training images, permuted once, as contiguous float32 arrays."""
-    splits, _ = standardize(mnist_splits(seed=seed))
+    splits = mnist_splits(seed=seed, standardize=True)
     X = splits.x_train.numpy()  # (55000, 784) float32
     y = splits.y_train.numpy()  # (55000,) int64
     perm = np.random.default_rng(seed).permutation(len(X))
@@ -65,18 +64,19 @@ def numpy_epoch(model: TwoLayerMLP, opt: SGD, X: np.ndarray, y: np.ndarray) -> t
     """One epoch over consecutive slices; returns (seconds, mean loss)."""
     start, total = time.perf_counter(), 0.0
     for i in range(0, len(X), BATCH):
-        xb, yb = X[i:i + BATCH], y[i:i + BATCH]
+        xb, yb = X[i : i + BATCH], y[i : i + BATCH]
         total += model.loss(xb, yb) * len(yb)
         opt.step(model.backward(yb))
     return time.perf_counter() - start, total / len(X)
 
 
-def torch_epoch(model: nn.Module, opt: torch.optim.Optimizer, X: torch.Tensor,
-                y: torch.Tensor) -> tuple[float, float]:
+def torch_epoch(
+    model: nn.Module, opt: torch.optim.Optimizer, X: torch.Tensor, y: torch.Tensor
+) -> tuple[float, float]:
     """The same epoch in PyTorch eager; returns (seconds, mean loss)."""
     start, total = time.perf_counter(), 0.0
     for i in range(0, len(X), BATCH):
-        xb, yb = X[i:i + BATCH], y[i:i + BATCH]
+        xb, yb = X[i : i + BATCH], y[i : i + BATCH]
         loss = F.cross_entropy(model(xb), yb)
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -93,8 +93,12 @@ def gradient_difference(X: np.ndarray, y: np.ndarray) -> float:
     grads = model.backward(yb)
     ref = torch_model(model.params, torch.float64)
     F.cross_entropy(ref(torch.from_numpy(xb)), torch.from_numpy(yb)).backward()
-    ref_grads = {"W1": ref[0].weight.grad, "b1": ref[0].bias.grad,
-                 "W2": ref[2].weight.grad, "b2": ref[2].bias.grad}
+    ref_grads = {
+        "W1": ref[0].weight.grad,
+        "b1": ref[0].bias.grad,
+        "W2": ref[2].weight.grad,
+        "b2": ref[2].bias.grad,
+    }
     return max(float(np.max(np.abs(grads[k] - ref_grads[k].numpy()))) for k in grads)
 
 
@@ -154,13 +158,18 @@ def _run(args) -> dict:
 
     result = {
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, torch threads "
-                   f"{torch.get_num_threads()}, numpy BLAS threads {_blas_threads()}, "
-                   f"numpy {np.__version__}, torch {torch.__version__}",
+        f"{torch.get_num_threads()}, numpy BLAS threads {_blas_threads()}, "
+        f"numpy {np.__version__}, torch {torch.__version__}",
         "load_average_1min": [load_before, load_after],
-        "numpy_epoch_seconds": np_times, "torch_epoch_seconds": pt_times,
-        "numpy_median_s": np_med, "torch_median_s": pt_med, "ratio": ratio,
-        "target_ratio": TARGET_RATIO, "pass": ratio <= TARGET_RATIO,
-        "numpy_epoch_losses": np_losses, "torch_epoch_losses": pt_losses,
+        "numpy_epoch_seconds": np_times,
+        "torch_epoch_seconds": pt_times,
+        "numpy_median_s": np_med,
+        "torch_median_s": pt_med,
+        "ratio": ratio,
+        "target_ratio": TARGET_RATIO,
+        "pass": ratio <= TARGET_RATIO,
+        "numpy_epoch_losses": np_losses,
+        "torch_epoch_losses": pt_losses,
         "max_grad_abs_diff_float64": grad_diff,
     }
     print(f"machine: {result['machine']}")
@@ -168,12 +177,15 @@ def _run(args) -> dict:
     print(f"one epoch, 784-256-10, SGD lr {LR}, batch {BATCH}, {len(X)} images, float32")
     print(f"  numpy : median {np_med:.3f} s  ({', '.join(f'{t:.3f}' for t in np_times)})")
     print(f"  torch : median {pt_med:.3f} s  ({', '.join(f'{t:.3f}' for t in pt_times)})")
-    print(f"  ratio numpy/torch = {ratio:.2f}x (target <= {TARGET_RATIO}x): "
-          f"{'PASS' if result['pass'] else 'FAIL'}")
-    print(f"  mean train loss per epoch: numpy {', '.join(f'{v:.4f}' for v in np_losses)}; "
-          f"torch {', '.join(f'{v:.4f}' for v in pt_losses)}")
-    print(f"five-formula backward vs torch.autograd (float64, batch {BATCH}): "
-          f"max |diff| = {grad_diff:.2e}")
+    print(
+        f"  ratio numpy/torch = {ratio:.2f}x (target <= {TARGET_RATIO}x): "
+        f"{'PASS' if result['pass'] else 'FAIL'}"
+    )
+    print(
+        f"  mean train loss per epoch: numpy {', '.join(f'{v:.4f}' for v in np_losses)}; "
+        f"torch {', '.join(f'{v:.4f}' for v in pt_losses)}"
+    )
+    print(f"five-formula backward vs torch.autograd (float64, batch {BATCH}): max |diff| = {grad_diff:.2e}")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(result, fh, indent=2)

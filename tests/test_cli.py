@@ -6,8 +6,8 @@ complete; where the error can be seen before the run starts, no run directory at
 Most checks call :func:`biaslab.cli.main` in-process; a few run the real console script.
 """
 
-import os
 import importlib.util
+import os
 import re
 import shlex
 import shutil
@@ -84,32 +84,43 @@ def snapshot(run: Path) -> dict:
 # -- bad input before the run starts: one line, exit 2, no run directory --------------------------
 
 
-@pytest.mark.parametrize("args, needles", [
-    (["run", "xr"], ["unknown experiment 'xr'", "did you mean 'xor'?"]),
-    (["run", "xr", "--quick", "--out", "OUT"], ["did you mean 'xor'?"]),
-    (["run", "xor", "--quick", "--set", "epoch=3"],
-     ["unknown config key 'epoch'", "did you mean 'epochs'?"]),
-    (["run", "xor", "--set", "hiden=4", "--out", "OUT"], ["'hiden'", "did you mean 'hidden'?"]),
-    (["run", "xor", "--set", "epochs=abc"], ["epochs", "'abc'", "expected an integer"]),
-    (["run", "xor", "--set", "epochs=1.5"], ["epochs", "expected an integer"]),
-    (["run", "xor", "--set", "lr=fast", "--out", "OUT"], ["lr", "'fast'", "expected a number"]),
-    (["run", "xor", "--set", "foo"], ["--set expects key=value", "'foo'"]),
-    (["run", "xor", "--full", "--set", "epochs=2", "--set", "noise=loud"], ["noise", "number"]),
-    (["run"], ["name an experiment"]),
-    (["run", "workshop", "--set", "days=1,x"], ["days", "integer"]),
-])
+@pytest.mark.parametrize(
+    "args, needles",
+    [
+        (["run", "xr"], ["unknown experiment 'xr'", "did you mean 'xor'?"]),
+        (["run", "xr", "--quick", "--out", "OUT"], ["did you mean 'xor'?"]),
+        (
+            ["run", "xor", "--quick", "--set", "epoch=3"],
+            ["unknown config key 'epoch'", "did you mean 'epochs'?"],
+        ),
+        (["run", "xor", "--set", "hiden=4", "--out", "OUT"], ["'hiden'", "did you mean 'hidden'?"]),
+        (["run", "xor", "--set", "epochs=abc"], ["epochs", "'abc'", "expected an integer"]),
+        (["run", "xor", "--set", "epochs=1.5"], ["epochs", "expected an integer"]),
+        (["run", "xor", "--set", "lr=fast", "--out", "OUT"], ["lr", "'fast'", "expected a number"]),
+        (["run", "xor", "--set", "foo"], ["--set expects key=value", "'foo'"]),
+        (["run", "xor", "--full", "--set", "epochs=2", "--set", "noise=loud"], ["noise", "number"]),
+        (["run"], ["name an experiment"]),
+        (["run", "workshop", "--set", "days=1,x"], ["days", "integer"]),
+    ],
+)
 def test_bad_input_before_run(capsys, in_tmp, args, needles):
     args = [str(in_tmp / "out") if a == "OUT" else a for a in args]
-    rc, out, err = cli(capsys, *args, "--runs-dir", in_tmp / "runs")
+    rc, _out, err = cli(capsys, *args, "--runs-dir", in_tmp / "runs")
     assert_one_line_error(rc, err, *needles)
     assert not (in_tmp / "runs").exists() and not (in_tmp / "out").exists()
     assert no_complete(in_tmp)
 
 
-@pytest.mark.parametrize("setting, needle", [
-    ("epochs=0", "epochs"), ("batch_size=0", "batch_size"), ("n_train=0", "n"),
-    ("noise=-1", "noise"), ("lr=-1", "lr"),
-])
+@pytest.mark.parametrize(
+    "setting, needle",
+    [
+        ("epochs=0", "epochs"),
+        ("batch_size=0", "batch_size"),
+        ("n_train=0", "n"),
+        ("noise=-1", "noise"),
+        ("lr=-1", "lr"),
+    ],
+)
 def test_bad_value_caught_by_the_experiment_leaves_no_run_dir(capsys, in_tmp, setting, needle):
     """Values of the right type that the experiment refuses: one line, and no half-made run."""
     out = in_tmp / "out"
@@ -123,8 +134,7 @@ def test_bad_value_caught_by_the_experiment_leaves_no_run_dir(capsys, in_tmp, se
 
 
 def test_unknown_activation_is_one_line(capsys, in_tmp):
-    rc, _, err = cli(capsys, "run", "xor", "--quick", "--out", in_tmp / "out",
-                     "--set", "activation=foo")
+    rc, _, err = cli(capsys, "run", "xor", "--quick", "--out", in_tmp / "out", "--set", "activation=foo")
     assert_one_line_error(rc, err, "activation")
     assert no_complete(in_tmp)
 
@@ -177,20 +187,30 @@ def _not_a_run(root: Path, kind: str) -> Path:
         path.write_text("hello")
         return path
     path.mkdir()
-    text = {"empty": None, "truncated": '{"experiment": "xor", "pro', "list": "[1, 2]",
-            "no-keys": "{}", "unknown": '{"experiment": "nope", "profile": "quick", "seed": 0, '
-                                       '"config": {}}'}[kind]
+    text = {
+        "empty": None,
+        "truncated": '{"experiment": "xor", "pro',
+        "list": "[1, 2]",
+        "no-keys": "{}",
+        "unknown": '{"experiment": "nope", "profile": "quick", "seed": 0, "config": {}}',
+    }[kind]
     if text is not None:
         (path / "config.json").write_text(text)
     return path
 
 
-@pytest.mark.parametrize("kind, needle", [
-    ("missing", "not a run directory"), ("file", "not a run directory"),
-    ("empty", "not a run directory"), ("truncated", "not valid JSON"),
-    ("list", "not a biaslab run config"), ("no-keys", "not a biaslab run config"),
-    ("unknown", "unknown experiment 'nope'"),
-])
+@pytest.mark.parametrize(
+    "kind, needle",
+    [
+        ("missing", "not a run directory"),
+        ("file", "not a run directory"),
+        ("empty", "not a run directory"),
+        ("truncated", "not valid JSON"),
+        ("list", "not a biaslab run config"),
+        ("no-keys", "not a biaslab run config"),
+        ("unknown", "unknown experiment 'nope'"),
+    ],
+)
 def test_resume_of_something_that_is_not_a_run(capsys, in_tmp, kind, needle):
     path = _not_a_run(in_tmp, kind)
     rc, _, err = cli(capsys, "run", "--resume", path)
@@ -199,8 +219,12 @@ def test_resume_of_something_that_is_not_a_run(capsys, in_tmp, kind, needle):
 
 
 def _garbage(real: bytes, kind: str) -> bytes:
-    return {"random": bytes(range(256)) * 4, "text": b"garbage\n", "empty": b"",
-            "truncated": real[: len(real) // 2]}[kind]
+    return {
+        "random": bytes(range(256)) * 4,
+        "text": b"garbage\n",
+        "empty": b"",
+        "truncated": real[: len(real) // 2],
+    }[kind]
 
 
 @pytest.mark.parametrize("kind", ["random", "text", "empty", "truncated"])
@@ -232,13 +256,16 @@ def test_resume_with_mismatched_checkpoint(capsys, in_tmp, xor_done, xor_other, 
     assert no_complete(in_tmp)
 
 
-@pytest.mark.parametrize("extra, needle", [
-    (["--set", "epochs=3"], "--set cannot be combined with --resume"),
-    (["--quick"], "cannot be combined with --resume"),
-    (["--full"], "cannot be combined with --resume"),
-    (["--seed", "1"], "cannot be combined with --resume"),
-    (["--out", "elsewhere"], "cannot be combined with --resume"),
-])
+@pytest.mark.parametrize(
+    "extra, needle",
+    [
+        (["--set", "epochs=3"], "--set cannot be combined with --resume"),
+        (["--quick"], "cannot be combined with --resume"),
+        (["--full"], "cannot be combined with --resume"),
+        (["--seed", "1"], "cannot be combined with --resume"),
+        (["--out", "elsewhere"], "cannot be combined with --resume"),
+    ],
+)
 def test_resume_with_conflicting_options(capsys, in_tmp, xor_done, extra, needle):
     run = unfinished_copy(xor_done, in_tmp / "run")
     before = snapshot(run)
@@ -255,8 +282,12 @@ def test_resume_names_the_wrong_experiment(capsys, in_tmp, xor_done):
 
 
 def test_usage_errors_exit_2(capsys):
-    for args in (["run", "xor", "--seed", "abc"], ["run", "xor", "--quick", "--full"],
-                 ["frobnicate"], ["data", "download"]):
+    for args in (
+        ["run", "xor", "--seed", "abc"],
+        ["run", "xor", "--quick", "--full"],
+        ["frobnicate"],
+        ["data", "download"],
+    ):
         with pytest.raises(SystemExit) as info:
             main(args)
         assert info.value.code == 2
@@ -269,8 +300,9 @@ def test_usage_errors_exit_2(capsys):
 
 def script(*args, cwd, timeout=120):
     assert SCRIPT.is_file(), f"console script not installed next to {sys.executable}"
-    return subprocess.run([str(SCRIPT), *map(str, args)], cwd=cwd, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [str(SCRIPT), *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=timeout
+    )
 
 
 @pytest.mark.parametrize("case", ["unknown-name", "bad-value", "corrupt-checkpoint"])
@@ -312,15 +344,32 @@ def test_help(capsys):
         main(["--help"])
     assert info.value.code == 0
     out = capsys.readouterr().out
-    for word in ("list", "run", "show", "report", "config", "data", "examples:",
-                 "biaslab run xor --quick", "--resume"):
+    for word in (
+        "list",
+        "run",
+        "show",
+        "report",
+        "config",
+        "data",
+        "examples:",
+        "biaslab run xor --quick",
+        "--resume",
+    ):
         assert word in out
     with pytest.raises(SystemExit) as info:
         main(["run", "--help"])
     assert info.value.code == 0
     out = capsys.readouterr().out
-    for word in ("--quick", "--full", "--seed", "--out", "--set KEY=VALUE", "--resume",
-                 "results.json", "COMPLETE"):
+    for word in (
+        "--quick",
+        "--full",
+        "--seed",
+        "--out",
+        "--set KEY=VALUE",
+        "--resume",
+        "results.json",
+        "COMPLETE",
+    ):
         assert word in out
 
 
@@ -421,21 +470,23 @@ def test_report_index_links_run_report(capsys, in_tmp, xor_done):
 def test_list_help_and_config_do_not_import_torch(tmp_path):
     """``biaslab list``, ``--help`` and ``config NAME`` answer from the catalog: no torch import."""
     env = {**os.environ, "BIASLAB_DATA": str(tmp_path)}
-    warm = subprocess.run([sys.executable, "-m", "biaslab.cli", "list"], env=env,
-                          capture_output=True, text=True, timeout=120)
+    warm = subprocess.run(
+        [sys.executable, "-m", "biaslab.cli", "list"], env=env, capture_output=True, text=True, timeout=120
+    )
     assert warm.returncode == 0, warm.stderr
-    probe = ("import sys, contextlib, io\n"
-             "from biaslab.cli import main\n"
-             "for argv in (['list'], ['config', 'mnist-mlp'], ['--help']):\n"
-             "    with contextlib.redirect_stdout(io.StringIO()):\n"
-             "        try:\n"
-             "            main(argv)\n"
-             "        except SystemExit:\n"
-             "            pass\n"
-             "heavy = [m for m in ('torch', 'numpy', 'matplotlib', 'biaslab.experiments.xor') "
-             "if m in sys.modules]\n"
-             "print(heavy)\n")
-    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True,
-                          timeout=60)
+    probe = (
+        "import sys, contextlib, io\n"
+        "from biaslab.cli import main\n"
+        "for argv in (['list'], ['config', 'mnist-mlp'], ['--help']):\n"
+        "    with contextlib.redirect_stdout(io.StringIO()):\n"
+        "        try:\n"
+        "            main(argv)\n"
+        "        except SystemExit:\n"
+        "            pass\n"
+        "heavy = [m for m in ('torch', 'numpy', 'matplotlib', 'biaslab.experiments.xor') "
+        "if m in sys.modules]\n"
+        "print(heavy)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]", done.stdout

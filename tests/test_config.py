@@ -27,7 +27,7 @@ class Cfg:
     shuffle: bool = True
     activation: str = "relu"
     n_train: int | None = None
-    n_test: Optional[int] = 100  # noqa: UP007  (the typing.Optional spelling must work too)
+    n_test: int | None = 100
     hidden: tuple[int, ...] = (64, 32)
     scales: tuple[float, ...] = (0.5,)
 
@@ -62,7 +62,7 @@ def test_parse_str_is_stripped_and_kept():
     assert parse_value("activation", "3", str) == "3"  # a string field takes digits as text
 
 
-@pytest.mark.parametrize("tp", [int | None, Optional[int]])  # noqa: UP007
+@pytest.mark.parametrize("tp", [int | None, Optional[int]])  # noqa: UP045 (both spellings)
 def test_parse_optional(tp):
     assert parse_value("n_train", "none", tp) is None
     assert parse_value("n_train", "None", tp) is None
@@ -81,10 +81,18 @@ def test_non_optional_rejects_none():
         parse_value("epochs", "none", int)
 
 
-@pytest.mark.parametrize("raw, expected", [
-    ("64,32", (64, 32)), ("(64, 32)", (64, 32)), ("(64,)", (64,)), ("8", (8,)),
-    ([1, 2], (1, 2)), ((3,), (3,)), ("", ()),
-])
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        ("64,32", (64, 32)),
+        ("(64, 32)", (64, 32)),
+        ("(64,)", (64,)),
+        ("8", (8,)),
+        ([1, 2], (1, 2)),
+        ((3,), (3,)),
+        ("", ()),
+    ],
+)
 def test_parse_tuple_of_ints(raw, expected):
     value = parse_value("hidden", raw, tuple[int, ...])
     assert value == expected and isinstance(value, tuple)
@@ -99,13 +107,16 @@ def test_parse_tuple_of_floats_and_bad_items():
         parse_value("hidden", 64, tuple[int, ...])  # a bare number is not a list
 
 
-@pytest.mark.parametrize("key, raw, tp, expected_type", [
-    ("epochs", "abc", int, "an integer"),
-    ("epochs", "1.5", int, "an integer"),
-    ("epochs", "", int, "an integer"),
-    ("lr", "fast", float, "a number"),
-    ("shuffle", "maybe", bool, "true or false"),
-])
+@pytest.mark.parametrize(
+    "key, raw, tp, expected_type",
+    [
+        ("epochs", "abc", int, "an integer"),
+        ("epochs", "1.5", int, "an integer"),
+        ("epochs", "", int, "an integer"),
+        ("lr", "fast", float, "a number"),
+        ("shuffle", "maybe", bool, "true or false"),
+    ],
+)
 def test_wrong_type_from_string_names_key_and_type(key, raw, tp, expected_type):
     with pytest.raises(ConfigError) as info:
         parse_value(key, raw, tp)
@@ -114,10 +125,18 @@ def test_wrong_type_from_string_names_key_and_type(key, raw, tp, expected_type):
     assert "\n" not in message
 
 
-@pytest.mark.parametrize("key, raw, tp", [
-    ("epochs", 1.5, int), ("epochs", True, int), ("epochs", "x", int), ("lr", True, float),
-    ("lr", "x", float), ("shuffle", 1, bool), ("activation", 3, str),
-])
+@pytest.mark.parametrize(
+    "key, raw, tp",
+    [
+        ("epochs", 1.5, int),
+        ("epochs", True, int),
+        ("epochs", "x", int),
+        ("lr", True, float),
+        ("lr", "x", float),
+        ("shuffle", 1, bool),
+        ("activation", 3, str),
+    ],
+)
 def test_wrong_python_values(key, raw, tp):
     with pytest.raises(ConfigError, match=key):
         parse_value(key, raw, tp)
@@ -129,7 +148,7 @@ def test_python_values_of_the_right_type():
     assert parse_value("shuffle", False, bool) is False
 
 
-@given(st.integers(min_value=-10**12, max_value=10**12))
+@given(st.integers(min_value=-(10**12), max_value=10**12))
 def test_int_string_round_trip(i):
     assert parse_value("k", str(i), int) == i
 
@@ -144,8 +163,9 @@ def test_float_string_round_trip(x):
 
 def test_apply_overrides_parses_and_copies():
     cfg = Cfg()
-    new = apply_overrides(cfg, {"epochs": "3", "lr": "0.5", "shuffle": "no", "hidden": "16,8",
-                                "n_train": "1000"})
+    new = apply_overrides(
+        cfg, {"epochs": "3", "lr": "0.5", "shuffle": "no", "hidden": "16,8", "n_train": "1000"}
+    )
     assert new == Cfg(epochs=3, lr=0.5, shuffle=False, hidden=(16, 8), n_train=1000)
     assert cfg == Cfg()  # the original is untouched
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -170,10 +190,15 @@ def test_unknown_key_without_close_match_lists_keys():
     assert "epochs" in str(info.value) and "lr" in str(info.value)
 
 
-@pytest.mark.parametrize("key, raw, expected_type", [
-    ("epochs", "abc", "an integer"), ("epochs", "1.5", "an integer"), ("lr", "fast", "a number"),
-    ("shuffle", "maybe", "true or false"),
-])
+@pytest.mark.parametrize(
+    "key, raw, expected_type",
+    [
+        ("epochs", "abc", "an integer"),
+        ("epochs", "1.5", "an integer"),
+        ("lr", "fast", "a number"),
+        ("shuffle", "maybe", "true or false"),
+    ],
+)
 def test_apply_overrides_wrong_type(key, raw, expected_type):
     with pytest.raises(ConfigError) as info:
         apply_overrides(Cfg(), {key: raw})
@@ -193,8 +218,22 @@ def test_field_types_resolves_annotations():
 # -- JSON round trip --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("cfg", [Cfg(), Cfg(epochs=1, lr=0.25, shuffle=False, activation="tanh",
-                                           n_train=7, n_test=None, hidden=(), scales=(1.0, 2.5))])
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        Cfg(),
+        Cfg(
+            epochs=1,
+            lr=0.25,
+            shuffle=False,
+            activation="tanh",
+            n_train=7,
+            n_test=None,
+            hidden=(),
+            scales=(1.0, 2.5),
+        ),
+    ],
+)
 def test_json_round_trip(cfg):
     data = to_dict(cfg)
     assert isinstance(data["hidden"], list)  # tuples become JSON lists

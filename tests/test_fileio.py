@@ -51,5 +51,3 @@ def test_failed_replace_keeps_old_file(monkeypatch, tmp_path):
         store.atomic_write_bytes(target, b"new contents")
     assert target.read_bytes() == b"old contents"
     assert [p.name for p in tmp_path.iterdir()] == ["x.bin"]
-
-

@@ -92,7 +92,7 @@ def test_no_import_cycles():
             if dep == node:
                 continue
             if state.get(dep) == 1:
-                cycle = path[path.index(dep):] + [dep]
+                cycle = [*path[path.index(dep) :], dep]
                 pytest.fail("import cycle: " + " -> ".join(cycle))
             if dep not in state:
                 visit(dep)
@@ -115,7 +115,8 @@ def test_checker_sees_a_violation_and_a_cycle(tmp_path, monkeypatch):
     assert "biaslab.runner" in imports_of(MODULES["biaslab.experiments.workshop"])
     fake = dict(GRAPH, **{"biaslab.nn.mlp": GRAPH["biaslab.nn.mlp"] | {"biaslab.train.trainer"}})
     assert [d for d in fake["biaslab.nn.mlp"] if RANK[part_of(d)] > RANK["nn"]]
-    monkeypatch.setitem(GRAPH, "biaslab.scratch.dual", GRAPH["biaslab.scratch.dual"] | {"biaslab.scratch.trace"})
+    dual = "biaslab.scratch.dual"
+    monkeypatch.setitem(GRAPH, dual, GRAPH[dual] | {"biaslab.scratch.trace"})
     with pytest.raises(pytest.fail.Exception, match="import cycle"):
         test_no_import_cycles()
 

@@ -152,8 +152,13 @@ def test_catalog_matches_the_registry(tmp_path, monkeypatch):
     assert (tmp_path / registry.CATALOG_FILE).is_file()
     assert [e.name for e in entries] == NAMES == registry.workshop_order()
     for entry, exp in zip(entries, EXPERIMENTS):
-        assert (entry.day, entry.step, entry.title, entry.summary, entry.module) == \
-            (exp.day, exp.step, exp.title, exp.summary, exp.fn.__module__)
+        assert (entry.day, entry.step, entry.title, entry.summary, entry.module) == (
+            exp.day,
+            exp.step,
+            exp.title,
+            exp.summary,
+            exp.fn.__module__,
+        )
         assert entry.configs == {p: to_dict(exp.make_config(p)) for p in registry.PROFILES}
     assert registry.catalog() == entries  # read back from the cache
 

@@ -20,7 +20,7 @@ from biaslab.cli import main
 from biaslab.errors import BiaslabError
 from biaslab.runner import Result
 from biaslab.runs import RunDir, read_json
-from biaslab.train import TrainConfig, Trainer
+from biaslab.train import TrainConfig
 
 SCRIPT = Path(sys.executable).parent / "biaslab"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -50,8 +50,9 @@ def comparable_metrics(run: Path) -> list[dict]:
 
 
 def model_states(run: Path) -> dict:
-    return {p.stem: torch.load(p, weights_only=True)["model"]
-            for p in sorted((run / "checkpoints").glob("*.pt"))}
+    return {
+        p.stem: torch.load(p, weights_only=True)["model"] for p in sorted((run / "checkpoints").glob("*.pt"))
+    }
 
 
 def assert_same_run(run: Path, ref: Path) -> None:
@@ -74,8 +75,7 @@ def assert_same_run(run: Path, ref: Path) -> None:
 
 
 def script(*args, timeout=120):
-    return subprocess.run([str(SCRIPT), *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run([str(SCRIPT), *map(str, args)], capture_output=True, text=True, timeout=timeout)
 
 
 # -- the Python API ---------------------------------------------------------------------------
@@ -100,8 +100,9 @@ def test_python_api_writes_a_complete_run(api_run):
     assert cfg["command"] == "biaslab run xor --quick --seed 3 --set epochs=5"
 
     records = RunDir(out).read_metrics()
-    assert [(r["tag"], r["epoch"]) for r in records] == \
-        [(t, e) for t in ("perceptron", "mlp") for e in range(1, 6)]
+    assert [(r["tag"], r["epoch"]) for r in records] == [
+        (t, e) for t in ("perceptron", "mlp") for e in range(1, 6)
+    ]
     assert all({"train_loss", "val_loss", "val_accuracy", "step", "time"} <= set(r) for r in records)
 
     res = read_json(out / "results.json")
@@ -177,9 +178,12 @@ def _mlp_records(run: Path) -> int:
 def test_resume_after_sigkill_gives_identical_results(in_tmp):
     epochs = 400
     run = in_tmp / "killed"
-    proc = subprocess.Popen([str(SCRIPT), "run", "xor", "--quick", "--out", str(run), "--set",
-                             f"epochs={epochs}"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [str(SCRIPT), "run", "xor", "--quick", "--out", str(run), "--set", f"epochs={epochs}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 90
         # Kill it in the middle of the second training (the MLP), with checkpoints on disk.
@@ -253,6 +257,7 @@ def _crash_in_checkpoint_write(monkeypatch, n):
 
         def half(f):
             import io
+
             buf = io.BytesIO()
             write(buf)
             f.write(buf.getvalue()[: len(buf.getvalue()) // 2])
@@ -276,20 +281,22 @@ def _crash_after_log(monkeypatch, n):
     monkeypatch.setattr(RunDir, "log", log)
 
 
-@pytest.mark.parametrize("how, n", [
-    ("step", 10),  # perceptron, epoch 2, mid-epoch
-    ("step", 43),  # first step of the MLP
-    ("step", 74),  # MLP, epoch 5, mid-epoch
-    ("checkpoint", 3),  # perceptron's third checkpoint, half written
-    ("checkpoint", 10),  # the MLP's third checkpoint
-    ("log", 4),  # perceptron epoch 4 logged, not yet checkpointed
-    ("log", 12),  # MLP epoch 6 logged, not yet checkpointed
-])
+@pytest.mark.parametrize(
+    "how, n",
+    [
+        ("step", 10),  # perceptron, epoch 2, mid-epoch
+        ("step", 43),  # first step of the MLP
+        ("step", 74),  # MLP, epoch 5, mid-epoch
+        ("checkpoint", 3),  # perceptron's third checkpoint, half written
+        ("checkpoint", 10),  # the MLP's third checkpoint
+        ("log", 4),  # perceptron epoch 4 logged, not yet checkpointed
+        ("log", 12),  # MLP epoch 6 logged, not yet checkpointed
+    ],
+)
 def test_resume_after_exception_gives_identical_results(monkeypatch, in_tmp, reference6, how, n):
     run = in_tmp / "run"
     with monkeypatch.context() as m:
-        {"step": _crash_at_step, "checkpoint": _crash_in_checkpoint_write,
-         "log": _crash_after_log}[how](m, n)
+        {"step": _crash_at_step, "checkpoint": _crash_in_checkpoint_write, "log": _crash_after_log}[how](m, n)
         with pytest.raises(Crash):
             biaslab.run("xor", profile="quick", out=run, epochs=EPOCHS)
     assert not (run / "COMPLETE").exists() and (run / "config.json").is_file()
@@ -361,8 +368,9 @@ def _failing(ctx):
 
         torch.manual_seed(0)
         x, y = torch.randn(16, 2), torch.randint(0, 2, (16,))
-        trainer = ctx.training("lin").trainer(torch.nn.Linear(2, 2),
-                                              TrainConfig(epochs=5, batch_size=4), loss_fn=loss_fn)
+        trainer = ctx.training("lin").trainer(
+            torch.nn.Linear(2, 2), TrainConfig(epochs=5, batch_size=4), loss_fn=loss_fn
+        )
         trainer.fit((x, y))
         return
     for step in range(1, 10):
@@ -376,8 +384,15 @@ def _failing(ctx):
 
 @pytest.fixture
 def failing(monkeypatch):
-    exp = registry.Experiment("test-failing", 1, "fails on purpose", "failing", FailConfig,
-                              _failing, {"quick": {}, "default": {}, "full": {}})
+    exp = registry.Experiment(
+        "test-failing",
+        1,
+        "fails on purpose",
+        "failing",
+        FailConfig,
+        _failing,
+        {"quick": {}, "default": {}, "full": {}},
+    )
     monkeypatch.setitem(registry._REGISTRY, "test-failing", exp)
     return exp
 
@@ -406,8 +421,9 @@ def test_experiment_error_before_any_work_leaves_nothing(capsys, in_tmp, failing
 
 def test_divergence_midway(capsys, in_tmp, failing):
     run = in_tmp / "run"
-    rc = main(["run", "test-failing", "--out", str(run), "--set", "kind=diverge",
-               "--set", "fail_at=9"])  # 4 steps per epoch: NaN in epoch 3
+    rc = main(
+        ["run", "test-failing", "--out", str(run), "--set", "kind=diverge", "--set", "fail_at=9"]
+    )  # 4 steps per epoch: NaN in epoch 3
     assert rc == 2
     line = _one_line(capsys.readouterr().err)
     assert "diverged" in line and "epoch 3" in line and "lin" in line

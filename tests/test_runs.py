@@ -23,8 +23,10 @@ class _FixedClock:
 
 def _strict_loads(text: str):
     """json.loads that refuses NaN / Infinity (what other JSON readers do)."""
+
     def refuse(name):
         raise ValueError(f"non-standard JSON constant {name}")
+
     return json.loads(text, parse_constant=refuse)
 
 
@@ -185,8 +187,10 @@ def test_log_and_read_metrics(tmp_path):
     assert len(lines) == 2 and all(_strict_loads(line) for line in lines)
     recs = run.read_metrics()
     assert all(isinstance(r["time"], float) for r in recs)
-    assert _records(run) == [{"tag": "a", "step": 1, "loss": 0.5},
-                             {"tag": "a", "step": 2, "loss": 0.25, "acc": "nan"}]
+    assert _records(run) == [
+        {"tag": "a", "step": 1, "loss": 0.5},
+        {"tag": "a", "step": 2, "loss": 0.25, "acc": "nan"},
+    ]
 
 
 def test_read_metrics_skips_a_line_cut_off_by_a_kill(tmp_path):
@@ -207,8 +211,12 @@ def test_rewind_metrics(tmp_path):
     with open(run.metrics_path, "a") as f:
         f.write('{"tag": "a", "st')
     run.rewind_metrics("a", 2)
-    assert _records(run) == [{"tag": "a", "step": 1}, {"tag": "a", "step": 2},
-                             {"tag": "b", "step": 5}, {"note": "no tag"}]
+    assert _records(run) == [
+        {"tag": "a", "step": 1},
+        {"tag": "a", "step": 2},
+        {"tag": "b", "step": 5},
+        {"note": "no tag"},
+    ]
     text = run.metrics_path.read_text()
     assert text.endswith("\n") and all(_strict_loads(line) for line in text.splitlines())
     run.log({"tag": "a", "step": 3})  # logging continues on a clean line
@@ -228,18 +236,35 @@ def test_rewind_without_log_is_a_no_op(tmp_path):
 
 def test_write_json_nan_inf_and_numpy(tmp_path):
     path = tmp_path / "results.json"
-    write_json(path, {
-        "nan": float("nan"), "inf": float("inf"), "ninf": -float("inf"),
-        "list": [1.0, float("nan"), (2, float("inf"))], "np_nan": np.float32("nan"),
-        "np_int": np.int64(3), "np_bool": np.bool_(True), "array": np.array([0.5, np.nan]),
-        "tensor": torch.tensor([1.0, 2.0]), "scalar_tensor": torch.tensor(1.5),
-        "nested": {1: {"x": float("nan")}},
-    })
+    write_json(
+        path,
+        {
+            "nan": float("nan"),
+            "inf": float("inf"),
+            "ninf": -float("inf"),
+            "list": [1.0, float("nan"), (2, float("inf"))],
+            "np_nan": np.float32("nan"),
+            "np_int": np.int64(3),
+            "np_bool": np.bool_(True),
+            "array": np.array([0.5, np.nan]),
+            "tensor": torch.tensor([1.0, 2.0]),
+            "scalar_tensor": torch.tensor(1.5),
+            "nested": {1: {"x": float("nan")}},
+        },
+    )
     data = _strict_loads(path.read_text())
     assert data == {
-        "nan": "nan", "inf": "inf", "ninf": "-inf", "list": [1.0, "nan", [2, "inf"]],
-        "np_nan": "nan", "np_int": 3, "np_bool": True, "array": [0.5, "nan"],
-        "tensor": [1.0, 2.0], "scalar_tensor": 1.5, "nested": {"1": {"x": "nan"}},
+        "nan": "nan",
+        "inf": "inf",
+        "ninf": "-inf",
+        "list": [1.0, "nan", [2, "inf"]],
+        "np_nan": "nan",
+        "np_int": 3,
+        "np_bool": True,
+        "array": [0.5, "nan"],
+        "tensor": [1.0, 2.0],
+        "scalar_tensor": 1.5,
+        "nested": {"1": {"x": "nan"}},
     }
     assert path.read_text().endswith("\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results.json"]  # no temp files left

@@ -28,32 +28,55 @@ EPILOG = """examples:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="biaslab", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+        prog="biaslab",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=EPILOG,
         description="biaslab - the inductive-bias laboratory: every lab of the workshop and "
-                    "every quantitative claim of the lecture notes as a runnable experiment "
-                    "that writes numbers, figures and an HTML report.")
+        "every quantitative claim of the lecture notes as a runnable experiment "
+        "that writes numbers, figures and an HTML report.",
+    )
     parser.add_argument("--version", action="version", version=f"biaslab {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     sub.add_parser("list", help="list the experiments, grouped by workshop day")
 
     p = sub.add_parser(
-        "run", help="run an experiment", formatter_class=argparse.RawDescriptionHelpFormatter,
+        "run",
+        help="run an experiment",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Run an experiment and write its run directory: config.json, "
-                    "metrics.jsonl, results.json (each claim from the notes beside the measured "
-                    "value), figures/, report.html and COMPLETE (written last).")
+        "metrics.jsonl, results.json (each claim from the notes beside the measured "
+        "value), figures/, report.html and COMPLETE (written last).",
+    )
     p.add_argument("name", nargs="?", help="experiment name (see 'biaslab list')")
     prof = p.add_mutually_exclusive_group()
-    prof.add_argument("--quick", dest="profile", action="store_const", const="quick",
-                      help="smoke-test profile: seconds, tiny data (claims may not hold)")
-    prof.add_argument("--full", dest="profile", action="store_const", const="full",
-                      help="paper-scale profile, meant for a GPU")
+    prof.add_argument(
+        "--quick",
+        dest="profile",
+        action="store_const",
+        const="quick",
+        help="smoke-test profile: seconds, tiny data (claims may not hold)",
+    )
+    prof.add_argument(
+        "--full",
+        dest="profile",
+        action="store_const",
+        const="full",
+        help="paper-scale profile, meant for a GPU",
+    )
     p.add_argument("--seed", type=int, help="random seed; fixes a CPU run (default 0)")
     p.add_argument("--out", metavar="DIR", help="run directory (default runs/<name>-<time>-<seed>)")
-    p.add_argument("--runs-dir", metavar="DIR", default="runs",
-                   help="where new run directories go (default ./runs)")
-    p.add_argument("--set", dest="sets", action="append", metavar="KEY=VALUE", default=[],
-                   help="override a config value; repeatable (see 'biaslab config NAME')")
+    p.add_argument(
+        "--runs-dir", metavar="DIR", default="runs", help="where new run directories go (default ./runs)"
+    )
+    p.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        metavar="KEY=VALUE",
+        default=[],
+        help="override a config value; repeatable (see 'biaslab config NAME')",
+    )
     p.add_argument("--resume", metavar="DIR", help="continue an unfinished run from its checkpoints")
     p.add_argument("--no-progress", action="store_true", help="never show progress bars")
 
@@ -64,12 +87,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name")
 
     p = sub.add_parser("report", help="write an HTML index of all runs linking each report")
-    p.add_argument("runs_dir", nargs="?", default="runs", metavar="RUNS_DIR",
-                   help="directory holding run directories (default ./runs)")
+    p.add_argument(
+        "runs_dir",
+        nargs="?",
+        default="runs",
+        metavar="RUNS_DIR",
+        help="directory holding run directories (default ./runs)",
+    )
 
     p = sub.add_parser("data", help="prepare or inspect the data caches")
-    p.add_argument("action", choices=["prepare", "info"],
-                   help="prepare: convert the MNIST CSVs to the cache; info: where data lives")
+    p.add_argument(
+        "action",
+        choices=["prepare", "info"],
+        help="prepare: convert the MNIST CSVs to the cache; info: where data lives",
+    )
     return parser
 
 
@@ -94,15 +125,23 @@ def cmd_run(args, argv: list[str]) -> int:
     if args.resume and args.profile:
         raise BiaslabError("--quick/--full cannot be combined with --resume (the run keeps its profile)")
     if args.resume and (args.seed is not None or args.out):
-        raise BiaslabError("--seed/--out cannot be combined with --resume (the run keeps its seed "
-                           "and directory)")
+        raise BiaslabError(
+            "--seed/--out cannot be combined with --resume (the run keeps its seed and directory)"
+        )
     command = "biaslab " + " ".join(shlex.quote(a) for a in argv)
     try:
-        result = run(args.name, profile=args.profile or "default",
-                     seed=0 if args.seed is None else args.seed, out=args.out,
-                     resume=args.resume, runs_dir=args.runs_dir,
-                     progress=False if args.no_progress else None, command=command,
-                     echo=sys.stdout, **overrides)
+        result = run(
+            args.name,
+            profile=args.profile or "default",
+            seed=0 if args.seed is None else args.seed,
+            out=args.out,
+            resume=args.resume,
+            runs_dir=args.runs_dir,
+            progress=False if args.no_progress else None,
+            command=command,
+            echo=sys.stdout,
+            **overrides,
+        )
     except KeyboardInterrupt:
         print("\ninterrupted; continue with: biaslab run --resume <run dir>", file=sys.stderr)
         return 130
@@ -118,12 +157,13 @@ def cmd_show(run_dir: str) -> None:
     if not run.is_run:
         raise BiaslabError(f"{run.path} is not a run directory (no config.json)")
     cfg = run.read_config()
-    print(f"{cfg.get('experiment')}  profile={cfg.get('profile')}  seed={cfg.get('seed')}  "
-          f"[{run.status}]")
+    print(f"{cfg.get('experiment')}  profile={cfg.get('profile')}  seed={cfg.get('seed')}  [{run.status}]")
     res = run.read_results(required=False)
     if res is None:
-        print("no results yet" + (f"; continue with: biaslab run --resume {run.path}"
-                                  if not run.is_complete else ""))
+        print(
+            "no results yet"
+            + (f"; continue with: biaslab run --resume {run.path}" if not run.is_complete else "")
+        )
         return
     metrics = res.get("metrics") if isinstance(res.get("metrics"), dict) else {}
     rows = [(k, format_value(v)) for k, v in metrics.items()]
@@ -137,8 +177,10 @@ def cmd_show(run_dir: str) -> None:
         print(f"\nclaims: {tally(claims).describe()}")
         for c in claims:
             verdict = verdict_of(c)
-            print(f"  [{VERDICTS[verdict].word}] {c.get('claim')}\n         expected "
-                  f"{c.get('expected')}, measured {format_value(c.get('measured'))}")
+            print(
+                f"  [{VERDICTS[verdict].word}] {c.get('claim')}\n         expected "
+                f"{c.get('expected')}, measured {format_value(c.get('measured'))}"
+            )
             if verdict == "notes-wrong":
                 print(f"         the notes' figure is wrong: {c.get('computation')}")
     print(f"\nreport: {run.report_path}")
@@ -153,7 +195,7 @@ def cmd_config(name: str) -> None:
     print(f"{'key':<{w}}  " + "  ".join(f"{p:>12}" for p in PROFILES))
     for k in cfgs["default"]:
         if k not in found.unused:
-            print(f"{k:<{w}}  " + "  ".join(f"{str(cfgs[p][k]):>12}" for p in PROFILES))
+            print(f"{k:<{w}}  " + "  ".join(f"{cfgs[p][k]!s:>12}" for p in PROFILES))
     for k, why in found.unused.items():
         print(f"({k} is not used: {why})")
 

@@ -2,8 +2,9 @@
 
 Every experiment declares one frozen dataclass of plain fields (int, float, bool, str,
 ``Literal[...]`` choices, or tuples of those). A *profile* (``quick``, ``default``, ``full``) is
-a dict of overrides applied to the dataclass defaults; ``--set`` overrides are applied last. Values given as strings (from the
-command line) are parsed into the field's type; anything that does not fit is a
+a dict of overrides applied to the dataclass defaults; ``--set`` overrides are applied last.
+Values given as strings (from the command line) are parsed into the field's type; anything that
+does not fit is a
 :class:`~biaslab.errors.ConfigError` with one line that names the key and the expected type.
 """
 
@@ -14,7 +15,8 @@ import difflib
 import json
 import types
 import typing
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from biaslab.errors import ConfigError
 
@@ -62,7 +64,7 @@ def parse_value(key: str, raw: Any, tp) -> Any:
     if optional and (raw is None or (isinstance(raw, str) and raw.lower() in {"none", "null"})):
         return None
     if typing.get_origin(tp) is tuple:
-        (item_tp, *rest) = typing.get_args(tp)
+        (item_tp, *_rest) = typing.get_args(tp)
         if isinstance(raw, str):
             parts = [p for p in raw.replace("(", "").replace(")", "").split(",") if p.strip()]
         elif isinstance(raw, (list, tuple)):
@@ -96,8 +98,7 @@ def parse_value(key: str, raw: Any, tp) -> Any:
     raise ConfigError(f"{key}={raw!r}: expected {_type_name(tp)}")
 
 
-def apply_overrides(cfg, overrides: Mapping[str, Any], context: str = "", *,
-                    allow_unused: bool = False):
+def apply_overrides(cfg, overrides: Mapping[str, Any], context: str = "", *, allow_unused: bool = False):
     """Return a copy of ``cfg`` with ``overrides`` applied (values parsed and type-checked).
 
     A config may name keys it inherits but does not use in ``UNUSED_KEYS`` (a class attribute:
@@ -115,9 +116,7 @@ def apply_overrides(cfg, overrides: Mapping[str, Any], context: str = "", *,
             close = difflib.get_close_matches(key, list(types_), n=1)
             hint = f"; did you mean '{close[0]}'?" if close else ""
             where = f" for {context}" if context else ""
-            raise ConfigError(
-                f"unknown config key '{key}'{where}{hint} (keys: {', '.join(sorted(types_))})"
-            )
+            raise ConfigError(f"unknown config key '{key}'{where}{hint} (keys: {', '.join(sorted(types_))})")
         changes[key] = parse_value(key, raw, types_[key])
     return dataclasses.replace(cfg, **changes)
 

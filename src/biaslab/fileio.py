@@ -13,13 +13,21 @@ import json
 import math
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from biaslab.errors import BiaslabError
 
-__all__ = ["atomic_write", "atomic_write_bytes", "atomic_write_text", "data_dir", "json_safe",
-           "read_json", "write_json"]
+__all__ = [
+    "atomic_write",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "data_dir",
+    "json_safe",
+    "read_json",
+    "write_json",
+]
 
 DATA_ENV_VAR = "BIASLAB_DATA"
 

@@ -46,12 +46,11 @@ def format_duration(seconds) -> str:
     Returns:
         The human-readable duration (an em dash for ``None`` or a non-number).
     """
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) \
-            or not math.isfinite(seconds):
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds):
         return "\u2014"
     if seconds < 60:
         return f"{format_value(float(seconds))} s"
-    minutes, secs = divmod(int(round(seconds)), 60)
+    minutes, secs = divmod(round(seconds), 60)
     if minutes < 60:
         return f"{minutes} min {secs:02d} s"
     return f"{minutes // 60} h {minutes % 60:02d} min"

@@ -19,9 +19,10 @@ import importlib
 import json
 import pkgutil
 import platform
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from biaslab.errors import BiaslabError
 
@@ -84,9 +85,18 @@ class Entry:
 _REGISTRY: dict[str, Experiment] = {}
 
 
-def experiment(*, name: str, day: int, summary: str, config: type, title: str | None = None,
-               step: int = 99, quick: dict | None = None, full: dict | None = None,
-               requires: tuple[str, ...] = ()):
+def experiment(
+    *,
+    name: str,
+    day: int,
+    summary: str,
+    config: type,
+    title: str | None = None,
+    step: int = 99,
+    quick: dict | None = None,
+    full: dict | None = None,
+    requires: tuple[str, ...] = (),
+):
     """Register ``fn(ctx)`` as experiment ``name`` with config class ``config``.
 
     ``step`` orders the labs of one day as the workshop runs them. ``quick`` and ``full`` are
@@ -99,8 +109,9 @@ def experiment(*, name: str, day: int, summary: str, config: type, title: str | 
         if name in _REGISTRY and _REGISTRY[name].fn is not fn:
             raise RuntimeError(f"experiment '{name}' registered twice")
         profiles = {"quick": dict(quick or {}), "default": {}, "full": dict(full or {})}
-        _REGISTRY[name] = Experiment(name, day, summary, title or name, config, fn, profiles,
-                                     tuple(requires), step)
+        _REGISTRY[name] = Experiment(
+            name, day, summary, title or name, config, fn, profiles, tuple(requires), step
+        )
         return fn
 
     return decorate
@@ -109,8 +120,11 @@ def experiment(*, name: str, day: int, summary: str, config: type, title: str | 
 def experiment_modules() -> list[str]:
     """Every module of ``biaslab.experiments`` (each one registers at least one lab)."""
     package = importlib.import_module(EXPERIMENTS_PACKAGE)
-    return sorted(f"{EXPERIMENTS_PACKAGE}.{m.name}" for m in pkgutil.iter_modules(package.__path__)
-                  if not m.name.startswith("_"))
+    return sorted(
+        f"{EXPERIMENTS_PACKAGE}.{m.name}"
+        for m in pkgutil.iter_modules(package.__path__)
+        if not m.name.startswith("_")
+    )
 
 
 def discover() -> None:
@@ -194,17 +208,28 @@ def catalog() -> list[Entry]:
         return cached
     from biaslab.config import to_dict
 
-    entries = [Entry(e.name, e.day, e.step, e.title, e.summary, e.fn.__module__,
-                     {p: to_dict(e.make_config(p)) for p in PROFILES},
-                     dict(getattr(e.config, "UNUSED_KEYS", {})))
-               for e in all_experiments()]
+    entries = [
+        Entry(
+            e.name,
+            e.day,
+            e.step,
+            e.title,
+            e.summary,
+            e.fn.__module__,
+            {p: to_dict(e.make_config(p)) for p in PROFILES},
+            dict(getattr(e.config, "UNUSED_KEYS", {})),
+        )
+        for e in all_experiments()
+    ]
     path = _catalog_path()
     if path is not None:
         from biaslab.fileio import atomic_write_text
 
         try:
-            atomic_write_text(path, json.dumps({"fingerprint": _source_fingerprint(),
-                                                "entries": [vars(e) for e in entries]}))
+            atomic_write_text(
+                path,
+                json.dumps({"fingerprint": _source_fingerprint(), "entries": [vars(e) for e in entries]}),
+            )
         except OSError:
             pass  # a cache that cannot be written only costs time
     return entries

@@ -8,12 +8,14 @@ succeeded, ``COMPLETE``.
 
 from __future__ import annotations
 
+import ast
 import random
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from typing import Any, TextIO
 
 import numpy as np
 
@@ -45,8 +47,7 @@ class Claim:
     computation: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in vars(self).items()
-                if v is not None or k not in ("verdict", "computation")}
+        return {k: v for k, v in vars(self).items() if v is not None or k not in ("verdict", "computation")}
 
 
 class _MetricsLogger:
@@ -65,8 +66,16 @@ class _MetricsLogger:
 class RunContext:
     """What an experiment receives: its config, seed and the places to put its results."""
 
-    def __init__(self, experiment: registry.Experiment, cfg, seed: int, profile: str,
-                 run: RunDir, progress: bool | None, echo: TextIO | None = None):
+    def __init__(
+        self,
+        experiment: registry.Experiment,
+        cfg,
+        seed: int,
+        profile: str,
+        run: RunDir,
+        progress: bool | None,
+        echo: TextIO | None = None,
+    ):
         self.experiment = experiment
         self.cfg = cfg
         self.seed = seed
@@ -112,10 +121,14 @@ class RunContext:
         """
         self._trained.append(tag)
         fingerprint = f"{self.experiment.name}|{self.seed}|{to_dict(self.cfg)}"
-        return TrainSetup(tag=tag, seed=self.seed_for(tag),
-                          checkpoint=self.run.checkpoints_dir / f"{tag}.pt",
-                          fingerprint=fingerprint, logger=_MetricsLogger(self.run, tag),
-                          progress=self.progress)
+        return TrainSetup(
+            tag=tag,
+            seed=self.seed_for(tag),
+            checkpoint=self.run.checkpoints_dir / f"{tag}.pt",
+            fingerprint=fingerprint,
+            logger=_MetricsLogger(self.run, tag),
+            progress=self.progress,
+        )
 
     # -- what the run reports ------------------------------------------------------------------
     def log(self, **record: Any) -> None:
@@ -130,8 +143,16 @@ class RunContext:
             self._echo.write(line + "\n")
             self._echo.flush()
 
-    def claim(self, claim: str, *, expected: str, measured: Any, passed: bool | None,
-              source: str = "", checked_in_quick: bool = True) -> None:
+    def claim(
+        self,
+        claim: str,
+        *,
+        expected: str,
+        measured: Any,
+        passed: bool | None,
+        source: str = "",
+        checked_in_quick: bool = True,
+    ) -> None:
         """Record a claim from the notes beside the measured value.
 
         ``checked_in_quick=False`` marks claims the tiny ``--quick`` data cannot be expected to
@@ -139,14 +160,23 @@ class RunContext:
         """
         if self.quick and not checked_in_quick:
             passed, expected = None, f"{expected} (not judged in --quick)"
-        self.claims.append(Claim(claim, expected, measured,
-                                 None if passed is None else bool(passed), source))
+        self.claims.append(Claim(claim, expected, measured, None if passed is None else bool(passed), source))
 
-    def claim_exact(self, claim: str, *, notes: Any, measured: Any, exact: Callable[[], Any],
-                    computation: str, tolerance: float, source: str = "",
-                    shown: str | None = None) -> str:
+    def claim_exact(
+        self,
+        claim: str,
+        *,
+        notes: str,
+        measured: Any,
+        exact: Callable[[], Any],
+        computation: str,
+        tolerance: float,
+        source: str = "",
+        shown: str | None = None,
+    ) -> str:
         """A claim that an exact computation settles, which may find the notes' figure wrong.
 
+        ``notes`` is the figure as the notes print it (a number or a list, as text);
         ``exact()`` computes the true value in closed form. With ``tolerance`` the precision the
         notes print at, the verdict is ``pass`` when both biaslab's ``measured`` value and the
         notes' figure agree with it, ``fail`` when biaslab's value does not, and
@@ -160,20 +190,29 @@ class RunContext:
         Returns the verdict key.
         """
         if self._trained:
-            raise ValueError(f"claim {claim!r}: an exact verdict is refused in a run that trains "
-                             f"({', '.join(self._trained)}); use ctx.claim")
+            raise ValueError(
+                f"claim {claim!r}: an exact verdict is refused in a run that trains "
+                f"({', '.join(self._trained)}); use ctx.claim"
+            )
         truth = _reproducible(exact, claim)
+        printed = np.asarray(ast.literal_eval(notes), dtype=float)
         close = lambda value: bool(np.allclose(value, truth, atol=tolerance, rtol=0))  # noqa: E731
         if not close(measured):
             verdict = "fail"
         else:
-            verdict = "pass" if close(notes) else "notes-wrong"
+            verdict = "pass" if close(printed) else "notes-wrong"
         text = shown if shown is not None else format_value(measured)
-        expected = "[" + ", ".join(f"{v}" for v in np.ravel(notes)) + "]" if np.ndim(notes) else str(notes)
-        self.claims.append(Claim(
-            claim, expected, text, {"pass": True, "fail": False}.get(verdict), source,
-            verdict="notes-wrong" if verdict == "notes-wrong" else None,
-            computation=computation if verdict == "notes-wrong" else None))
+        self.claims.append(
+            Claim(
+                claim,
+                notes,
+                text,
+                {"pass": True, "fail": False}.get(verdict),
+                source,
+                verdict="notes-wrong" if verdict == "notes-wrong" else None,
+                computation=computation if verdict == "notes-wrong" else None,
+            )
+        )
         return verdict
 
     def table(self, title: str, columns: list[str], rows: list[list[Any]]) -> None:
@@ -233,10 +272,19 @@ class Result:
         return tally(self.claims).failed == 0
 
 
-def run(name: str | None = None, *, profile: str = "default", seed: int = 0,
-        out: str | Path | None = None, resume: str | Path | None = None,
-        runs_dir: str | Path = "runs", progress: bool | None = None,
-        command: str | None = None, echo: TextIO | None = None, **overrides: Any) -> Result:
+def run(
+    name: str | None = None,
+    *,
+    profile: str = "default",
+    seed: int = 0,
+    out: str | Path | None = None,
+    resume: str | Path | None = None,
+    runs_dir: str | Path = "runs",
+    progress: bool | None = None,
+    command: str | None = None,
+    echo: TextIO | None = None,
+    **overrides: Any,
+) -> Result:
     """Run experiment ``name`` and return its :class:`Result`.
 
     Args:
@@ -256,8 +304,10 @@ def run(name: str | None = None, *, profile: str = "default", seed: int = 0,
         saved = rundir.read_config()
         missing = [k for k in ("experiment", "profile", "seed", "config") if k not in saved]
         if missing or not isinstance(saved["config"], dict):
-            raise CheckpointError(f"{rundir.config_path} is not a biaslab run config (missing or "
-                                  f"bad: {', '.join(missing or ['config'])}); cannot resume")
+            raise CheckpointError(
+                f"{rundir.config_path} is not a biaslab run config (missing or "
+                f"bad: {', '.join(missing or ['config'])}); cannot resume"
+            )
         if name is not None and name != saved.get("experiment"):
             raise CheckpointError(f"{resume} is a run of '{saved.get('experiment')}', not '{name}'")
         exp = registry.get(saved["experiment"])
@@ -274,8 +324,13 @@ def run(name: str | None = None, *, profile: str = "default", seed: int = 0,
         cfg = exp.make_config(profile, overrides)
         require_data(exp.requires)
         rundir = RunDir.create(exp.name, seed, out=out, runs_dir=runs_dir)
-        rundir.write_config(exp.name, profile, seed, to_dict(cfg),
-                            command or _python_command(exp.name, profile, seed, overrides))
+        rundir.write_config(
+            exp.name,
+            profile,
+            seed,
+            to_dict(cfg),
+            command or _python_command(exp.name, profile, seed, overrides),
+        )
 
     seed_everything(seed)
     ctx = RunContext(exp, cfg, seed, profile, rundir, progress, echo)
@@ -286,10 +341,17 @@ def run(name: str | None = None, *, profile: str = "default", seed: int = 0,
         rundir.discard_if_unused()  # failed before writing anything worth resuming
         raise
     results = {
-        "experiment": exp.name, "title": exp.title, "day": exp.day, "summary": exp.summary,
-        "profile": profile, "seed": seed, "elapsed_s": round(time.perf_counter() - start, 3),
-        "metrics": ctx.metrics, "claims": [c.as_dict() for c in ctx.claims],
-        "figures": ctx.figures, "tables": ctx.tables,
+        "experiment": exp.name,
+        "title": exp.title,
+        "day": exp.day,
+        "summary": exp.summary,
+        "profile": profile,
+        "seed": seed,
+        "elapsed_s": round(time.perf_counter() - start, 3),
+        "metrics": ctx.metrics,
+        "claims": [c.as_dict() for c in ctx.claims],
+        "figures": ctx.figures,
+        "tables": ctx.tables,
     }
     rundir.write_results(results)
     from biaslab.report.html import render_report
@@ -310,8 +372,10 @@ def print_summary(result: Result, stream: TextIO | None = None) -> None:
     """One line per claim, the tally, then where the report is (default stream: stdout)."""
     stream = sys.stdout if stream is None else stream  # looked up now: it may be redirected
     for c in result.claims:
-        stream.write(f"  [{VERDICTS[verdict_of(c)].word}] {c['claim']}: measured "
-                     f"{format_value(c['measured'])} (expected {c['expected']})\n")
+        stream.write(
+            f"  [{VERDICTS[verdict_of(c)].word}] {c['claim']}: measured "
+            f"{format_value(c['measured'])} (expected {c['expected']})\n"
+        )
     if result.claims:
         stream.write(f"claims: {tally(result.claims).describe()}\n")
     run = RunDir(result.run_dir)

@@ -22,17 +22,36 @@ from __future__ import annotations
 import json
 import platform
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from biaslab.errors import BiaslabError, CheckpointError
 from biaslab.fileio import atomic_write_text, json_safe, read_json, write_json
 
-__all__ = ["COMPLETE", "CONFIG", "RESULTS", "REPORT", "INDEX", "METRICS", "FIGURES", "CHECKPOINTS",
-           "LABS", "VERDICTS", "Verdict", "RunDir", "Tally", "tally", "verdict_of", "read_json",
-           "write_json", "atomic_write_text", "find_runs"]
+__all__ = [
+    "CHECKPOINTS",
+    "COMPLETE",
+    "CONFIG",
+    "FIGURES",
+    "INDEX",
+    "LABS",
+    "METRICS",
+    "REPORT",
+    "RESULTS",
+    "VERDICTS",
+    "RunDir",
+    "Tally",
+    "Verdict",
+    "atomic_write_text",
+    "find_runs",
+    "read_json",
+    "tally",
+    "verdict_of",
+    "write_json",
+]
 
 # -- file names ------------------------------------------------------------------------------
 CONFIG = "config.json"
@@ -64,13 +83,16 @@ class Verdict:
     colour: str
 
 
-VERDICTS: dict[str, Verdict] = {v.key: v for v in (
-    Verdict("pass", "PASS", "\u2713 PASS", "#c8f7c5"),
-    Verdict("fail", "FAIL", "\u2717 FAIL", "#f7c5c5"),
-    Verdict("unjudged", "----", "not checked", "#e0e0e0"),
-    # biaslab computes the value right and an exact computation shows the notes' figure is a slip
-    Verdict("notes-wrong", "NOTE", "notes' figure is wrong", "#c9dcf5"),
-)}
+VERDICTS: dict[str, Verdict] = {
+    v.key: v
+    for v in (
+        Verdict("pass", "PASS", "\u2713 PASS", "#c8f7c5"),
+        Verdict("fail", "FAIL", "\u2717 FAIL", "#f7c5c5"),
+        Verdict("unjudged", "----", "not checked", "#e0e0e0"),
+        # biaslab computes the value right and an exact computation shows the notes' figure is a slip
+        Verdict("notes-wrong", "NOTE", "notes' figure is wrong", "#c9dcf5"),
+    )
+}
 
 
 def verdict_of(claim: Any) -> str:
@@ -105,9 +127,13 @@ class Tally:
         """Claims held against a measurement: passed or failed."""
         return self.passed + self.failed
 
-    def __add__(self, other: "Tally") -> "Tally":
-        return Tally(self.passed + other.passed, self.failed + other.failed,
-                     self.unjudged + other.unjudged, self.notes_wrong + other.notes_wrong)
+    def __add__(self, other: Tally) -> Tally:
+        return Tally(
+            self.passed + other.passed,
+            self.failed + other.failed,
+            self.unjudged + other.unjudged,
+            self.notes_wrong + other.notes_wrong,
+        )
 
     def describe(self) -> str:
         """``"5 of 7 claims passed, 1 failed, 1 notes' figure wrong"`` (zero counts left out)."""
@@ -125,8 +151,11 @@ class Tally:
     def short(self) -> str:
         """``"5/6"``, plus what is neither passed nor failed: ``"5/6 (1 notes wrong)"``."""
         text = f"{self.passed}/{self.total}"
-        extra = [f"{n} {what}" for n, what in ((self.notes_wrong, "notes wrong"),
-                                                (self.unjudged, "not checked")) if n]
+        extra = [
+            f"{n} {what}"
+            for n, what in ((self.notes_wrong, "notes wrong"), (self.unjudged, "not checked"))
+            if n
+        ]
         return text + (f" ({', '.join(extra)})" if extra else "")
 
 
@@ -144,8 +173,12 @@ def package_versions() -> dict[str, str]:
 
     from biaslab.version import __version__
 
-    return {"biaslab": __version__, "python": platform.python_version(),
-            "torch": torch.__version__, "numpy": numpy.__version__}
+    return {
+        "biaslab": __version__,
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "numpy": numpy.__version__,
+    }
 
 
 class RunDir:
@@ -157,8 +190,9 @@ class RunDir:
 
     # -- creation -------------------------------------------------------------------------
     @classmethod
-    def create(cls, name: str, seed: int, out: str | Path | None = None,
-               runs_dir: str | Path = "runs") -> "RunDir":
+    def create(
+        cls, name: str, seed: int, out: str | Path | None = None, runs_dir: str | Path = "runs"
+    ) -> RunDir:
         """Make a fresh run directory; refuse one that already holds a run."""
         if out is None:
             stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -171,8 +205,8 @@ class RunDir:
             path = Path(out)
             if (path / CONFIG).exists():
                 raise BiaslabError(
-                    f"{path} already holds a run; use --resume {path} to continue it, "
-                    "or choose another --out")
+                    f"{path} already holds a run; use --resume {path} to continue it, or choose another --out"
+                )
         made = [p for p in (path, path / FIGURES, path / CHECKPOINTS) if not p.exists()]
         run = cls(path)
         run._make_dirs("output directory", probe=True)
@@ -180,7 +214,7 @@ class RunDir:
         return run
 
     @classmethod
-    def open(cls, path: str | Path) -> "RunDir":
+    def open(cls, path: str | Path) -> RunDir:
         """An existing run directory, for ``--resume``."""
         path = Path(path)
         if not (path / CONFIG).is_file():
@@ -213,8 +247,7 @@ class RunDir:
         if not self._made:
             return False
         try:
-            extra = [p for p in self.path.iterdir()
-                     if p.name != CONFIG and p not in self._made]
+            extra = [p for p in self.path.iterdir() if p.name != CONFIG and p not in self._made]
             if extra or any(any(d.iterdir()) for d in self._made if d != self.path):
                 return False
             self.config_path.unlink(missing_ok=True)
@@ -272,13 +305,19 @@ class RunDir:
         """``"complete"`` or ``"unfinished"``."""
         return "complete" if self.is_complete else "unfinished"
 
-    def write_config(self, experiment: str, profile: str, seed: int, config: dict,
-                     command: str) -> None:
-        write_json(self.config_path, {
-            "experiment": experiment, "profile": profile, "seed": seed, "config": config,
-            "versions": package_versions(),
-            "created": datetime.now().isoformat(timespec="seconds"), "command": command,
-        })
+    def write_config(self, experiment: str, profile: str, seed: int, config: dict, command: str) -> None:
+        write_json(
+            self.config_path,
+            {
+                "experiment": experiment,
+                "profile": profile,
+                "seed": seed,
+                "config": config,
+                "versions": package_versions(),
+                "created": datetime.now().isoformat(timespec="seconds"),
+                "command": command,
+            },
+        )
 
     def read_config(self, required: bool = True) -> dict | None:
         """config.json as a dict (None if absent and not ``required``); not a dict is an error."""
@@ -297,8 +336,7 @@ class RunDir:
             return None
         data = read_json(path)
         if not isinstance(data, dict):
-            raise BiaslabError(f"{path} is not {what} (a JSON {type(data).__name__}, "
-                               "not an object)")
+            raise BiaslabError(f"{path} is not {what} (a JSON {type(data).__name__}, not an object)")
         return data
 
     def mark_complete(self) -> None:

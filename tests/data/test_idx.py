@@ -14,8 +14,14 @@ from biaslab.data import load_idx_dataset, read_idx, write_idx
 from biaslab.errors import BiaslabError, DataFormatError
 
 # dtype code byte -> (struct format of one element, numpy dtype)
-CODES = {0x08: ("B", np.uint8), 0x09: ("b", np.int8), 0x0B: ("h", np.int16),
-         0x0C: ("i", np.int32), 0x0D: ("f", np.float32), 0x0E: ("d", np.float64)}
+CODES = {
+    0x08: ("B", np.uint8),
+    0x09: ("b", np.int8),
+    0x0B: ("h", np.int16),
+    0x0C: ("i", np.int32),
+    0x0D: ("f", np.float32),
+    0x0E: ("d", np.float64),
+}
 
 
 def pack_idx(code: int, shape: tuple, values: list) -> bytes:

@@ -16,7 +16,7 @@ HEADER = "label," + ",".join(f"{r}x{c}" for r in range(1, 29) for c in range(1, 
 
 def write_csv(path, labels, images, newline="\n"):
     rows = [HEADER] + [
-        ",".join(map(str, [int(label)] + image.ravel().tolist())) for label, image in zip(labels, images)
+        ",".join(map(str, [int(label), *image.ravel().tolist()])) for label, image in zip(labels, images)
     ]
     path.write_text(newline.join(rows) + newline)
 

@@ -14,7 +14,7 @@ EPOCHS = np.arange(1, 21)
 def curves(shape, seed=0):
     """A (train, val) pair with the textbook look of ``shape`` plus a little noise."""
     rng = np.random.default_rng(seed)
-    noise = lambda: 1 + 0.01 * rng.standard_normal(len(EPOCHS))  # noqa: E731
+    noise = lambda: 1 + 0.01 * rng.standard_normal(len(EPOCHS))
     if shape == "healthy":
         train = 0.1 + 2.0 * np.exp(-EPOCHS / 3)
         val = 0.2 + 2.0 * np.exp(-EPOCHS / 3)

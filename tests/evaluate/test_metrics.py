@@ -33,8 +33,9 @@ def test_accuracy_and_confusion_matrix_equal_sklearn(seed):
     assert accuracy_score(p, y) == skm.accuracy_score(y, p)
     np.testing.assert_array_equal(confusion_matrix(y, p), skm.confusion_matrix(y, p))
     labels = list(dict.fromkeys([3, int(y[0]), 0, 5]))  # custom order; class 5 never occurs
-    np.testing.assert_array_equal(confusion_matrix(y, p, labels=labels),
-                                  skm.confusion_matrix(y, p, labels=labels))
+    np.testing.assert_array_equal(
+        confusion_matrix(y, p, labels=labels), skm.confusion_matrix(y, p, labels=labels)
+    )
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.UndefinedMetricWarning")
@@ -88,12 +89,12 @@ def test_log_loss_equals_sklearn(seed, k):
     probs = rng.dirichlet(np.full(k, 0.3), n)  # some near 0: exercises the clipping
     labels = np.arange(k)
     assert log_loss(y, probs, labels=labels) == pytest.approx(
-        skm.log_loss(y, probs, labels=labels), abs=1e-12)
+        skm.log_loss(y, probs, labels=labels), abs=1e-12
+    )
     p1 = rng.uniform(size=n)  # binary, as the probability of the positive class
     p1[0] = 0.0
     yb = rng.integers(0, 2, n)
-    assert log_loss(yb, p1, labels=[0, 1]) == pytest.approx(
-        skm.log_loss(yb, p1, labels=[0, 1]), abs=1e-12)
+    assert log_loss(yb, p1, labels=[0, 1]) == pytest.approx(skm.log_loss(yb, p1, labels=[0, 1]), abs=1e-12)
 
 
 @settings(max_examples=40, deadline=None)
@@ -124,17 +125,17 @@ def test_auroc_is_computed_on_the_whole_set_not_averaged_over_batches():
     scores = torch.tensor([0.8, 0.7, 0.95, 0.9, 0.1, 0.0, 0.3, 0.2])
     y = torch.tensor([0, 0, 1, 1, 0, 0, 1, 1])
     whole = skm.roc_auc_score(y.numpy(), scores.numpy())
-    batch_mean = np.mean([skm.roc_auc_score(y[i:i + 4].numpy(), scores[i:i + 4].numpy())
-                          for i in (0, 4)])
+    batch_mean = np.mean([skm.roc_auc_score(y[i : i + 4].numpy(), scores[i : i + 4].numpy()) for i in (0, 4)])
     assert batch_mean == 1.0 and whole == 12 / 16
 
     def auroc(out, target):
         return roc_auc(target.numpy(), out.numpy())
 
-    trainer = Trainer(Score(), lambda o, t: ((o - t) ** 2).mean(), TrainConfig(epochs=1),
-                      metrics={"auroc": auroc})
+    trainer = Trainer(
+        Score(), lambda o, t: ((o - t) ** 2).mean(), TrainConfig(epochs=1), metrics={"auroc": auroc}
+    )
     result = trainer.evaluate((scores[:, None], y), batch_size=4)
     assert result["auroc"] == pytest.approx(whole, abs=1e-12)
     # The loss stays the batch-size-weighted mean of the batch losses.
-    losses = [((scores[i:i + 4] - y[i:i + 4]) ** 2).mean().item() for i in (0, 4)]
+    losses = [((scores[i : i + 4] - y[i : i + 4]) ** 2).mean().item() for i in (0, 4)]
     assert result["loss"] == (losses[0] * 4 + losses[1] * 4) / 8

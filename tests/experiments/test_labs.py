@@ -41,8 +41,9 @@ def test_quick_run_is_complete_and_well_formed(quick_run, exp):
         assert verdict_of(claim) in VERDICTS
         if verdict_of(claim) == "notes-wrong":
             assert claim["passed"] is None and claim["computation"]
-    assert not any(verdict_of(c) == "fail" for c in res["claims"]), \
-        [c for c in res["claims"] if verdict_of(c) == "fail"]
+    assert not any(verdict_of(c) == "fail" for c in res["claims"]), [
+        c for c in res["claims"] if verdict_of(c) == "fail"
+    ]
 
     assert res["figures"], "a lab draws at least one figure"
     for fig in res["figures"]:

@@ -57,19 +57,52 @@ def run_dir(tmp_path_factory):
     (run / "figures").mkdir(parents=True)
     _figure(run / "figures" / "line.png", "line")
     _figure(run / "figures" / "bars.png", "bars")
-    (run / "config.json").write_text(json.dumps({
-        "experiment": "xor", "profile": "quick", "seed": 0, "config": {"epochs": 50},
-        "versions": {"biaslab": "0.1.0"}, "created": "2026-11-21T23:40:00"}))
-    (run / "results.json").write_text(json.dumps({
-        "experiment": "xor", "title": "XOR: perceptron vs MLP", "day": 1,
-        "summary": "A perceptron draws one line; an MLP bends it.", "profile": "quick",
-        "seed": 0, "elapsed_s": 3.21, "metrics": {"mlp_accuracy": 1.0},
-        "claims": [{"claim": CLAIM_PASS, "source": "notes §1.3", "expected": "accuracy <= 0.75",
-                    "measured": 0.5, "passed": True},
-                   {"claim": CLAIM_FAIL, "source": "notes §2.1", "expected": "accuracy > 0.9",
-                    "measured": 0.61, "passed": False}],
-        "figures": [{"file": "figures/line.png", "caption": "A line and points"},
-                    {"file": "figures/bars.png", "caption": "Bars"}]}))
+    (run / "config.json").write_text(
+        json.dumps(
+            {
+                "experiment": "xor",
+                "profile": "quick",
+                "seed": 0,
+                "config": {"epochs": 50},
+                "versions": {"biaslab": "0.1.0"},
+                "created": "2026-11-21T23:40:00",
+            }
+        )
+    )
+    (run / "results.json").write_text(
+        json.dumps(
+            {
+                "experiment": "xor",
+                "title": "XOR: perceptron vs MLP",
+                "day": 1,
+                "summary": "A perceptron draws one line; an MLP bends it.",
+                "profile": "quick",
+                "seed": 0,
+                "elapsed_s": 3.21,
+                "metrics": {"mlp_accuracy": 1.0},
+                "claims": [
+                    {
+                        "claim": CLAIM_PASS,
+                        "source": "notes §1.3",
+                        "expected": "accuracy <= 0.75",
+                        "measured": 0.5,
+                        "passed": True,
+                    },
+                    {
+                        "claim": CLAIM_FAIL,
+                        "source": "notes §2.1",
+                        "expected": "accuracy > 0.9",
+                        "measured": 0.61,
+                        "passed": False,
+                    },
+                ],
+                "figures": [
+                    {"file": "figures/line.png", "caption": "A line and points"},
+                    {"file": "figures/bars.png", "caption": "Bars"},
+                ],
+            }
+        )
+    )
     (run / "COMPLETE").write_text("")
     render_report(run)
     return run
@@ -100,7 +133,7 @@ def _locate(screen: np.ndarray, fig: np.ndarray):
     y, x = np.unravel_index(np.argmax(corr), corr.shape)
     if y + h > H or x + w > W:
         return None
-    diff = np.abs(screen[y:y + h, x:x + w].astype(int) - fig.astype(int)).max(axis=-1)
+    diff = np.abs(screen[y : y + h, x : x + w].astype(int) - fig.astype(int)).max(axis=-1)
     return (int(y), int(x)) if (diff <= 12).mean() >= 0.98 else None
 
 
@@ -108,12 +141,13 @@ def _figures_visible(screen: np.ndarray, figures: list) -> bool:
     """Every figure is found in place, and the page shows >= 90% of their colourful pixels."""
     needed = sum(int(_colourful(f).sum()) for f in figures)
     return int(_colourful(screen).sum()) >= 0.9 * needed and all(
-        _locate(screen, f) is not None for f in figures)
+        _locate(screen, f) is not None for f in figures
+    )
 
 
 def _colour_cells(screen: np.ndarray, hex_colour: str) -> list:
     """Bounding boxes (height, width, fill fraction) of regions of exactly ``hex_colour``."""
-    rgb = [int(hex_colour[i:i + 2], 16) for i in (1, 3, 5)]
+    rgb = [int(hex_colour[i : i + 2], 16) for i in (1, 3, 5)]
     labels, _ = ndimage.label(np.all(screen == rgb, axis=-1))
     boxes = []
     for i, sl in enumerate(ndimage.find_objects(labels), start=1):
@@ -124,7 +158,7 @@ def _colour_cells(screen: np.ndarray, hex_colour: str) -> list:
 
 def _assert_verdict_cell(screen: np.ndarray, colour: str) -> None:
     """The screenshot shows a claims-table verdict cell filled with ``colour``."""
-    rgb = [int(colour[i:i + 2], 16) for i in (1, 3, 5)]
+    rgb = [int(colour[i : i + 2], 16) for i in (1, 3, 5)]
     assert np.all(screen == rgb, axis=-1).sum() >= 300, f"too few {colour} pixels"
     # A verdict cell: a filled box at least 80 px wide and 28 px tall (the text inside
     # leaves holes, so the fill fraction is below 1 but well above a thin outline's).
@@ -143,8 +177,11 @@ def test_figures_render_at_natural_size(run_dir, tmp_path):
     assert _figures_visible(shot, figures)
 
     # Negative control: the same page with broken images must fail the same check.
-    broken = re.sub(r'src="data:image/png;base64,[^"]*"', 'src="data:,"',
-                    (run_dir / "report.html").read_text(encoding="utf-8"))
+    broken = re.sub(
+        r'src="data:image/png;base64,[^"]*"',
+        'src="data:,"',
+        (run_dir / "report.html").read_text(encoding="utf-8"),
+    )
     assert broken.count('src="data:,"') == 2
     (tmp_path / "broken.html").write_text(broken, encoding="utf-8")
     broken_shot = _load(screenshot(tmp_path / "broken.html", tmp_path / "broken.png"))

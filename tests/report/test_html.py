@@ -21,16 +21,22 @@ matplotlib.use("Agg")
 EVIL = "<script>alert(1)</script>"
 
 
-def make_run(run_dir: Path, name="xor", day=1, complete=True, results=True,
-             created="2026-11-21T23:40:00") -> Path:
+def make_run(
+    run_dir: Path, name="xor", day=1, complete=True, results=True, created="2026-11-21T23:40:00"
+) -> Path:
     """Write a fake run directory by hand: config, results, two figures, metrics, COMPLETE."""
     import matplotlib.pyplot as plt
 
     (run_dir / "figures").mkdir(parents=True)
-    config = {"experiment": name, "profile": "quick", "seed": 0,
-              "config": {"epochs": 50, "lr": 0.1},
-              "versions": {"biaslab": "0.1.0", "python": "3.11.7", "torch": "2.13.0"},
-              "created": created, "command": f"biaslab run {name} --quick"}
+    config = {
+        "experiment": name,
+        "profile": "quick",
+        "seed": 0,
+        "config": {"epochs": 50, "lr": 0.1},
+        "versions": {"biaslab": "0.1.0", "python": "3.11.7", "torch": "2.13.0"},
+        "created": created,
+        "command": f"biaslab run {name} --quick",
+    }
     (run_dir / "config.json").write_text(json.dumps(config))
     for i, fname in enumerate(["boundaries", "loss"]):
         fig, ax = plt.subplots(figsize=(6, 4), dpi=100)
@@ -38,22 +44,47 @@ def make_run(run_dir: Path, name="xor", day=1, complete=True, results=True,
         fig.savefig(run_dir / "figures" / f"{fname}.png", dpi=100)
         plt.close(fig)
     (run_dir / "metrics.jsonl").write_text(
-        "".join(json.dumps({"step": s, "train_loss": 1 / (s + 1)}) + "\n" for s in range(5)))
+        "".join(json.dumps({"step": s, "train_loss": 1 / (s + 1)}) + "\n" for s in range(5))
+    )
     if results:
-        res = {"experiment": name, "title": f"{name}: perceptron vs MLP", "day": day,
-               "summary": "A summary & a <b>tag</b>.", "profile": "quick", "seed": 0,
-               "elapsed_s": 3.21,
-               "metrics": {"perceptron_accuracy": 0.5, "mlp_accuracy": 0.123456789},
-               "claims": [
-                   {"claim": "A perceptron cannot separate XOR", "source": "notes §1.3",
-                    "expected": "accuracy <= 0.75", "measured": 0.5, "passed": True},
-                   {"claim": EVIL, "source": "notes §1.4", "expected": "accuracy == 1",
-                    "measured": 0.75, "passed": False},
-                   {"claim": "Converges", "source": "notes §1.5", "expected": "loss < 0.05",
-                    "measured": None, "passed": None}],
-               "figures": [{"file": "figures/boundaries.png", "caption": "Decision boundaries"},
-                           {"file": "figures/loss.png", "caption": "Loss"}],
-               "tables": [{"title": "Extra", "columns": ["a", "b"], "rows": [[1, 2.5]]}]}
+        res = {
+            "experiment": name,
+            "title": f"{name}: perceptron vs MLP",
+            "day": day,
+            "summary": "A summary & a <b>tag</b>.",
+            "profile": "quick",
+            "seed": 0,
+            "elapsed_s": 3.21,
+            "metrics": {"perceptron_accuracy": 0.5, "mlp_accuracy": 0.123456789},
+            "claims": [
+                {
+                    "claim": "A perceptron cannot separate XOR",
+                    "source": "notes §1.3",
+                    "expected": "accuracy <= 0.75",
+                    "measured": 0.5,
+                    "passed": True,
+                },
+                {
+                    "claim": EVIL,
+                    "source": "notes §1.4",
+                    "expected": "accuracy == 1",
+                    "measured": 0.75,
+                    "passed": False,
+                },
+                {
+                    "claim": "Converges",
+                    "source": "notes §1.5",
+                    "expected": "loss < 0.05",
+                    "measured": None,
+                    "passed": None,
+                },
+            ],
+            "figures": [
+                {"file": "figures/boundaries.png", "caption": "Decision boundaries"},
+                {"file": "figures/loss.png", "caption": "Loss"},
+            ],
+            "tables": [{"title": "Extra", "columns": ["a", "b"], "rows": [[1, 2.5]]}],
+        }
         (run_dir / "results.json").write_text(json.dumps(res))
     if complete:
         (run_dir / "COMPLETE").write_text("")
@@ -113,8 +144,18 @@ def test_report_claims_table_colours_and_content(tmp_path):
         assert cell in table
     assert "1 of 3 claims passed, 1 failed, 1 not checked" in text
     # status, profile, seed, elapsed, metrics, extra table, config, versions, record count
-    for snippet in ("complete</span>", "quick", "3.21 s", "0.1235", "<h3>Extra</h3>", "2.5",
-                    "epochs", "torch", "2.13.0", "5 training records"):
+    for snippet in (
+        "complete</span>",
+        "quick",
+        "3.21 s",
+        "0.1235",
+        "<h3>Extra</h3>",
+        "2.5",
+        "epochs",
+        "torch",
+        "2.13.0",
+        "5 training records",
+    ):
         assert snippet in text, snippet
 
 
@@ -156,10 +197,12 @@ def test_format_value():
 
 def _make_runs(runs: Path) -> None:
     """Two finished runs, a workshop with a nested lab, and an unfinished run."""
-    for run in (make_run(runs / "xor-1", "xor", day=2),
-                make_run(runs / "bias-1", "bias<i>", day=1),
-                make_run(runs / "ws-1", "workshop", day=5),
-                make_run(runs / "ws-1" / "labs" / "conv", "conv", day=3)):
+    for run in (
+        make_run(runs / "xor-1", "xor", day=2),
+        make_run(runs / "bias-1", "bias<i>", day=1),
+        make_run(runs / "ws-1", "workshop", day=5),
+        make_run(runs / "ws-1" / "labs" / "conv", "conv", day=3),
+    ):
         render_report(run)
     make_run(runs / "late-1", "late", results=False, complete=False)
 
@@ -209,9 +252,15 @@ def test_index_empty_and_missing_dir(tmp_path):
         render_index(tmp_path / "nope")
 
 
-NOTES_WRONG = {"claim": "sigmoid(1) as printed in the notes", "source": "notes §2.2 eq. (4)",
-               "expected": "0.7113", "measured": 0.7311, "passed": False, "verdict": "notes-wrong",
-               "computation": "1/(1+e^-1) = 0.731058... & the notes swap two digits"}
+NOTES_WRONG = {
+    "claim": "sigmoid(1) as printed in the notes",
+    "source": "notes §2.2 eq. (4)",
+    "expected": "0.7113",
+    "measured": 0.7311,
+    "passed": False,
+    "verdict": "notes-wrong",
+    "computation": "1/(1+e^-1) = 0.731058... & the notes swap two digits",
+}
 
 
 def _with_claims(run: Path, claims: list) -> Path:
@@ -280,9 +329,10 @@ def test_html_module_uses_shared_vocabulary_and_templates():
 
     source = Path(module.__file__).read_text(encoding="utf-8")
     assert "biaslab.registry" not in source and "_workshop_order" not in source
-    for name in ("def format_value", "def _find_runs", "#c8f7c5", "\"results.json\"", "html.escape"):
+    for name in ("def format_value", "def _find_runs", "#c8f7c5", '"results.json"', "html.escape"):
         assert name not in source, name
     assert (PASS_COLOUR, FAIL_COLOUR, UNCHECKED_COLOUR) == tuple(
-        VERDICTS[k].colour for k in ("pass", "fail", "unjudged"))
+        VERDICTS[k].colour for k in ("pass", "fail", "unjudged")
+    )
     templates = Path(module.__file__).with_name("templates")
     assert {"base.html.j2", "report.html.j2", "index.html.j2"} <= {p.name for p in templates.glob("*.j2")}

@@ -42,7 +42,7 @@ def test_real_report_shows_figures_and_claims(xor_run, tmp_path):
     assert _figures_visible(shot, figures)
 
     _assert_verdict_cell(shot, PASS_COLOUR)  # both claims pass: green verdict cells ...
-    fail = [int(FAIL_COLOUR[i:i + 2], 16) for i in (1, 3, 5)]
+    fail = [int(FAIL_COLOUR[i : i + 2], 16) for i in (1, 3, 5)]
     assert np.all(shot == fail, axis=-1).sum() == 0  # ... and no red ones
 
 

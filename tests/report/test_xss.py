@@ -21,7 +21,7 @@ from biaslab.report.browser import dump_dom, find_chromium
 
 PAYLOADS = (
     "<script>document.title='PWNED'</script>",
-    "\"><img src=x onerror=\"document.title='PWNED'\">",
+    '"><img src=x onerror="document.title=\'PWNED\'">',
     "'><img src=x onerror='document.title=\"PWNED\"'>",
     "</textarea><svg onload=\"document.title='PWNED'\">",
     "</title></style><script>document.title='PWNED'</script>",
@@ -48,28 +48,58 @@ def make_evil_run(run: Path, labs: bool = True) -> Path:
     (run / "figures").mkdir(parents=True)
     _png(run / "figures" / f"{EVIL_NAME}.png")
     _png(run / "figures" / "plain.png")
-    (run / "config.json").write_text(json.dumps({
-        "experiment": evil("cfg-experiment"), "profile": evil("cfg-profile"),
-        "seed": evil("cfg-seed"), "created": evil("created"), "command": evil("command"),
-        "config": {evil("config-key"): evil("config-value"), "nested": {"k": [evil("nested")]}},
-        "versions": {"biaslab": evil("version"), evil("version-key"): "1"}}))
-    (run / "results.json").write_text(json.dumps({
-        "experiment": evil("experiment"), "title": evil("title"), "day": 1,
-        "summary": evil("summary"), "profile": evil("profile"), "seed": evil("seed"),
-        "elapsed_s": evil("elapsed"),
-        "metrics": {evil("metric-key"): evil("metric-value")},
-        "claims": [
-            {"claim": evil("claim"), "source": evil("source"), "expected": evil("expected"),
-             "measured": evil("measured"), "passed": False, "verdict": "notes-wrong",
-             "computation": evil("computation")},
-            {"claim": evil("claim2"), "source": None, "expected": 1, "measured": 0.5,
-             "passed": True},
-            evil("bare-claim")],
-        "figures": [{"file": f"figures/{EVIL_NAME}.png", "caption": ""},
+    (run / "config.json").write_text(
+        json.dumps(
+            {
+                "experiment": evil("cfg-experiment"),
+                "profile": evil("cfg-profile"),
+                "seed": evil("cfg-seed"),
+                "created": evil("created"),
+                "command": evil("command"),
+                "config": {evil("config-key"): evil("config-value"), "nested": {"k": [evil("nested")]}},
+                "versions": {"biaslab": evil("version"), evil("version-key"): "1"},
+            }
+        )
+    )
+    (run / "results.json").write_text(
+        json.dumps(
+            {
+                "experiment": evil("experiment"),
+                "title": evil("title"),
+                "day": 1,
+                "summary": evil("summary"),
+                "profile": evil("profile"),
+                "seed": evil("seed"),
+                "elapsed_s": evil("elapsed"),
+                "metrics": {evil("metric-key"): evil("metric-value")},
+                "claims": [
+                    {
+                        "claim": evil("claim"),
+                        "source": evil("source"),
+                        "expected": evil("expected"),
+                        "measured": evil("measured"),
+                        "passed": False,
+                        "verdict": "notes-wrong",
+                        "computation": evil("computation"),
+                    },
+                    {"claim": evil("claim2"), "source": None, "expected": 1, "measured": 0.5, "passed": True},
+                    evil("bare-claim"),
+                ],
+                "figures": [
+                    {"file": f"figures/{EVIL_NAME}.png", "caption": ""},
                     {"file": "figures/plain.png", "caption": evil("caption")},
-                    {"file": evil("missing-file"), "caption": evil("missing-caption")}],
-        "tables": [{"title": evil("table-title"), "columns": [evil("column"), "n"],
-                    "rows": [[evil("cell"), 1], evil("row")]}]}))
+                    {"file": evil("missing-file"), "caption": evil("missing-caption")},
+                ],
+                "tables": [
+                    {
+                        "title": evil("table-title"),
+                        "columns": [evil("column"), "n"],
+                        "rows": [[evil("cell"), 1], evil("row")],
+                    }
+                ],
+            }
+        )
+    )
     (run / "metrics.jsonl").write_text(json.dumps({"step": 0, "loss": evil("log")}) + "\n")
     (run / "COMPLETE").write_text("")
     if labs:
@@ -77,11 +107,39 @@ def make_evil_run(run: Path, labs: bool = True) -> Path:
     return run
 
 
-FIELDS = ("title", "summary", "experiment", "profile", "seed", "claim", "source", "expected",
-          "measured", "computation", "claim2", "bare-claim", "caption", "missing-file",
-          "missing-caption", "table-title", "column", "cell", "row", "metric-key",
-          "metric-value", "config-key", "config-value", "nested", "version", "version-key",
-          "command", "created", "cfg-experiment", "cfg-profile", "cfg-seed")
+FIELDS = (
+    "title",
+    "summary",
+    "experiment",
+    "profile",
+    "seed",
+    "claim",
+    "source",
+    "expected",
+    "measured",
+    "computation",
+    "claim2",
+    "bare-claim",
+    "caption",
+    "missing-file",
+    "missing-caption",
+    "table-title",
+    "column",
+    "cell",
+    "row",
+    "metric-key",
+    "metric-value",
+    "config-key",
+    "config-value",
+    "nested",
+    "version",
+    "version-key",
+    "command",
+    "created",
+    "cfg-experiment",
+    "cfg-profile",
+    "cfg-seed",
+)
 
 
 class _Page(HTMLParser):
@@ -118,8 +176,20 @@ class _Page(HTMLParser):
 def _assert_inert(page: _Page, title: str, images: int) -> None:
     """Nothing from a payload became markup: only the page's own elements and attributes."""
     assert page.title == title  # a payload that ran would have set it to PWNED
-    expected = {"script": 0, "svg": 0, "img": images, "title": 1, "style": 1, "meta": 2,
-                "textarea": 0, "iframe": 0, "object": 0, "embed": 0, "link": 0, "base": 0}
+    expected = {
+        "script": 0,
+        "svg": 0,
+        "img": images,
+        "title": 1,
+        "style": 1,
+        "meta": 2,
+        "textarea": 0,
+        "iframe": 0,
+        "object": 0,
+        "embed": 0,
+        "link": 0,
+        "base": 0,
+    }
     assert {tag: page.count(tag) for tag in expected} == expected
     handlers = [(t, k) for t, k, _ in page.attrs if k.startswith("on")]
     assert not handlers, handlers
@@ -164,7 +234,7 @@ def test_raw_html_has_no_unescaped_payload(pages):
     report, index = pages
     for path in (report, index):
         text = path.read_text(encoding="utf-8")
-        for payload in (*PAYLOADS[:-1], EVIL_NAME, "<svg", "<script", "<img src=x", "onerror=\""):
+        for payload in (*PAYLOADS[:-1], EVIL_NAME, "<svg", "<script", "<img src=x", 'onerror="'):
             assert payload not in text, payload
         assert PAYLOADS[-1] in text  # template syntax in data is shown as written, not evaluated
     _assert_report(_Page(report.read_text(encoding="utf-8")))

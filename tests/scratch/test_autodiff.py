@@ -1,4 +1,5 @@
 """Unit tests for the NumPy reverse-mode engine, checked against torch.autograd in float64."""
+
 import ast
 import pathlib
 import time
@@ -73,7 +74,7 @@ def test_op_names():
     x = Tensor(np.ones((2, 2)), requires_grad=True)
     assert (x + 1).op == "add" and (x - 1).op == "sub" and (1 - x).op == "sub"
     assert (x * 2).op == "mul" and (x / 2).op == "div" and (-x).op == "neg"
-    assert (x @ x).op == "matmul" and (x ** 2).op == "pow" and (2 ** x).op == "pow"
+    assert (x @ x).op == "matmul" and (x**2).op == "pow" and (2**x).op == "pow"
     for name in ("exp", "log", "sin", "cos", "tanh", "sigmoid", "relu"):
         assert getattr(x, name)().op == name
     assert x.sum().op == "sum" and x.mean().op == "mean" and x[0].op == "index"
@@ -139,7 +140,7 @@ BINARY = {
     "sub": (lambda a, b: a - b, False),
     "mul": (lambda a, b: a * b, False),
     "div": (lambda a, b: a / b, True),
-    "pow": (lambda a, b: a ** b, True),  # Tensor ** Tensor, positive base
+    "pow": (lambda a, b: a**b, True),  # Tensor ** Tensor, positive base
 }
 
 
@@ -154,10 +155,20 @@ def test_binary_ops_broadcast_match_torch(name, shape_a, shape_b):
 
 
 SCALAR_FORMS = [
-    lambda x: x + 2.0, lambda x: 2.0 + x, lambda x: x - 3, lambda x: 3 - x,
-    lambda x: x * 1.5, lambda x: 1.5 * x, lambda x: x / 4.0, lambda x: 4.0 / x,
-    lambda x: x ** 2, lambda x: x ** 3, lambda x: x ** 0.5, lambda x: x ** -1.5,
-    lambda x: x ** 0, lambda x: 2.0 ** x,
+    lambda x: x + 2.0,
+    lambda x: 2.0 + x,
+    lambda x: x - 3,
+    lambda x: 3 - x,
+    lambda x: x * 1.5,
+    lambda x: 1.5 * x,
+    lambda x: x / 4.0,
+    lambda x: 4.0 / x,
+    lambda x: x**2,
+    lambda x: x**3,
+    lambda x: x**0.5,
+    lambda x: x**-1.5,
+    lambda x: x**0,
+    lambda x: 2.0**x,
 ]
 
 
@@ -168,7 +179,7 @@ def test_python_scalars_on_either_side(form):
 
 
 def test_integer_power_of_negative_base():
-    compare_with_torch(lambda x: x ** 3, lambda x: x ** 3, _rand((4,), -2.0, -0.5))
+    compare_with_torch(lambda x: x**3, lambda x: x**3, _rand((4,), -2.0, -0.5))
 
 
 def test_numpy_arrays_on_either_side():
@@ -279,6 +290,7 @@ def test_indexing_matches_torch(k):
     index = INDEXES[k]
     if isinstance(index, str):
         index = x > 0
+
     def to_torch(i):
         return torch.from_numpy(i) if isinstance(i, np.ndarray) else i
 
@@ -297,7 +309,9 @@ def test_stack_matches_torch():
         compare_with_torch(
             lambda a, b, c, axis=axis: stack([a, b, c], axis=axis),
             lambda a, b, c, axis=axis: torch.stack([a, b, c], dim=axis),
-            _rand((2, 3)), _rand((2, 3)), _rand((2, 3)),
+            _rand((2, 3)),
+            _rand((2, 3)),
+            _rand((2, 3)),
         )
 
 
@@ -307,11 +321,9 @@ def test_stack_matches_torch():
 def test_softmax_log_softmax_match_torch(axis, offset):
     x = _rand((3, 4)) * 3 + offset
     compare_with_torch(lambda t: softmax(t, axis), lambda t: torch.softmax(t, dim=axis), x)
-    compare_with_torch(lambda t: log_softmax(t, axis),
-                       lambda t: torch.log_softmax(t, dim=axis), x)
+    compare_with_torch(lambda t: log_softmax(t, axis), lambda t: torch.log_softmax(t, dim=axis), x)
     compare_with_torch(lambda t: t.softmax(axis), lambda t: torch.softmax(t, dim=axis), x)
-    compare_with_torch(lambda t: t.log_softmax(axis),
-                       lambda t: torch.log_softmax(t, dim=axis), x)
+    compare_with_torch(lambda t: t.log_softmax(axis), lambda t: torch.log_softmax(t, dim=axis), x)
 
 
 @pytest.mark.parametrize(("n", "c"), [(1, 2), (5, 3), (8, 10)])
@@ -319,10 +331,12 @@ def test_cross_entropy_matches_torch(n, c):
     logits = _rand((n, c)) * 3
     targets = RNG.integers(0, c, size=n)
     t_targets = torch.from_numpy(targets)
-    compare_with_torch(lambda z: softmax_cross_entropy(z, targets),
-                       lambda z: F.cross_entropy(z, t_targets), logits)
-    compare_with_torch(lambda z: z.cross_entropy(list(targets)),
-                       lambda z: F.cross_entropy(z, t_targets), logits)
+    compare_with_torch(
+        lambda z: softmax_cross_entropy(z, targets), lambda z: F.cross_entropy(z, t_targets), logits
+    )
+    compare_with_torch(
+        lambda z: z.cross_entropy(list(targets)), lambda z: F.cross_entropy(z, t_targets), logits
+    )
 
 
 def test_cross_entropy_large_logits_are_stable():
@@ -477,7 +491,7 @@ def test_100k_node_chain_is_iterative_and_fast():
         x = x * 1.0000001
     x.backward()
     elapsed = time.perf_counter() - start
-    assert x0.grad == pytest.approx(1.0000001 ** 100_000, rel=1e-9)
+    assert x0.grad == pytest.approx(1.0000001**100_000, rel=1e-9)
     assert elapsed < 10.0, f"100k-node chain took {elapsed:.2f} s"
 
 
@@ -487,7 +501,7 @@ def test_numerical_gradient_of_known_function():
     grad = numerical_gradient(lambda v: float(np.sum(np.sin(v) * v)), x)
     np.testing.assert_allclose(grad, np.cos(x) * x + np.sin(x), atol=1e-8)
     assert x[0, 0] == 0.3  # input untouched
-    assert numerical_gradient(lambda v: float(v ** 3), np.array(2.0)) == pytest.approx(12.0)
+    assert numerical_gradient(lambda v: float(v**3), np.array(2.0)) == pytest.approx(12.0)
 
 
 def test_check_gradients_reports_small_errors():
@@ -531,4 +545,5 @@ def test_scratch_package_never_imports_torch():
             else:
                 continue
             assert not any(n == "torch" or n.startswith("torch.") for n in names), (
-                f"{path.name} imports torch")
+                f"{path.name} imports torch"
+            )

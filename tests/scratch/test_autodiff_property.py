@@ -17,6 +17,7 @@ exponent goes through ``sin``; a static bound on every register's magnitude
 decides when to rescale an operand (``x * (2 / bound)``) so exp and friends
 never overflow.
 """
+
 from __future__ import annotations
 
 import math
@@ -40,9 +41,32 @@ from biaslab.scratch.autodiff import (
 )
 from biaslab.scratch.gradcheck import check_gradients
 
-OPS = ("add", "sub", "mul", "div", "neg", "matmul", "pow", "pow_tensor", "exp", "log", "sin",
-       "cos", "tanh", "sigmoid", "relu", "sum", "mean", "reshape", "transpose", "index",
-       "cross_entropy", "softmax", "log_softmax", "stack")
+OPS = (
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "neg",
+    "matmul",
+    "pow",
+    "pow_tensor",
+    "exp",
+    "log",
+    "sin",
+    "cos",
+    "tanh",
+    "sigmoid",
+    "relu",
+    "sum",
+    "mean",
+    "reshape",
+    "transpose",
+    "index",
+    "cross_entropy",
+    "softmax",
+    "log_softmax",
+    "stack",
+)
 BINARY = ("add", "sub", "mul", "div", "pow_tensor")
 BCAST = ("same", "scalar_tensor", "python_scalar", "leading", "two_sided")
 LIMIT = 4.0  # operands with a larger magnitude bound are rescaled first
@@ -71,8 +95,7 @@ class Program:
 
     def materialize(self):
         rng = np.random.default_rng(self.seed)
-        self.inputs = [rng.uniform(0.2, 2.0, s) * rng.choice([-1.0, 1.0], s)
-                       for s in self.input_shapes]
+        self.inputs = [rng.uniform(0.2, 2.0, s) * rng.choice([-1.0, 1.0], s) for s in self.input_shapes]
         self.weights = [rng.uniform(-1.0, 1.0, s) for s in self.shapes]
         return self
 
@@ -159,8 +182,13 @@ class Builder:
             lhs = Const(abs(lhs.value)) if isinstance(lhs, Const) else self.positive(lhs)
             rhs = self.emit(("sin", rhs), self.shapes[rhs], 1.0)
         b1, b2 = self.bound(lhs), self.bound(rhs)
-        bound = {"add": b1 + b2, "sub": b1 + b2, "mul": b1 * b2,
-                 "div": b1 / min(0.5, b2), "pow_tensor": max(b1, 2.0)}[op]
+        bound = {
+            "add": b1 + b2,
+            "sub": b1 + b2,
+            "mul": b1 * b2,
+            "div": b1 / min(0.5, b2),
+            "pow_tensor": max(b1, 2.0),
+        }[op]
         shape = np.broadcast_shapes(self.shape(lhs), self.shape(rhs))
         return self.emit((op, lhs, rhs), shape, bound)
 
@@ -179,7 +207,7 @@ class Builder:
         if p not in (2, 3):  # fractional/negative/zero exponents need a positive base
             r = self.positive(r)
         b = self.bounds[r]
-        return self.emit(("pow", r, p), self.shapes[r], b ** p if p > 0 else 2.0 ** -p)
+        return self.emit(("pow", r, p), self.shapes[r], b**p if p > 0 else 2.0**-p)
 
     def reduction(self, op):
         r = self.pick()
@@ -214,8 +242,7 @@ class Builder:
         final = tuple(shape)
         if ndim and self.draw(st.booleans()):
             shape[self.draw(st.integers(0, ndim - 1))] = -1
-        return self.emit(("reshape", r, tuple(shape), self.draw(st.booleans())),
-                         final, self.bounds[r])
+        return self.emit(("reshape", r, tuple(shape), self.draw(st.booleans())), final, self.bounds[r])
 
     def transpose(self):
         r = self.pick()
@@ -226,8 +253,11 @@ class Builder:
             r = self.emit(("reshape", r, new, False), new, self.bounds[r])
             s = new
         style = self.draw(st.sampled_from(["T", "args", "tuple"]))
-        perm = tuple(reversed(range(len(s)))) if style == "T" else tuple(
-            self.draw(st.permutations(range(len(s)))))
+        perm = (
+            tuple(reversed(range(len(s))))
+            if style == "T"
+            else tuple(self.draw(st.permutations(range(len(s)))))
+        )
         return self.emit(("transpose", r, perm, style), tuple(s[p] for p in perm), self.bounds[r])
 
     def index(self):
@@ -247,14 +277,17 @@ class Builder:
         elif kind == "bool_mask":
             full = not axis1 and self.draw(st.booleans())
             shape = s if full else (n,)
-            mask = np.array(self.draw(st.lists(st.booleans(), min_size=math.prod(shape),
-                                               max_size=math.prod(shape)))).reshape(shape)
+            mask = np.array(
+                self.draw(st.lists(st.booleans(), min_size=math.prod(shape), max_size=math.prod(shape)))
+            ).reshape(shape)
             mask.flat[self.draw(st.integers(0, mask.size - 1))] = True  # never empty
             idx = mask
         else:  # a pair of integer arrays, broadcast together
             length = self.draw(st.integers(1, 4))
-            idx = tuple(np.array(self.draw(st.lists(st.integers(0, k - 1), min_size=length,
-                                                    max_size=length))) for k in s[:2])
+            idx = tuple(
+                np.array(self.draw(st.lists(st.integers(0, k - 1), min_size=length, max_size=length)))
+                for k in s[:2]
+            )
             axis1 = False
         if axis1:
             idx = (slice(None), idx)
@@ -271,13 +304,11 @@ class Builder:
         r = self.pick()
         if math.prod(self.shapes[r]) < 2:
             leaf = self.leaf((2, 3))
-            r = self.emit(("add", r, leaf), np.broadcast_shapes(self.shapes[r], (2, 3)),
-                          self.bounds[r] + 2)
+            r = self.emit(("add", r, leaf), np.broadcast_shapes(self.shapes[r], (2, 3)), self.bounds[r] + 2)
         size = math.prod(self.shapes[r])
         c = self.draw(st.sampled_from([k for k in range(2, size + 1) if size % k == 0]))
         r = self.emit(("reshape", r, (size // c, c), False), (size // c, c), self.bounds[r])
-        targets = np.array(self.draw(st.lists(st.integers(0, c - 1), min_size=size // c,
-                                              max_size=size // c)))
+        targets = np.array(self.draw(st.lists(st.integers(0, c - 1), min_size=size // c, max_size=size // c)))
         bound = 2 * self.bounds[r] + math.log(c)
         return self.emit(("cross_entropy", r, targets, self.draw(st.booleans())), (), bound)
 
@@ -297,22 +328,31 @@ class Builder:
         # form -> (shape of the other operand, is the other operand on the left?)
         if len(s) == 1:
             k = s[0]
-            forms = {"vec_vec": ((k,), False), "vec_mat": ((k, m), False),
-                     "mat_vec": ((m, k), True), "batch_vec": ((bb, m, k), True),
-                     "vec_batch": ((bb, k, m), False), "gram": None}
+            forms = {
+                "vec_vec": ((k,), False),
+                "vec_mat": ((k, m), False),
+                "mat_vec": ((m, k), True),
+                "batch_vec": ((bb, m, k), True),
+                "vec_batch": ((bb, k, m), False),
+                "gram": None,
+            }
         else:
             n, k = s[-2:]
             batch = tuple(self.draw(st.sampled_from([1, d])) for d in s[:-2])
-            forms = {"mat_mat": ((k, m), False), "left": ((m, n), True),
-                     "mat_vec": ((k,), False), "vec_mat": ((n,), True),
-                     "batched": ((bb, *batch, k, m), False), "gram": None}
+            forms = {
+                "mat_mat": ((k, m), False),
+                "left": ((m, n), True),
+                "mat_vec": ((k,), False),
+                "vec_mat": ((n,), True),
+                "batched": ((bb, *batch, k, m), False),
+                "gram": None,
+            }
         form = self.draw(st.sampled_from(sorted(forms)))
         if form == "gram":  # a^T a: the same register on both sides
             lhs, rhs = a, a
             if len(s) > 1:
                 perm = (*range(len(s) - 2), len(s) - 1, len(s) - 2)
-                lhs = self.emit(("transpose", a, perm, "args"), tuple(s[p] for p in perm),
-                                self.bounds[a])
+                lhs = self.emit(("transpose", a, perm, "args"), tuple(s[p] for p in perm), self.bounds[a])
         else:
             other_shape, other_left = forms[form]
             other = self.operand(other_shape)
@@ -332,9 +372,15 @@ class Builder:
             return self.reduction(op)
         if op in ("softmax", "log_softmax"):
             return self.softmax_family(op)
-        return {"matmul": self.matmul, "pow": self.power, "reshape": self.reshape,
-                "transpose": self.transpose, "index": self.index,
-                "cross_entropy": self.cross_entropy, "stack": self.stack}[op]()
+        return {
+            "matmul": self.matmul,
+            "pow": self.power,
+            "reshape": self.reshape,
+            "transpose": self.transpose,
+            "index": self.index,
+            "cross_entropy": self.cross_entropy,
+            "stack": self.stack,
+        }[op]()
 
 
 @st.composite
@@ -357,8 +403,13 @@ def programs(draw, focus=None):
 
 
 # -------------------------------------------------------------- interpreter
-BINOPS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
-          "div": operator.truediv, "pow_tensor": operator.pow}
+BINOPS = {
+    "add": operator.add,
+    "sub": operator.sub,
+    "mul": operator.mul,
+    "div": operator.truediv,
+    "pow_tensor": operator.pow,
+}
 
 
 def _torch_index(idx):
@@ -454,8 +505,9 @@ def execute(program, backend, leaves=None, kink=1e-9):
 
 
 # --------------------------------------------------------------------- tests
-@settings(max_examples=250, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 @given(programs())
 def test_random_graphs_match_torch(program):
     loss_t, regs_t, kinks_t = execute(program, "torch")
@@ -493,8 +545,9 @@ def test_every_program_covers_every_op_and_broadcast_kind(program):
 
 
 @pytest.mark.parametrize("focus", OPS)
-@settings(max_examples=15, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 @given(data=st.data())
 def test_random_graphs_match_finite_differences(focus, data):
     program = data.draw(programs(focus=focus))
@@ -502,8 +555,9 @@ def test_random_graphs_match_finite_differences(focus, data):
     assert_matches_finite_differences(program)
 
 
-@settings(max_examples=8, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 @given(programs())
 def test_full_random_graphs_match_finite_differences(program):
     assume(execute(program, "ours", kink=1e-4)[2] == 0)
@@ -528,7 +582,9 @@ def test_zz_coverage_of_the_torch_comparison():
     if not STATS["programs"]:
         pytest.skip("the torch-comparison property test did not run in this session")
     assert set(OPS) <= set(COVERAGE) and set(BCAST) <= set(COVERAGE), COVERAGE
-    print(f"\n{STATS['programs']} programs, {STATS['instructions']} instructions; "
-          f"max |grad diff| vs torch = {STATS['max_abs_diff']:.3e} "
-          f"(scaled {STATS['max_scaled_diff']:.3e}); coverage {dict(COVERAGE)}; "
-          f"finite differences: max scaled error {STATS.get('max_fd_scaled_diff', 0):.2e}")
+    print(
+        f"\n{STATS['programs']} programs, {STATS['instructions']} instructions; "
+        f"max |grad diff| vs torch = {STATS['max_abs_diff']:.3e} "
+        f"(scaled {STATS['max_scaled_diff']:.3e}); coverage {dict(COVERAGE)}; "
+        f"finite differences: max scaled error {STATS.get('max_fd_scaled_diff', 0):.2e}"
+    )

@@ -25,9 +25,7 @@ def _t(a):
 
 def torch_jvp(fn, xs, vs):
     """(f(xs), J vs) from torch.autograd, float64."""
-    out, tangent = torch.autograd.functional.jvp(
-        fn, tuple(_t(x) for x in xs), tuple(_t(v) for v in vs)
-    )
+    out, tangent = torch.autograd.functional.jvp(fn, tuple(_t(x) for x in xs), tuple(_t(v) for v in vs))
     return out.numpy(), tangent.numpy()
 
 

@@ -43,8 +43,7 @@ def test_fit_improves_loss_on_two_spirals(spirals):
     before, _ = evaluate(model, Xv, yv)
     history = fit(model, opt, (X, y), (Xv, yv), epochs=40, batch_size=32, seed=0)
     assert len(history) == 40
-    assert set(history[0]) == {"epoch", "train_loss", "val_loss", "val_accuracy", "seconds",
-                               "diverged"}
+    assert set(history[0]) == {"epoch", "train_loss", "val_loss", "val_accuracy", "seconds", "diverged"}
     assert [r["epoch"] for r in history] == list(range(1, 41))
     assert history[-1]["train_loss"] < 0.6 * history[0]["train_loss"]
     assert history[-1]["val_loss"] < 0.6 * before
@@ -60,8 +59,9 @@ def test_fit_is_deterministic_given_the_seeds(spirals):
 
     def run(seed):
         model = TwoLayerMLP(2, 16, 2, seed=0)
-        history = fit(model, SGD(model.params, lr=0.2, momentum=0.9), (X, y), val,
-                      epochs=5, batch_size=16, seed=seed)
+        history = fit(
+            model, SGD(model.params, lr=0.2, momentum=0.9), (X, y), val, epochs=5, batch_size=16, seed=seed
+        )
         return [(r["train_loss"], r["val_loss"]) for r in history], model.params
 
     h1, p1 = run(0)
@@ -77,8 +77,7 @@ def test_divergence_is_flagged_and_stops_training(spirals):
     (X, y), val = spirals
     model = TwoLayerMLP(2, 16, 2, seed=0)
     with np.errstate(all="ignore"):  # lr 1e20: weights, then float32 logits, overflow to inf
-        history = fit(model, SGD(model.params, lr=1e20), (X, y), val, epochs=20, batch_size=16,
-                      seed=0)
+        history = fit(model, SGD(model.params, lr=1e20), (X, y), val, epochs=20, batch_size=16, seed=0)
     assert history[-1]["diverged"]
     assert not math.isfinite(history[-1]["train_loss"])
     assert len(history) < 20
@@ -91,7 +90,15 @@ def test_train_epoch_returns_mean_loss_and_callback_can_stop(spirals):
     loss = train_epoch(model, SGD(model.params, lr=0.0), X, y, 400, np.random.default_rng(0))
     assert loss == pytest.approx(evaluate(model, X, y)[0], rel=1e-6)  # lr 0: one full batch
     seen = []
-    history = fit(model, SGD(model.params, lr=0.1), (X, y), None, epochs=10, batch_size=50,
-                  seed=0, callback=lambda r: seen.append(r["epoch"]) or r["epoch"] == 3)
+    history = fit(
+        model,
+        SGD(model.params, lr=0.1),
+        (X, y),
+        None,
+        epochs=10,
+        batch_size=50,
+        seed=0,
+        callback=lambda r: seen.append(r["epoch"]) or r["epoch"] == 3,
+    )
     assert seen == [1, 2, 3] and len(history) == 3
     assert math.isnan(history[0]["val_loss"])

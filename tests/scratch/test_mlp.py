@@ -39,8 +39,7 @@ def test_parameter_shapes_count_and_init():
         assert np.abs(model.params[k]).max() <= bound
         if k.startswith("W"):  # thousands of draws: they reach close to the bound
             assert np.abs(model.params[k]).max() > 0.99 * bound
-    np.testing.assert_array_equal(TwoLayerMLP(seed=3).params["W1"],
-                                  TwoLayerMLP(seed=3).params["W1"])
+    np.testing.assert_array_equal(TwoLayerMLP(seed=3).params["W1"], TwoLayerMLP(seed=3).params["W1"])
     assert not np.array_equal(TwoLayerMLP(seed=3).params["W1"], model.params["W1"])
 
 

@@ -15,12 +15,14 @@ CONFIGS = {
     "sgd": (SGD, torch.optim.SGD, {"lr": 0.1}),
     "sgd_weight_decay": (SGD, torch.optim.SGD, {"lr": 0.1, "weight_decay": 0.05}),
     "momentum": (SGD, torch.optim.SGD, {"lr": 0.05, "momentum": 0.9}),
-    "momentum_weight_decay": (SGD, torch.optim.SGD,
-                              {"lr": 0.05, "momentum": 0.9, "weight_decay": 0.01}),
+    "momentum_weight_decay": (SGD, torch.optim.SGD, {"lr": 0.05, "momentum": 0.9, "weight_decay": 0.01}),
     "nesterov": (SGD, torch.optim.SGD, {"lr": 0.05, "momentum": 0.9, "nesterov": True}),
     "adam": (Adam, torch.optim.Adam, {"lr": 0.01}),
-    "adam_custom": (Adam, torch.optim.Adam,
-                    {"lr": 0.03, "betas": (0.8, 0.99), "eps": 1e-6, "weight_decay": 0.01}),
+    "adam_custom": (
+        Adam,
+        torch.optim.Adam,
+        {"lr": 0.03, "betas": (0.8, 0.99), "eps": 1e-6, "weight_decay": 0.01},
+    ),
 }
 
 

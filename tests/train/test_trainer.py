@@ -43,8 +43,7 @@ def killing_loss(kill_at):
     return loss
 
 
-CFG = TrainConfig(epochs=6, batch_size=32, lr=0.01, schedule="onecycle", patience=3,
-                  checkpoint_every=5)
+CFG = TrainConfig(epochs=6, batch_size=32, lr=0.01, schedule="onecycle", patience=3, checkpoint_every=5)
 
 
 def train(tmp_path, cfg=CFG, kill_at=None, dataset=False, name="ck.pt"):
@@ -52,8 +51,14 @@ def train(tmp_path, cfg=CFG, kill_at=None, dataset=False, name="ck.pt"):
     if dataset:
         train_data = TensorDataset(*train_data)
     model = make_model()
-    trainer = Trainer(model, killing_loss(kill_at) if kill_at else None, cfg, seed=7,
-                      metrics={"accuracy": accuracy}, checkpoint=tmp_path / name)
+    trainer = Trainer(
+        model,
+        killing_loss(kill_at) if kill_at else None,
+        cfg,
+        seed=7,
+        metrics={"accuracy": accuracy},
+        checkpoint=tmp_path / name,
+    )
     history = trainer.fit(train_data, val_data)
     return model, history, trainer
 
@@ -98,8 +103,11 @@ def test_divergence_raises_with_learning_rate():
     x = torch.randn(64, 3)
     y = x @ torch.tensor([1.0, -2.0, 3.0]) * 1e3
     model = nn.Linear(3, 1)
-    trainer = Trainer(model, lambda o, t: ((o.squeeze(1) - t) ** 2).mean(),
-                      TrainConfig(epochs=50, batch_size=16, optimizer="sgd", lr=10.0))
+    trainer = Trainer(
+        model,
+        lambda o, t: ((o.squeeze(1) - t) ** 2).mean(),
+        TrainConfig(epochs=50, batch_size=16, optimizer="sgd", lr=10.0),
+    )
     with pytest.raises(DivergenceError, match=r"learning rate 10\b.*--set lr=1\b"):
         trainer.fit((x, y))
 
@@ -107,9 +115,12 @@ def test_divergence_raises_with_learning_rate():
 def test_divergence_can_stop_and_record():
     x = torch.randn(64, 3)
     y = x.sum(1) * 1e3
-    trainer = Trainer(nn.Linear(3, 1), lambda o, t: ((o.squeeze(1) - t) ** 2).mean(),
-                      TrainConfig(epochs=50, batch_size=16, optimizer="sgd", lr=10.0),
-                      on_divergence="stop")
+    trainer = Trainer(
+        nn.Linear(3, 1),
+        lambda o, t: ((o.squeeze(1) - t) ** 2).mean(),
+        TrainConfig(epochs=50, batch_size=16, optimizer="sgd", lr=10.0),
+        on_divergence="stop",
+    )
     history = trainer.fit((x, y))
     assert trainer.diverged and history[-1]["diverged"]
     assert not math.isfinite(history[-1]["train_loss"])

@@ -114,8 +114,13 @@ def make_graph(n=40, seed=2):
     perm = torch.randperm(n, generator=g)
     train_mask, val_mask = torch.zeros(n, dtype=torch.bool), torch.zeros(n, dtype=torch.bool)
     train_mask[perm[:24]], val_mask[perm[24:]] = True, True
-    return Data(x=x, y=y, edge_index=torch.stack([torch.cat([src, dst]), torch.cat([dst, src])]),
-                train_mask=train_mask, val_mask=val_mask)
+    return Data(
+        x=x,
+        y=y,
+        edge_index=torch.stack([torch.cat([src, dst]), torch.cat([dst, src])]),
+        train_mask=train_mask,
+        val_mask=val_mask,
+    )
 
 
 class DenseGCN(nn.Module):
@@ -147,8 +152,7 @@ def first(items):
 
 def masked_kind():
     graph = make_graph()
-    return DenseGCN, masked_step, ([graph], [graph]), {"collate_fn": first,
-                                                       "metrics": {"accuracy": accuracy}}
+    return DenseGCN, masked_step, ([graph], [graph]), {"collate_fn": first, "metrics": {"accuracy": accuracy}}
 
 
 # -- kind 4: many small graphs, collated, graph-level regression -------------------------------
@@ -160,8 +164,9 @@ def make_graphs(count, seed):
     for _ in range(count):
         n = int(torch.randint(3, 8, (1,), generator=g))
         x = torch.randn(n, 3, generator=g)
-        graphs.append(Data(x=x, edge_index=torch.randint(0, n, (2, 2 * n), generator=g),
-                           y=x[:, 0].sum().reshape(1)))
+        graphs.append(
+            Data(x=x, edge_index=torch.randint(0, n, (2, 2 * n), generator=g), y=x[:, 0].sum().reshape(1))
+        )
     return graphs
 
 
@@ -189,18 +194,25 @@ def mae(outputs, targets):
 
 def graphs_kind():
     data = make_graphs(38, 3), make_graphs(12, 4)  # 38 = 4 x 8 + 6: a smaller last batch
-    return SumPoolGNN, graph_step, data, {"collate_fn": Batch.from_data_list,
-                                          "metrics": {"mae": mae}}
+    return SumPoolGNN, graph_step, data, {"collate_fn": Batch.from_data_list, "metrics": {"mae": mae}}
 
 
 # -- the resume check --------------------------------------------------------------------------
 
-KINDS = {"vae": vae_kind, "denoiser": denoise_kind, "masked_graph": masked_kind,
-         "collated_graphs": graphs_kind}
+KINDS = {
+    "vae": vae_kind,
+    "denoiser": denoise_kind,
+    "masked_graph": masked_kind,
+    "collated_graphs": graphs_kind,
+}
 # (epochs, batch size, checkpoint_every, kill at training step): the kill lies mid-epoch, after
 # a checkpoint; steps per epoch: vae 7, denoiser 6, masked graph 1, collated graphs 5.
-PLANS = {"vae": (4, 16, 5, 12), "denoiser": (3, 16, 4, 9), "masked_graph": (8, 1, 3, 5),
-         "collated_graphs": (3, 8, 3, 8)}
+PLANS = {
+    "vae": (4, 16, 5, 12),
+    "denoiser": (3, 16, 4, 9),
+    "masked_graph": (8, 1, 3, 5),
+    "collated_graphs": (3, 8, 3, 8),
+}
 
 
 def fit(tmp_path, kind, name="ck.pt", kill_at=None, model_seed=0):
@@ -208,10 +220,17 @@ def fit(tmp_path, kind, name="ck.pt", kill_at=None, model_seed=0):
     epochs, batch_size, every, _ = PLANS[kind]
     torch.manual_seed(model_seed)
     model = make_model()
-    cfg = TrainConfig(epochs=epochs, batch_size=batch_size, lr=0.01, schedule="cosine",
-                      checkpoint_every=every)
-    trainer = Trainer(model, config=cfg, seed=5, checkpoint=tmp_path / name,
-                      step=killing(step, kill_at) if kill_at else step, **extra)
+    cfg = TrainConfig(
+        epochs=epochs, batch_size=batch_size, lr=0.01, schedule="cosine", checkpoint_every=every
+    )
+    trainer = Trainer(
+        model,
+        config=cfg,
+        seed=5,
+        checkpoint=tmp_path / name,
+        step=killing(step, kill_at) if kill_at else step,
+        **extra,
+    )
     history = trainer.fit(train, val)
     return model, history, trainer
 
@@ -260,8 +279,13 @@ def denoiser_run(with_val, drawn, checkpoint=None):
     train, val = denoise_data()
     torch.manual_seed(0)
     model = Denoiser()
-    trainer = Trainer(model, config=TrainConfig(epochs=3, batch_size=16, lr=0.01), seed=5,
-                      step=make_denoise_step(drawn), checkpoint=checkpoint)
+    trainer = Trainer(
+        model,
+        config=TrainConfig(epochs=3, batch_size=16, lr=0.01),
+        seed=5,
+        step=make_denoise_step(drawn),
+        checkpoint=checkpoint,
+    )
     trainer.fit(train, val if with_val else None)
     return model, trainer, val
 

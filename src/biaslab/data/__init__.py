@@ -23,8 +23,8 @@ from biaslab.data.synthetic import (
 
 __all__ = [
     "MNIST",
-    "MnistSizes",
     "QUICK_SIZES",
+    "MnistSizes",
     "Splits",
     "data_dir",
     "load_idx_dataset",

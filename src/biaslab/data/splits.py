@@ -30,17 +30,17 @@ class Splits:
     train_index: np.ndarray | None = None
     val_index: np.ndarray | None = None
 
-    def numpy(self) -> "Splits":
+    def numpy(self) -> Splits:
         """The same splits as NumPy arrays (no copy for CPU tensors), for ``biaslab.scratch``."""
         return replace(self, **{name: np.asarray(getattr(self, name)) for name in SPLIT_NAMES})
 
-    def torch(self) -> "Splits":
+    def torch(self) -> Splits:
         """The same splits as torch tensors (no copy for NumPy arrays)."""
         import torch
 
         return replace(self, **{name: torch.as_tensor(getattr(self, name)) for name in SPLIT_NAMES})
 
-    def replace(self, **changes: Any) -> "Splits":
+    def replace(self, **changes: Any) -> Splits:
         """A copy with some splits replaced, e.g. ``splits.replace(y_train=noisy_labels)``."""
         unknown = set(changes) - {f.name for f in fields(self)}
         if unknown:

@@ -17,7 +17,7 @@ from biaslab.errors import BiaslabError, DataFormatError
 from biaslab.fileio import DATA_ENV_VAR as ENV_VAR
 from biaslab.fileio import atomic_write, data_dir
 
-__all__ = ["ENV_VAR", "data_dir", "atomic_save_npz", "load_npz"]
+__all__ = ["ENV_VAR", "atomic_save_npz", "data_dir", "load_npz"]
 
 
 def atomic_save_npz(path: str | os.PathLike, **arrays: np.ndarray) -> Path:

@@ -10,7 +10,7 @@ import numpy as np
 
 from biaslab.errors import BiaslabError
 
-__all__ = ["xor", "two_spirals", "noisy_polynomial", "polynomial_features"]
+__all__ = ["noisy_polynomial", "polynomial_features", "two_spirals", "xor"]
 
 
 def _check_n(n: int, minimum: int = 1) -> None:
@@ -48,8 +48,9 @@ def xor(n: int = 200, noise: float = 0.1, seed: int = 0) -> tuple[np.ndarray, np
     return X.astype(np.float32), y
 
 
-def two_spirals(n: int = 400, noise: float = 0.1, turns: float = 1.5,
-                seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def two_spirals(
+    n: int = 400, noise: float = 0.1, turns: float = 1.5, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
     """Two interleaved spirals, one per class, centred at the origin with radius up to 1.
 
     Points lie at angle ``t`` in ``[0, 2π·turns]`` and radius ``t / (2π·turns)``; class 1 is
@@ -78,9 +79,13 @@ def two_spirals(n: int = 400, noise: float = 0.1, turns: float = 1.5,
     return X.astype(np.float32), y
 
 
-def noisy_polynomial(n: int = 50, coefficients: tuple[float, ...] = (0.0, 1.0, -2.0, 0.5),
-                     noise: float = 0.1, x_range: tuple[float, float] = (-1.0, 1.0),
-                     seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def noisy_polynomial(
+    n: int = 50,
+    coefficients: tuple[float, ...] = (0.0, 1.0, -2.0, 0.5),
+    noise: float = 0.1,
+    x_range: tuple[float, float] = (-1.0, 1.0),
+    seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray]:
     """Points ``y = c0 + c1·x + c2·x² + ... + noise`` with x drawn uniformly from ``x_range``.
 
     The default is the cubic ``x - 2x² + 0.5x³`` on [-1, 1] with noise 0.1: a straight line

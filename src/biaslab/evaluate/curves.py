@@ -16,8 +16,8 @@ The rules are applied in that order; the thresholds are arguments with documente
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 SHAPES = ("healthy", "overfitting", "underfitting", "diverging")
 
@@ -30,10 +30,15 @@ class CurveReading:
     reason: str
 
 
-def classify_curve(train_loss: Sequence[float], val_loss: Sequence[float],
-                   chance_loss: float | None = None, blowup: float = 2.0,
-                   underfit_fraction: float = 0.25, gap_fraction: float = 0.25,
-                   overfit_rise: float = 0.1) -> CurveReading:
+def classify_curve(
+    train_loss: Sequence[float],
+    val_loss: Sequence[float],
+    chance_loss: float | None = None,
+    blowup: float = 2.0,
+    underfit_fraction: float = 0.25,
+    gap_fraction: float = 0.25,
+    overfit_rise: float = 0.1,
+) -> CurveReading:
     """Label one learning curve as healthy, overfitting, underfitting or diverging.
 
     Args:
@@ -63,26 +68,39 @@ def classify_curve(train_loss: Sequence[float], val_loss: Sequence[float],
         return CurveReading("diverging", "the loss became non-finite")
     reference = chance_loss if chance_loss is not None else train[0]
     if max(train) > blowup * reference:
-        return CurveReading("diverging", f"training loss reached {max(train):.3g}, more than "
-                                         f"{blowup:g}x the uninformed loss {reference:.3g}")
+        return CurveReading(
+            "diverging",
+            f"training loss reached {max(train):.3g}, more than "
+            f"{blowup:g}x the uninformed loss {reference:.3g}",
+        )
     if len(train) > 1 and train[-1] > train[0]:
         return CurveReading("diverging", f"training loss rose from {train[0]:.3g} to {train[-1]:.3g}")
     # 2. underfitting
     final_train = train[-1]
     final_val = val[-1] if val else final_train
-    if final_train > underfit_fraction * reference and \
-            abs(final_val - final_train) <= gap_fraction * final_train:
-        return CurveReading("underfitting", f"final training loss {final_train:.3g} is still above "
-                                            f"{underfit_fraction:g}x the uninformed loss, and "
-                                            f"validation ({final_val:.3g}) is close to it")
+    if (
+        final_train > underfit_fraction * reference
+        and abs(final_val - final_train) <= gap_fraction * final_train
+    ):
+        return CurveReading(
+            "underfitting",
+            f"final training loss {final_train:.3g} is still above "
+            f"{underfit_fraction:g}x the uninformed loss, and "
+            f"validation ({final_val:.3g}) is close to it",
+        )
     # 3. overfitting
     if val:
         best = min(range(len(val)), key=val.__getitem__)
         rise = (final_val - val[best]) / max(val[best], 1e-12)
         if rise > overfit_rise and train[-1] < train[min(best, len(train) - 1)]:
-            return CurveReading("overfitting", f"validation loss rose {rise:.0%} above its minimum "
-                                               f"{val[best]:.3g} (epoch {best + 1}) while training "
-                                               f"loss kept falling to {final_train:.3g}")
+            return CurveReading(
+                "overfitting",
+                f"validation loss rose {rise:.0%} above its minimum "
+                f"{val[best]:.3g} (epoch {best + 1}) while training "
+                f"loss kept falling to {final_train:.3g}",
+            )
     # 4. healthy
-    return CurveReading("healthy", f"training loss fell to {final_train:.3g}; validation loss "
-                                   f"{final_val:.3g} stays near its minimum")
+    return CurveReading(
+        "healthy",
+        f"training loss fell to {final_train:.3g}; validation loss {final_val:.3g} stays near its minimum",
+    )

@@ -36,8 +36,9 @@ def _torch_grads(params: dict, X: np.ndarray, y: np.ndarray) -> dict:
     return {k: t[k].grad.numpy() for k in PARAMS}
 
 
-def mlp_gradient_report(model: TwoLayerMLP, X: np.ndarray, y: np.ndarray, n_fd: int = 20,
-                        seed: int = 0) -> dict[str, float]:
+def mlp_gradient_report(
+    model: TwoLayerMLP, X: np.ndarray, y: np.ndarray, n_fd: int = 20, seed: int = 0
+) -> dict[str, float]:
     """Largest absolute gradient differences of the five-formula backward to each reference.
 
     Args:
@@ -48,8 +49,7 @@ def mlp_gradient_report(model: TwoLayerMLP, X: np.ndarray, y: np.ndarray, n_fd: 
     """
     params = {k: np.array(model.params[k], dtype=np.float64) for k in PARAMS}
     X, y = np.asarray(X, dtype=np.float64), np.asarray(y)
-    ref = TwoLayerMLP(params["W1"].shape[1], params["W1"].shape[0], params["W2"].shape[0],
-                      dtype=np.float64)
+    ref = TwoLayerMLP(params["W1"].shape[1], params["W1"].shape[0], params["W2"].shape[0], dtype=np.float64)
     ref.load_state_dict(params)
     ref.loss(X, y)
     ours = ref.backward(y)
@@ -60,6 +60,7 @@ def mlp_gradient_report(model: TwoLayerMLP, X: np.ndarray, y: np.ndarray, n_fd: 
     for k in PARAMS:
         flat = params[k].reshape(-1)
         for i in rng.choice(flat.size, size=min(n_fd, flat.size), replace=False):
+
             def loss_at(v, k=k, i=i):
                 trial = {n: a.copy() for n, a in params.items()}
                 trial[k].reshape(-1)[i] = v[0]
@@ -70,5 +71,8 @@ def mlp_gradient_report(model: TwoLayerMLP, X: np.ndarray, y: np.ndarray, n_fd: 
             fd_err = max(fd_err, abs(numeric - ours[k].reshape(-1)[i]))
     ref.load_state_dict(params)
     worst = lambda other: max(float(np.max(np.abs(ours[k] - other[k]))) for k in PARAMS)  # noqa: E731
-    return {"max_diff_tensor_engine": worst(engine), "max_diff_torch": worst(torch_),
-            "max_diff_finite_differences": fd_err}
+    return {
+        "max_diff_tensor_engine": worst(engine),
+        "max_diff_torch": worst(torch_),
+        "max_diff_finite_differences": fd_err,
+    }

@@ -15,8 +15,7 @@ def accuracy_score(pred: np.ndarray, target: np.ndarray) -> float:
 # means over batches. Every one equals scikit-learn's function of the same name (tests check it).
 
 
-def confusion_matrix(y_true: np.ndarray, y_pred: np.ndarray,
-                     labels: np.ndarray | None = None) -> np.ndarray:
+def confusion_matrix(y_true: np.ndarray, y_pred: np.ndarray, labels: np.ndarray | None = None) -> np.ndarray:
     """Counts ``C[i, j]`` of examples of true class ``labels[i]`` predicted as ``labels[j]``.
 
     Args:
@@ -40,8 +39,13 @@ def confusion_matrix(y_true: np.ndarray, y_pred: np.ndarray,
     return counts.reshape(k, k).astype(np.int64)  # (K*K,) -> (K, K)
 
 
-def precision_recall_f1(y_true: np.ndarray, y_pred: np.ndarray, average: str | None = "macro",
-                        labels: np.ndarray | None = None, pos_label=1):
+def precision_recall_f1(
+    y_true: np.ndarray,
+    y_pred: np.ndarray,
+    average: str | None = "macro",
+    labels: np.ndarray | None = None,
+    pos_label=1,
+):
     """Precision, recall and F1 score, as ``sklearn.metrics.precision_recall_fscore_support``.
 
     Per class c: precision = tp / (tp + fp), recall = tp / (tp + fn), F1 = 2 tp / (2 tp + fp + fn);
@@ -146,8 +150,10 @@ def log_loss(y_true: np.ndarray, probs: np.ndarray, labels: np.ndarray | None = 
     if probs.shape[1] == 1:
         probs = np.concatenate([1 - probs, probs], axis=1)  # (N, 1) -> (N, 2)
     if probs.shape[1] != len(labels):
-        raise ValueError(f"probs have {probs.shape[1]} columns but there are {len(labels)} "
-                         "classes; pass labels= to name them")
+        raise ValueError(
+            f"probs have {probs.shape[1]} columns but there are {len(labels)} "
+            "classes; pass labels= to name them"
+        )
     eps = np.finfo(probs.dtype).eps
     probs = np.clip(probs, eps, 1 - eps)
     order = np.argsort(labels, kind="stable")
@@ -158,8 +164,9 @@ def log_loss(y_true: np.ndarray, probs: np.ndarray, labels: np.ndarray | None = 
     return float(np.mean(-np.log(picked)))
 
 
-def pca_project(fit_on: np.ndarray, *apply_to: np.ndarray, n_components: int = 2,
-                seed: int = 0) -> list[np.ndarray]:
+def pca_project(
+    fit_on: np.ndarray, *apply_to: np.ndarray, n_components: int = 2, seed: int = 0
+) -> list[np.ndarray]:
     """Fit PCA on ``fit_on`` (N, D) and project each of ``apply_to`` to (M, n_components)."""
     from sklearn.decomposition import PCA
 
@@ -179,8 +186,9 @@ def pca_reconstruction_error(fit_on: np.ndarray, x: np.ndarray, n_components: in
     return float(np.mean((x - x_hat) ** 2))
 
 
-def cluster_separation(z: np.ndarray, labels: np.ndarray, sample_size: int | None = 5000,
-                       seed: int = 0) -> float:
+def cluster_separation(
+    z: np.ndarray, labels: np.ndarray, sample_size: int | None = 5000, seed: int = 0
+) -> float:
     """Mean silhouette coefficient of ``z`` (N, d) grouped by ``labels`` (N,), in [-1, 1].
 
     For each point, s = (b - a) / max(a, b) with a the mean distance to its own class and b to
@@ -194,8 +202,9 @@ def cluster_separation(z: np.ndarray, labels: np.ndarray, sample_size: int | Non
     return float(silhouette_score(z, labels, sample_size=size, random_state=seed))
 
 
-def knn_accuracy(z_train: np.ndarray, y_train: np.ndarray, z_test: np.ndarray,
-                 y_test: np.ndarray, k: int = 5) -> float:
+def knn_accuracy(
+    z_train: np.ndarray, y_train: np.ndarray, z_test: np.ndarray, y_test: np.ndarray, k: int = 5
+) -> float:
     """Test accuracy of a k-nearest-neighbour vote in the representation ``z`` (N, d)."""
     from sklearn.neighbors import KNeighborsClassifier
 

@@ -38,32 +38,53 @@ def epochs_to(history, key: str, target: float):
     return hits[0] if hits else None
 
 
-@experiment(name="adam-vs-sgd", day=2, step=3, config=AdamVsSGDConfig, requires=("mnist",),
-            title="Adam vs. plain SGD on one axis",
-            summary="the same MLP trained with Adam (PyTorch) and plain SGD (NumPy): curves compared",
-            quick={**QUICK_SIZES, "epochs": 2})
+@experiment(
+    name="adam-vs-sgd",
+    day=2,
+    step=3,
+    config=AdamVsSGDConfig,
+    requires=("mnist",),
+    title="Adam vs. plain SGD on one axis",
+    summary="the same MLP trained with Adam (PyTorch) and plain SGD (NumPy): curves compared",
+    quick={**QUICK_SIZES, "epochs": 2},
+)
 def run(ctx) -> None:
     cfg: AdamVsSGDConfig = ctx.cfg
     splits = mnist_splits_for(cfg, ctx.seed_for("split"), standardize=True)
     # Both start from the same weights: the NumPy MLP's initial weights copied into torch.
     adam_model = MLP.from_numpy(TwoLayerMLP(784, cfg.hidden, 10, seed=ctx.seed_for("init")).layers())
     sgd_model = TwoLayerMLP(784, cfg.hidden, 10, seed=ctx.seed_for("init"))
-    sgd = fit_scratch(sgd_model, SGD(sgd_model.params, lr=cfg.lr), splits.numpy(),
-                      epochs=cfg.epochs, batch_size=cfg.batch_size,
-                      setup=ctx.training("numpy-sgd"), seed=ctx.seed_for("shuffle"))
-    adam = fit_classifier(adam_model, splits, TrainConfig.of(cfg, lr=cfg.adam_lr, optimizer="adam"),
-                          ctx.training("torch-adam"))
+    sgd = fit_scratch(
+        sgd_model,
+        SGD(sgd_model.params, lr=cfg.lr),
+        splits.numpy(),
+        epochs=cfg.epochs,
+        batch_size=cfg.batch_size,
+        setup=ctx.training("numpy-sgd"),
+        seed=ctx.seed_for("shuffle"),
+    )
+    adam = fit_classifier(
+        adam_model, splits, TrainConfig.of(cfg, lr=cfg.adam_lr, optimizer="adam"), ctx.training("torch-adam")
+    )
     sgd_history, sgd_test = sgd.history, sgd.test["accuracy"]
     adam_history, adam_test = adam.history, adam.test["accuracy"]
     runs = {"SGD (NumPy, ours)": sgd_history, "Adam (PyTorch)": adam_history}
     e_sgd, e_adam = (epochs_to(h, "val_accuracy", 0.97) for h in runs.values())
-    ctx.metric(sgd_test_accuracy=sgd_test, adam_test_accuracy=adam_test,
-               sgd_val_accuracy_epoch1=sgd_history[0]["val_accuracy"],
-               adam_val_accuracy_epoch1=adam_history[0]["val_accuracy"],
-               sgd_final_val_loss=sgd_history[-1]["val_loss"],
-               adam_final_val_loss=adam_history[-1]["val_loss"],
-               sgd_epochs_to_97=e_sgd, adam_epochs_to_97=e_adam)
-    ctx.figure("curves", plots.learning_curves(runs, keys=("train_loss", "val_loss", "val_accuracy"),
-                                               logy=("train_loss", "val_loss")),
-               f"Both optimizers from the same initial weights: plain SGD (η = {cfg.lr:g}) and "
-               f"Adam (η = {cfg.adam_lr:g}), batch {cfg.batch_size}.")
+    ctx.metric(
+        sgd_test_accuracy=sgd_test,
+        adam_test_accuracy=adam_test,
+        sgd_val_accuracy_epoch1=sgd_history[0]["val_accuracy"],
+        adam_val_accuracy_epoch1=adam_history[0]["val_accuracy"],
+        sgd_final_val_loss=sgd_history[-1]["val_loss"],
+        adam_final_val_loss=adam_history[-1]["val_loss"],
+        sgd_epochs_to_97=e_sgd,
+        adam_epochs_to_97=e_adam,
+    )
+    ctx.figure(
+        "curves",
+        plots.learning_curves(
+            runs, keys=("train_loss", "val_loss", "val_accuracy"), logy=("train_loss", "val_loss")
+        ),
+        f"Both optimizers from the same initial weights: plain SGD (η = {cfg.lr:g}) and "
+        f"Adam (η = {cfg.adam_lr:g}), batch {cfg.batch_size}.",
+    )

@@ -41,10 +41,16 @@ class Autoencoder2DConfig(TrainConfig, MnistSizes):
         require_positive(self, "hidden", "steps")
 
 
-@experiment(name="autoencoder-2d", day=1, step=4, config=Autoencoder2DConfig, requires=("mnist",),
-            title="A 2-D autoencoder vs. 2-component PCA",
-            summary="an autoencoder with a 2-D latent space beats PCA's reconstruction; latent map",
-            quick={**QUICK_SIZES, "epochs": 2, "hidden": (64,)})
+@experiment(
+    name="autoencoder-2d",
+    day=1,
+    step=4,
+    config=Autoencoder2DConfig,
+    requires=("mnist",),
+    title="A 2-D autoencoder vs. 2-component PCA",
+    summary="an autoencoder with a 2-D latent space beats PCA's reconstruction; latent map",
+    quick={**QUICK_SIZES, "epochs": 2, "hidden": (64,)},
+)
 def run(ctx) -> None:
     cfg: Autoencoder2DConfig = ctx.cfg
     splits = mnist_splits_for(cfg, ctx.seed_for("split"))  # pixels in [0, 1]
@@ -53,12 +59,20 @@ def run(ctx) -> None:
     ae_mse = fit.test["loss"]
     pca_mse = pca_reconstruction_error(splits.x_train.numpy(), splits.x_test.numpy(), 2)
 
-    ctx.metric(ae_test_mse=ae_mse, pca2_test_mse=pca_mse, improvement=1 - ae_mse / pca_mse,
-               train_seconds=round(fit.train_time, 2))
-    ctx.claim("A non-linear 2-D autoencoder reconstructs better than 2-component PCA",
-              source="notes, Day 1 (autoencoders)", expected="AE test MSE < PCA-2 test MSE",
-              measured=f"{ae_mse:.4f} vs {pca_mse:.4f}", passed=ae_mse < pca_mse,
-              checked_in_quick=False)
+    ctx.metric(
+        ae_test_mse=ae_mse,
+        pca2_test_mse=pca_mse,
+        improvement=1 - ae_mse / pca_mse,
+        train_seconds=round(fit.train_time, 2),
+    )
+    ctx.claim(
+        "A non-linear 2-D autoencoder reconstructs better than 2-component PCA",
+        source="notes, Day 1 (autoencoders)",
+        expected="AE test MSE < PCA-2 test MSE",
+        measured=f"{ae_mse:.4f} vs {pca_mse:.4f}",
+        passed=ae_mse < pca_mse,
+        checked_in_quick=False,
+    )
 
     model.eval()
     with torch.no_grad():
@@ -66,23 +80,35 @@ def run(ctx) -> None:
     labels = splits.y_test.numpy()
     fig, (ax,) = plots.subplots(1, size=(6.0, 5.4))
     plots.embedding_scatter(ax, z, labels, "2-D latent codes of test images", seed=ctx.seed_for("plot"))
-    ctx.figure("latent_scatter", fig, "Each test image's 2-D code, coloured by digit (labels "
-               "were never shown to the autoencoder).")
+    ctx.figure(
+        "latent_scatter",
+        fig,
+        "Each test image's 2-D code, coloured by digit (labels were never shown to the autoencoder).",
+    )
 
-    ctx.figure("interpolations", plots.image_grid(
-        interpolate(model, z, labels, PAIRS, cfg.steps),
-        row_labels=[f"{a} → {b}" for a, b in PAIRS],
-        title="Decoded points on straight lines between two latent codes"),
+    ctx.figure(
+        "interpolations",
+        plots.image_grid(
+            interpolate(model, z, labels, PAIRS, cfg.steps),
+            row_labels=[f"{a} → {b}" for a, b in PAIRS],
+            title="Decoded points on straight lines between two latent codes",
+        ),
         "Each row decodes evenly spaced points on the segment between the codes of two test "
-        "digits (first and last columns are reconstructions of the endpoints).")
+        "digits (first and last columns are reconstructions of the endpoints).",
+    )
 
     with torch.no_grad():
         recon = model(splits.x_test[:8]).numpy().reshape(8, 28, 28)
     originals = splits.x_test[:8].numpy().reshape(8, 28, 28)
-    ctx.figure("reconstructions", plots.image_grid(
-        np.stack([originals, recon]), row_labels=["input", "AE"],
-        title=f"Test reconstructions (AE MSE {ae_mse:.4f}, PCA-2 MSE {pca_mse:.4f})"),
-        "Test images and their reconstructions through the 2-D bottleneck.")
+    ctx.figure(
+        "reconstructions",
+        plots.image_grid(
+            np.stack([originals, recon]),
+            row_labels=["input", "AE"],
+            title=f"Test reconstructions (AE MSE {ae_mse:.4f}, PCA-2 MSE {pca_mse:.4f})",
+        ),
+        "Test images and their reconstructions through the 2-D bottleneck.",
+    )
 
 
 def interpolate(model: Autoencoder, z: np.ndarray, labels: np.ndarray, pairs, steps: int) -> np.ndarray:

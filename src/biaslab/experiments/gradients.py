@@ -48,9 +48,14 @@ def notes_z(x):
     return 2 * x[0] + x[0] * sin(x[1]) + x[1] ** 3
 
 
-@experiment(name="gradients", day=2, step=1, config=GradientsConfig,
-            title="Gradients by hand, by forward mode and by reverse mode",
-            summary="the notes' trace tables, a gradient step, softmax facts; equal to torch.autograd")
+@experiment(
+    name="gradients",
+    day=2,
+    step=1,
+    config=GradientsConfig,
+    title="Gradients by hand, by forward mode and by reverse mode",
+    summary="the notes' trace tables, a gradient step, softmax facts; equal to torch.autograd",
+)
 def run(ctx) -> None:
     cfg: GradientsConfig = ctx.cfg
     x = [cfg.x0, cfg.x1]
@@ -91,20 +96,50 @@ def _trace_tables(ctx, x) -> None:
     diff = float(np.max(np.abs(np.array(grad) - torch_grad)))
     fwd = jacobian(notes_z, np.array(x), mode="forward")
     rev = jacobian(notes_z, np.array(x), mode="reverse")
-    ctx.metric(z=z, forward_tangent_x0=dz_dx0, adjoint_x0=grad[0], adjoint_x1=grad[1],
-               max_diff_to_torch=diff, forward_vs_reverse=float(np.max(np.abs(fwd - rev))))
+    ctx.metric(
+        z=z,
+        forward_tangent_x0=dz_dx0,
+        adjoint_x0=grad[0],
+        adjoint_x1=grad[1],
+        max_diff_to_torch=diff,
+        forward_vs_reverse=float(np.max(np.abs(fwd - rev))),
+    )
     if x == [1.0, 2.0]:
-        ctx.claim("Primal z at (1, 2)", source=NOTES, expected="10.9093", measured=f"{z:.4f}",
-                  passed=_close(z, 10.9093))
-        ctx.claim("Forward tangent with ẋ0 = 1", source=NOTES, expected="2.9093",
-                  measured=f"{dz_dx0:.4f}", passed=_close(dz_dx0, 2.9093))
-        ctx.claim("Reverse adjoints (x̄0, x̄1)", source=NOTES, expected="(2.9093, 11.5839)",
-                  measured=f"({grad[0]:.4f}, {grad[1]:.4f})", passed=_close(grad, [2.9093, 11.5839]))
-    ctx.claim("Our gradient equals torch.autograd (float64)", source=NOTES,
-              expected="max |difference| <= 1e-12", measured=diff, passed=diff <= 1e-12)
-    ctx.claim("Forward and reverse mode give the same Jacobian", source=NOTES,
-              expected="max |difference| <= 1e-12", measured=float(np.max(np.abs(fwd - rev))),
-              passed=bool(np.max(np.abs(fwd - rev)) <= 1e-12))
+        ctx.claim(
+            "Primal z at (1, 2)",
+            source=NOTES,
+            expected="10.9093",
+            measured=f"{z:.4f}",
+            passed=_close(z, 10.9093),
+        )
+        ctx.claim(
+            "Forward tangent with ẋ0 = 1",
+            source=NOTES,
+            expected="2.9093",
+            measured=f"{dz_dx0:.4f}",
+            passed=_close(dz_dx0, 2.9093),
+        )
+        ctx.claim(
+            "Reverse adjoints (x̄0, x̄1)",
+            source=NOTES,
+            expected="(2.9093, 11.5839)",
+            measured=f"({grad[0]:.4f}, {grad[1]:.4f})",
+            passed=_close(grad, [2.9093, 11.5839]),
+        )
+    ctx.claim(
+        "Our gradient equals torch.autograd (float64)",
+        source=NOTES,
+        expected="max |difference| <= 1e-12",
+        measured=diff,
+        passed=diff <= 1e-12,
+    )
+    ctx.claim(
+        "Forward and reverse mode give the same Jacobian",
+        source=NOTES,
+        expected="max |difference| <= 1e-12",
+        measured=float(np.max(np.abs(fwd - rev))),
+        passed=bool(np.max(np.abs(fwd - rev)) <= 1e-12),
+    )
 
 
 def _bowl(ctx, step_size: float) -> None:
@@ -115,20 +150,38 @@ def _bowl(ctx, step_size: float) -> None:
     H = hessian(bowl, p)  # the Jacobian of the gradient, forward over forward
     p_next = p - step_size * g  # eq.: θ ← θ − η ∇f(θ)
     f0, f1 = float(bowl(p)), float(bowl(p_next))
-    ctx.metric(bowl_gradient=g.tolist(), bowl_hessian=H.tolist(), bowl_f_before=f0,
-               bowl_f_after=f1, bowl_forward_gradient=gradient(bowl, p).tolist())
-    ctx.claim("∇(x1² + 3·x2²) at (1, 1)", source="notes, Day 2 (gradient descent)",
-              expected="(2, 6)", measured=f"({g[0]:g}, {g[1]:g})", passed=bool(np.allclose(g, [2, 6])))
-    ctx.claim("Its Hessian (Jacobian of the gradient)", source="notes, Day 2",
-              expected="diag(2, 6)", measured=str(np.round(H, 12).tolist()),
-              passed=bool(np.allclose(H, np.diag([2.0, 6.0]), atol=1e-12)))
-    ctx.claim(f"One step with η = {step_size:g} lowers f", source="notes, Day 2",
-              expected=f"f({p_next[0]:g}, {p_next[1]:g}) < f(1, 1) = 4",
-              measured=round(f1, 6), passed=f1 < f0)
+    ctx.metric(
+        bowl_gradient=g.tolist(),
+        bowl_hessian=H.tolist(),
+        bowl_f_before=f0,
+        bowl_f_after=f1,
+        bowl_forward_gradient=gradient(bowl, p).tolist(),
+    )
+    ctx.claim(
+        "∇(x1² + 3·x2²) at (1, 1)",
+        source="notes, Day 2 (gradient descent)",
+        expected="(2, 6)",
+        measured=f"({g[0]:g}, {g[1]:g})",
+        passed=bool(np.allclose(g, [2, 6])),
+    )
+    ctx.claim(
+        "Its Hessian (Jacobian of the gradient)",
+        source="notes, Day 2",
+        expected="diag(2, 6)",
+        measured=str(np.round(H, 12).tolist()),
+        passed=bool(np.allclose(H, np.diag([2.0, 6.0]), atol=1e-12)),
+    )
+    ctx.claim(
+        f"One step with η = {step_size:g} lowers f",
+        source="notes, Day 2",
+        expected=f"f({p_next[0]:g}, {p_next[1]:g}) < f(1, 1) = 4",
+        measured=round(f1, 6),
+        passed=f1 < f0,
+    )
 
     fig, (ax,) = plots.subplots(1, size=(5.5, 4.8))
     gx, gy = np.meshgrid(np.linspace(-1.5, 1.5, 200), np.linspace(-1.5, 1.5, 200))
-    cs = ax.contour(gx, gy, gx ** 2 + 3 * gy ** 2, levels=[0.25, 0.5, 1, 2, 4, 6, 8], cmap="viridis")
+    cs = ax.contour(gx, gy, gx**2 + 3 * gy**2, levels=[0.25, 0.5, 1, 2, 4, 6, 8], cmap="viridis")
     ax.clabel(cs, fontsize=7)
     ax.annotate("", xy=p_next, xytext=p, arrowprops=dict(arrowstyle="->", lw=2, color="crimson"))
     ax.plot(*p, "o", color="crimson")
@@ -138,8 +191,12 @@ def _bowl(ctx, step_size: float) -> None:
     ax.set_xlabel("$x_1$")
     ax.set_ylabel("$x_2$")
     ax.set_aspect("equal")
-    ctx.figure("gradient_step", fig, "Contours of x1² + 3·x2²; grey: the gradient direction "
-               "(2, 6) at (1, 1); red: the step −η∇f, perpendicular to the contour it leaves.")
+    ctx.figure(
+        "gradient_step",
+        fig,
+        "Contours of x1² + 3·x2²; grey: the gradient direction "
+        "(2, 6) at (1, 1); red: the step −η∇f, perpendicular to the contour it leaves.",
+    )
 
 
 def _softmax_facts(ctx) -> None:
@@ -147,28 +204,51 @@ def _softmax_facts(ctx) -> None:
     s2 = softmax(Tensor(np.array([2.0, 4.0, 6.0]))).data
     big = softmax(Tensor(np.array([1000.0, 1001.0, 1002.0]))).data
     ctx.metric(softmax_123=s1.tolist(), softmax_246=s2.tolist(), softmax_1000=big.tolist())
-    ctx.claim("softmax([1, 2, 3])", source="notes, Day 2 (softmax)", expected="[0.090, 0.245, 0.665]",
-              measured=str(np.round(s1, 3).tolist()), passed=_close(s1, [0.090, 0.245, 0.665], 5e-4))
+    ctx.claim(
+        "softmax([1, 2, 3])",
+        source="notes, Day 2 (softmax)",
+        expected="[0.090, 0.245, 0.665]",
+        measured=str(np.round(s1, 3).tolist()),
+        passed=_close(s1, [0.090, 0.245, 0.665], 5e-4),
+    )
     # The notes print 0.8670 for the last entry: a rounding slip, as the exact value shows.
-    ctx.claim_exact("softmax([2, 4, 6])", source="notes, Day 2 (softmax)",
-                    notes=[0.0159, 0.1173, 0.8670], measured=s2, tolerance=5e-5,
-                    exact=lambda: exact_softmax([2, 4, 6]), shown=str(np.round(s2, 4).tolist()),
-                    computation="e^k / (e^2 + e^4 + e^6) for k = 2, 4, 6, in exact rational "
-                                "arithmetic from the float64 value of e: [0.015876, 0.117310, "
-                                "0.866813]; the notes' 0.8670 is a slip for 0.8668 (their three "
-                                "values sum to 1.0002)")
-    ctx.claim("Softmax is not scale-invariant: doubling the logits changes it",
-              source="notes, Day 2 (softmax)", expected="softmax([2,4,6]) != softmax([1,2,3])",
-              measured=float(np.max(np.abs(s2 - s1))), passed=not np.allclose(s1, s2))
-    ctx.claim("softmax of logits around 1000 does not overflow", source="notes, Day 2 (softmax)",
-              expected="finite, equal to softmax([0, 1, 2])", measured=str(np.round(big, 3).tolist()),
-              passed=bool(np.all(np.isfinite(big)) and np.allclose(big, s1, atol=1e-12)))
+    ctx.claim_exact(
+        "softmax([2, 4, 6])",
+        source="notes, Day 2 (softmax)",
+        notes="[0.0159, 0.1173, 0.8670]",
+        measured=s2,
+        tolerance=5e-5,
+        exact=lambda: exact_softmax([2, 4, 6]),
+        shown=str(np.round(s2, 4).tolist()),
+        computation="e^k / (e^2 + e^4 + e^6) for k = 2, 4, 6, in exact rational "
+        "arithmetic from the float64 value of e: [0.015876, 0.117310, "
+        "0.866813]; the notes' 0.8670 is a slip for 0.8668 (their three "
+        "values sum to 1.0002)",
+    )
+    ctx.claim(
+        "Softmax is not scale-invariant: doubling the logits changes it",
+        source="notes, Day 2 (softmax)",
+        expected="softmax([2,4,6]) != softmax([1,2,3])",
+        measured=float(np.max(np.abs(s2 - s1))),
+        passed=not np.allclose(s1, s2),
+    )
+    ctx.claim(
+        "softmax of logits around 1000 does not overflow",
+        source="notes, Day 2 (softmax)",
+        expected="finite, equal to softmax([0, 1, 2])",
+        measured=str(np.round(big, 3).tolist()),
+        passed=bool(np.all(np.isfinite(big)) and np.allclose(big, s1, atol=1e-12)),
+    )
 
     rng = np.random.default_rng(ctx.seed_for("ce"))
     logits, targets = rng.normal(size=(8, 5)) * 3, rng.integers(0, 5, size=8)
     ce = softmax_cross_entropy(Tensor(logits), targets).item()
     nll = float(-np.mean(np.log(softmax(Tensor(logits)).data[np.arange(8), targets])))
     ctx.metric(cross_entropy_on_logits=ce, softmax_then_nll=nll)
-    ctx.claim("Cross-entropy on logits = softmax then negative log-likelihood",
-              source="notes, Day 2 (softmax)", expected="equal to 1e-12", measured=abs(ce - nll),
-              passed=abs(ce - nll) <= 1e-12)
+    ctx.claim(
+        "Cross-entropy on logits = softmax then negative log-likelihood",
+        source="notes, Day 2 (softmax)",
+        expected="equal to 1e-12",
+        measured=abs(ce - nll),
+        passed=abs(ce - nll) <= 1e-12,
+    )

@@ -36,10 +36,16 @@ class HiddenPCAConfig(TrainConfig, MnistSizes):
         require_positive(self, "hidden", "silhouette_points")
 
 
-@experiment(name="hidden-pca", day=1, step=3, config=HiddenPCAConfig, requires=("mnist",),
-            title="Hidden activations vs. raw pixels in 2-D",
-            summary="PCA of the trained MLP's hidden layer separates digits better than PCA of pixels",
-            quick={**QUICK_SIZES, "epochs": 2})
+@experiment(
+    name="hidden-pca",
+    day=1,
+    step=3,
+    config=HiddenPCAConfig,
+    requires=("mnist",),
+    title="Hidden activations vs. raw pixels in 2-D",
+    summary="PCA of the trained MLP's hidden layer separates digits better than PCA of pixels",
+    quick={**QUICK_SIZES, "epochs": 2},
+)
 def run(ctx) -> None:
     cfg: HiddenPCAConfig = ctx.cfg
     splits = mnist_splits_for(cfg, ctx.seed_for("split"), standardize=True)
@@ -52,8 +58,9 @@ def run(ctx) -> None:
     labels = splits.y_test.numpy()
     # PCA is fitted on the training set and applied to the test set.
     zh_train, z_hidden = pca_project(h_train, h_train, h_test, seed=ctx.seed_for("pca"))
-    zp_train, z_pixels = pca_project(splits.x_train.numpy(), splits.x_train.numpy(),
-                                     splits.x_test.numpy(), seed=ctx.seed_for("pca"))
+    zp_train, z_pixels = pca_project(
+        splits.x_train.numpy(), splits.x_train.numpy(), splits.x_test.numpy(), seed=ctx.seed_for("pca")
+    )
     y_train = splits.y_train.numpy()
     knn_hidden = knn_accuracy(zh_train, y_train, z_hidden, labels)
     knn_pixels = knn_accuracy(zp_train, y_train, z_pixels, labels)
@@ -63,25 +70,47 @@ def run(ctx) -> None:
     s_hidden_full = cluster_separation(h_test, labels, cfg.silhouette_points, s_seed)
     s_pixels_full = cluster_separation(splits.x_test.numpy(), labels, cfg.silhouette_points, s_seed)
 
-    ctx.metric(test_accuracy=fit.test["accuracy"], silhouette_hidden_pca2=s_hidden,
-               silhouette_pixels_pca2=s_pixels, silhouette_hidden_full=s_hidden_full,
-               silhouette_pixels_full=s_pixels_full, knn5_accuracy_hidden_pca2=knn_hidden,
-               knn5_accuracy_pixels_pca2=knn_pixels)
-    ctx.claim("Hidden activations, projected to 2-D, separate the digits better than raw pixels",
-              source="notes, Day 1 (representations)",
-              expected="silhouette(hidden, PCA-2) > silhouette(pixels, PCA-2)",
-              measured=f"{s_hidden:.3f} vs {s_pixels:.3f}", passed=s_hidden > s_pixels)
-    ctx.table("Cluster separation on the test set: mean silhouette coefficient by digit, and "
-              "the accuracy of a 5-nearest-neighbour vote in the 2-D projection",
-              ["representation", "silhouette, PCA-2", "silhouette, all dims", "5-NN accuracy, PCA-2"],
-              [["raw pixels (784)", s_pixels, s_pixels_full, knn_pixels],
-               [f"hidden layer ({cfg.hidden})", s_hidden, s_hidden_full, knn_hidden]])
+    ctx.metric(
+        test_accuracy=fit.test["accuracy"],
+        silhouette_hidden_pca2=s_hidden,
+        silhouette_pixels_pca2=s_pixels,
+        silhouette_hidden_full=s_hidden_full,
+        silhouette_pixels_full=s_pixels_full,
+        knn5_accuracy_hidden_pca2=knn_hidden,
+        knn5_accuracy_pixels_pca2=knn_pixels,
+    )
+    ctx.claim(
+        "Hidden activations, projected to 2-D, separate the digits better than raw pixels",
+        source="notes, Day 1 (representations)",
+        expected="silhouette(hidden, PCA-2) > silhouette(pixels, PCA-2)",
+        measured=f"{s_hidden:.3f} vs {s_pixels:.3f}",
+        passed=s_hidden > s_pixels,
+    )
+    ctx.table(
+        "Cluster separation on the test set: mean silhouette coefficient by digit, and "
+        "the accuracy of a 5-nearest-neighbour vote in the 2-D projection",
+        ["representation", "silhouette, PCA-2", "silhouette, all dims", "5-NN accuracy, PCA-2"],
+        [
+            ["raw pixels (784)", s_pixels, s_pixels_full, knn_pixels],
+            [f"hidden layer ({cfg.hidden})", s_hidden, s_hidden_full, knn_hidden],
+        ],
+    )
 
     fig, axes = plots.subplots(2, size=(5.0, 4.6))
-    plots.embedding_scatter(axes[0], z_pixels, labels, f"raw pixels, PCA-2 (silhouette {s_pixels:.3f})",
-                            seed=ctx.seed_for("plot"))
-    plots.embedding_scatter(axes[1], z_hidden, labels,
-                            f"hidden layer, PCA-2 (silhouette {s_hidden:.3f})", seed=ctx.seed_for("plot"))
-    ctx.figure("pca_scatter", fig, "Test images projected to their first two principal "
-               "components, coloured by digit: raw pixels (left) and the trained MLP's hidden "
-               "activations (right).")
+    plots.embedding_scatter(
+        axes[0], z_pixels, labels, f"raw pixels, PCA-2 (silhouette {s_pixels:.3f})", seed=ctx.seed_for("plot")
+    )
+    plots.embedding_scatter(
+        axes[1],
+        z_hidden,
+        labels,
+        f"hidden layer, PCA-2 (silhouette {s_hidden:.3f})",
+        seed=ctx.seed_for("plot"),
+    )
+    ctx.figure(
+        "pca_scatter",
+        fig,
+        "Test images projected to their first two principal "
+        "components, coloured by digit: raw pixels (left) and the trained MLP's hidden "
+        "activations (right).",
+    )

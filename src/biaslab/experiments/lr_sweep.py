@@ -52,46 +52,73 @@ class LRSweepConfig(TrainConfig, MnistSizes):
             raise ConfigError(f"label_noise={self.label_noise}: must be in [0, 1]")
 
 
-@experiment(name="lr-sweep", day=2, step=4, config=LRSweepConfig, requires=("mnist",),
-            title="Learning rates and the four shapes of a learning curve",
-            summary="learning rates 1e-1..1e-4: diverging, overfitting, healthy, underfitting curves",
-            quick={"n_train": 200, "n_val": 300, "epochs": 3})
+@experiment(
+    name="lr-sweep",
+    day=2,
+    step=4,
+    config=LRSweepConfig,
+    requires=("mnist",),
+    title="Learning rates and the four shapes of a learning curve",
+    summary="learning rates 1e-1..1e-4: diverging, overfitting, healthy, underfitting curves",
+    quick={"n_train": 200, "n_val": 300, "epochs": 3},
+)
 def run(ctx) -> None:
     cfg: LRSweepConfig = ctx.cfg
     splits = mnist_splits_for(cfg, ctx.seed_for("split"), standardize=True)
-    splits = splits.replace(y_train=corrupt_labels(splits.y_train, cfg.label_noise, 10,
-                                                   seed=ctx.seed_for("noise")))
+    splits = splits.replace(
+        y_train=corrupt_labels(splits.y_train, cfg.label_noise, 10, seed=ctx.seed_for("noise"))
+    )
     chance = math.log(10)  # cross-entropy of a uniform guess over 10 digits
     histories, rows = {}, []
     for lr in cfg.learning_rates:
         tag = f"lr{lr:g}"
         model = ctx.init_model(lambda: MLP((784, cfg.hidden, 10)))  # the same weights for every rate
-        history = fit_classifier(model, splits, TrainConfig.of(cfg, lr=lr), ctx.training(tag),
-                                 test=False, on_divergence="stop").history
+        history = fit_classifier(
+            model, splits, TrainConfig.of(cfg, lr=lr), ctx.training(tag), test=False, on_divergence="stop"
+        ).history
         train = [r["train_loss"] for r in history]
         val = [r["val_loss"] for r in history if "val_loss" in r]
         reading = classify_curve(train, val, chance_loss=chance)
         histories[f"η={lr:g}: {reading.shape}"] = history
         expected = EXPECTED.get(lr)
-        rows.append([f"{lr:g}", reading.shape, expected or "-", train[-1],
-                     val[-1] if val else None, reading.reason])
-        ctx.metric(**{f"{tag}_shape": reading.shape, f"{tag}_final_train_loss": train[-1],
-                      f"{tag}_final_val_loss": val[-1] if val else None})
+        rows.append(
+            [f"{lr:g}", reading.shape, expected or "-", train[-1], val[-1] if val else None, reading.reason]
+        )
+        ctx.metric(
+            **{
+                f"{tag}_shape": reading.shape,
+                f"{tag}_final_train_loss": train[-1],
+                f"{tag}_final_val_loss": val[-1] if val else None,
+            }
+        )
         if expected is not None:
-            ctx.claim(f"Learning rate {lr:g} gives the {expected} curve",
-                      source="notes, Day 2 (reading learning curves)",
-                      expected=expected, measured=reading.shape,
-                      passed=reading.shape == expected, checked_in_quick=False)
+            ctx.claim(
+                f"Learning rate {lr:g} gives the {expected} curve",
+                source="notes, Day 2 (reading learning curves)",
+                expected=expected,
+                measured=reading.shape,
+                passed=reading.shape == expected,
+                checked_in_quick=False,
+            )
     shapes = {r[1] for r in rows}
-    ctx.claim("All four characteristic shapes appear", source="notes, Day 2",
-              expected=", ".join(sorted(set(EXPECTED.values()))),
-              measured=", ".join(sorted(shapes)),
-              passed=shapes >= set(EXPECTED.values()), checked_in_quick=False)
-    ctx.table("Curve shapes, as labelled by biaslab.evaluate.classify_curve",
-              ["learning rate", "label", "notes", "final train loss", "final val loss", "why"],
-              rows)
-    ctx.figure("learning_curves", plots.sweep_curves(histories, chance=chance),
-               f"Training (dashed) and validation (solid) cross-entropy per epoch for each "
-               f"learning rate ({cfg.optimizer}, {cfg.n_train} training images, {cfg.label_noise:.0%} of "
-               "their labels random); the legend gives "
-               "the label the curve classifier assigned. Grey: the loss of a uniform guess.")
+    ctx.claim(
+        "All four characteristic shapes appear",
+        source="notes, Day 2",
+        expected=", ".join(sorted(set(EXPECTED.values()))),
+        measured=", ".join(sorted(shapes)),
+        passed=shapes >= set(EXPECTED.values()),
+        checked_in_quick=False,
+    )
+    ctx.table(
+        "Curve shapes, as labelled by biaslab.evaluate.classify_curve",
+        ["learning rate", "label", "notes", "final train loss", "final val loss", "why"],
+        rows,
+    )
+    ctx.figure(
+        "learning_curves",
+        plots.sweep_curves(histories, chance=chance),
+        f"Training (dashed) and validation (solid) cross-entropy per epoch for each "
+        f"learning rate ({cfg.optimizer}, {cfg.n_train} training images, {cfg.label_noise:.0%} of "
+        "their labels random); the legend gives "
+        "the label the curve classifier assigned. Grey: the loss of a uniform guess.",
+    )

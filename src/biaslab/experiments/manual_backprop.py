@@ -28,43 +28,82 @@ class ManualBackpropConfig(LoopConfig, MnistSizes):
         require_positive(self, "hidden")
 
 
-@experiment(name="manual-backprop", day=2, step=2, config=ManualBackpropConfig,
-            requires=("mnist",), title="Backpropagation by hand in NumPy",
-            summary="the NumPy MLP with the notes' five backprop formulas and plain SGD: >= 97%",
-            quick={**QUICK_SIZES, "epochs": 2})
+@experiment(
+    name="manual-backprop",
+    day=2,
+    step=2,
+    config=ManualBackpropConfig,
+    requires=("mnist",),
+    title="Backpropagation by hand in NumPy",
+    summary="the NumPy MLP with the notes' five backprop formulas and plain SGD: >= 97%",
+    quick={**QUICK_SIZES, "epochs": 2},
+)
 def run(ctx) -> None:
     cfg: ManualBackpropConfig = ctx.cfg
     data = mnist_splits_for(cfg, ctx.seed_for("split"), standardize=True).numpy()
     probe = TwoLayerMLP(784, cfg.hidden, 10, seed=ctx.seed_for("init"))
-    report = mlp_gradient_report(probe, data.x_train[:32], data.y_train[:32],
-                                 seed=ctx.seed_for("gradcheck"))
+    report = mlp_gradient_report(probe, data.x_train[:32], data.y_train[:32], seed=ctx.seed_for("gradcheck"))
     model = TwoLayerMLP(784, cfg.hidden, 10, seed=ctx.seed_for("init"))
-    fit = fit_scratch(model, SGD(model.params, lr=cfg.lr), data, epochs=cfg.epochs,
-                      batch_size=cfg.batch_size, setup=ctx.training("numpy-sgd"),
-                      seed=ctx.seed_for("shuffle"))
+    fit = fit_scratch(
+        model,
+        SGD(model.params, lr=cfg.lr),
+        data,
+        epochs=cfg.epochs,
+        batch_size=cfg.batch_size,
+        setup=ctx.training("numpy-sgd"),
+        seed=ctx.seed_for("shuffle"),
+    )
     history, (test_loss, test_acc) = fit.history, (fit.test["loss"], fit.test["accuracy"])
     seconds = sum(r["seconds"] for r in history)
-    ctx.metric(test_accuracy=test_acc, test_loss=test_loss, train_seconds=round(seconds, 2),
-               epochs=len(history), parameters=model.parameter_count(), **report)
-    ctx.claim("The five formulas equal torch.autograd (float64)", source="notes, Day 2 (backprop)",
-              expected="max |difference| <= 1e-12", measured=report["max_diff_torch"],
-              passed=report["max_diff_torch"] <= 1e-12)
-    ctx.claim("... and our Tensor engine", source="notes, Day 2 (backprop)",
-              expected="max |difference| <= 1e-12", measured=report["max_diff_tensor_engine"],
-              passed=report["max_diff_tensor_engine"] <= 1e-12)
-    ctx.claim("... and central finite differences", source="notes, Day 2 (gradient checking)",
-              expected="max |difference| <= 1e-7", measured=report["max_diff_finite_differences"],
-              passed=report["max_diff_finite_differences"] <= 1e-7)
-    ctx.claim("Plain mini-batch SGD with our own loop reaches 97% on MNIST",
-              source="notes, Day 2", expected="test accuracy >= 0.97", measured=test_acc,
-              passed=test_acc >= 0.97, checked_in_quick=False)
-    ctx.table("Gradient check of the hand-written backward pass (one batch of 32, float64)",
-              ["reference", "largest |difference|"],
-              [["biaslab.scratch.Tensor (reverse mode)", report["max_diff_tensor_engine"]],
-               ["torch.autograd", report["max_diff_torch"]],
-               ["central finite differences (20 entries per parameter)",
-                report["max_diff_finite_differences"]]])
-    ctx.figure("learning_curves", plots.learning_curves(
-        {"NumPy MLP, SGD": history}, keys=("train_loss", "val_loss", "val_accuracy")),
+    ctx.metric(
+        test_accuracy=test_acc,
+        test_loss=test_loss,
+        train_seconds=round(seconds, 2),
+        epochs=len(history),
+        parameters=model.parameter_count(),
+        **report,
+    )
+    ctx.claim(
+        "The five formulas equal torch.autograd (float64)",
+        source="notes, Day 2 (backprop)",
+        expected="max |difference| <= 1e-12",
+        measured=report["max_diff_torch"],
+        passed=report["max_diff_torch"] <= 1e-12,
+    )
+    ctx.claim(
+        "... and our Tensor engine",
+        source="notes, Day 2 (backprop)",
+        expected="max |difference| <= 1e-12",
+        measured=report["max_diff_tensor_engine"],
+        passed=report["max_diff_tensor_engine"] <= 1e-12,
+    )
+    ctx.claim(
+        "... and central finite differences",
+        source="notes, Day 2 (gradient checking)",
+        expected="max |difference| <= 1e-7",
+        measured=report["max_diff_finite_differences"],
+        passed=report["max_diff_finite_differences"] <= 1e-7,
+    )
+    ctx.claim(
+        "Plain mini-batch SGD with our own loop reaches 97% on MNIST",
+        source="notes, Day 2",
+        expected="test accuracy >= 0.97",
+        measured=test_acc,
+        passed=test_acc >= 0.97,
+        checked_in_quick=False,
+    )
+    ctx.table(
+        "Gradient check of the hand-written backward pass (one batch of 32, float64)",
+        ["reference", "largest |difference|"],
+        [
+            ["biaslab.scratch.Tensor (reverse mode)", report["max_diff_tensor_engine"]],
+            ["torch.autograd", report["max_diff_torch"]],
+            ["central finite differences (20 entries per parameter)", report["max_diff_finite_differences"]],
+        ],
+    )
+    ctx.figure(
+        "learning_curves",
+        plots.learning_curves({"NumPy MLP, SGD": history}, keys=("train_loss", "val_loss", "val_accuracy")),
         f"Plain SGD (η = {cfg.lr:g}, batch {cfg.batch_size}) with the hand-written backward "
-        f"pass; test accuracy {test_acc:.4f} after {len(history)} epochs ({seconds:.1f} s).")
+        f"pass; test accuracy {test_acc:.4f} after {len(history)} epochs ({seconds:.1f} s).",
+    )

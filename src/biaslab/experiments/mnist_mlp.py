@@ -31,10 +31,16 @@ class MnistMLPConfig(TrainConfig, MnistSizes):
         require_positive(self, "hidden")
 
 
-@experiment(name="mnist-mlp", day=1, step=2, config=MnistMLPConfig, requires=("mnist",),
-            title="MNIST with a two-layer MLP",
-            summary="the notes' 784-256-10 MLP: 203,530 parameters, ~97% test accuracy in a minute",
-            quick={**QUICK_SIZES, "epochs": 2})
+@experiment(
+    name="mnist-mlp",
+    day=1,
+    step=2,
+    config=MnistMLPConfig,
+    requires=("mnist",),
+    title="MNIST with a two-layer MLP",
+    summary="the notes' 784-256-10 MLP: 203,530 parameters, ~97% test accuracy in a minute",
+    quick={**QUICK_SIZES, "epochs": 2},
+)
 def run(ctx) -> None:
     cfg: MnistMLPConfig = ctx.cfg
     splits = mnist_splits_for(cfg, ctx.seed_for("split"), standardize=True)
@@ -42,19 +48,42 @@ def run(ctx) -> None:
     fit = fit_classifier(model, splits, TrainConfig.of(cfg), ctx.training("mlp"))
     n_params = count_parameters(model)
     best_val = max(r["val_accuracy"] for r in fit.history)
-    ctx.metric(parameters=n_params, test_accuracy=fit.test["accuracy"], test_loss=fit.test["loss"],
-               best_val_accuracy=best_val, train_seconds=round(fit.train_time, 2),
-               epochs=len(fit.history), n_train=len(splits.x_train))
-    ctx.claim("The 784-256-10 MLP has exactly 203,530 parameters", source="notes, Day 1 (MNIST)",
-              expected=f"{NOTES_PARAMETERS:,}", measured=n_params,
-              passed=n_params == NOTES_PARAMETERS if cfg.hidden == 256 else None)
-    ctx.claim("It reaches roughly 97% test accuracy", source="notes, Day 1 (MNIST)",
-              expected="test accuracy >= 0.97", measured=fit.test["accuracy"],
-              passed=fit.test["accuracy"] >= 0.97, checked_in_quick=False)
-    ctx.claim("... in under a minute of training", source="notes, Day 1 (MNIST)",
-              expected="training time < 60 s", measured=round(fit.train_time, 2),
-              passed=fit.train_time < 60)
-    ctx.figure("learning_curves", plots.learning_curves(
-        {"MLP 784-256-10": fit.history}, keys=("train_loss", "val_loss", "val_accuracy")),
+    ctx.metric(
+        parameters=n_params,
+        test_accuracy=fit.test["accuracy"],
+        test_loss=fit.test["loss"],
+        best_val_accuracy=best_val,
+        train_seconds=round(fit.train_time, 2),
+        epochs=len(fit.history),
+        n_train=len(splits.x_train),
+    )
+    ctx.claim(
+        "The 784-256-10 MLP has exactly 203,530 parameters",
+        source="notes, Day 1 (MNIST)",
+        expected=f"{NOTES_PARAMETERS:,}",
+        measured=n_params,
+        passed=n_params == NOTES_PARAMETERS if cfg.hidden == 256 else None,
+    )
+    ctx.claim(
+        "It reaches roughly 97% test accuracy",
+        source="notes, Day 1 (MNIST)",
+        expected="test accuracy >= 0.97",
+        measured=fit.test["accuracy"],
+        passed=fit.test["accuracy"] >= 0.97,
+        checked_in_quick=False,
+    )
+    ctx.claim(
+        "... in under a minute of training",
+        source="notes, Day 1 (MNIST)",
+        expected="training time < 60 s",
+        measured=round(fit.train_time, 2),
+        passed=fit.train_time < 60,
+    )
+    ctx.figure(
+        "learning_curves",
+        plots.learning_curves(
+            {"MLP 784-256-10": fit.history}, keys=("train_loss", "val_loss", "val_accuracy")
+        ),
         "Training and validation loss, and validation accuracy, per epoch. The test set is "
-        "evaluated once, after training.")
+        "evaluated once, after training.",
+    )

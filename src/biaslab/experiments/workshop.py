@@ -20,8 +20,13 @@ class WorkshopConfig:
     days: tuple[int, ...] = (1, 2, 3, 4, 5)  # which workshop days to run
 
 
-@experiment(name="workshop", day=0, config=WorkshopConfig, title="The five-day workshop",
-            summary="every lab in order, one run directory each, and one HTML index")
+@experiment(
+    name="workshop",
+    day=0,
+    config=WorkshopConfig,
+    title="The five-day workshop",
+    summary="every lab in order, one run directory each, and one HTML index",
+)
 def run(ctx) -> None:
     labs = [e for e in all_experiments() if e.day in ctx.cfg.days]
     rows, total = [], Tally()
@@ -32,22 +37,41 @@ def run(ctx) -> None:
         if lab.is_run:  # resuming the workshop: finish or reuse the lab
             result = run_experiment(resume=lab.path, progress=ctx.progress)
         else:
-            result = run_experiment(exp.name, profile=ctx.profile, seed=ctx.seed, out=lab.path,
-                                    progress=ctx.progress)
+            result = run_experiment(
+                exp.name, profile=ctx.profile, seed=ctx.seed, out=lab.path, progress=ctx.progress
+            )
         seconds = time.perf_counter() - start
         counts = tally(result.claims)
         total += counts
-        rows.append([exp.day, exp.name, round(seconds, 2), counts.passed, counts.failed,
-                     counts.notes_wrong, counts.unjudged])
+        rows.append(
+            [
+                exp.day,
+                exp.name,
+                round(seconds, 2),
+                counts.passed,
+                counts.failed,
+                counts.notes_wrong,
+                counts.unjudged,
+            ]
+        )
         ctx.echo(f"  {exp.name:<16} {format_duration(seconds):>12}   claims {counts.short()}")
-    ctx.metric(labs=len(labs), claims_passed=total.passed, claims_checked=total.judged,
-               claims_failed=total.failed, claims_notes_wrong=total.notes_wrong)
+    ctx.metric(
+        labs=len(labs),
+        claims_passed=total.passed,
+        claims_checked=total.judged,
+        claims_failed=total.failed,
+        claims_notes_wrong=total.notes_wrong,
+    )
     columns = ["day", "lab", "seconds", "passed", "failed", "notes wrong", "not checked"]
     ctx.table("Labs of this workshop run", columns, rows)
     _echo_table(ctx, columns, rows)
     ctx.echo(f"workshop: {total.describe()}")
-    index = render_index(ctx.run.labs_dir, out=ctx.run.index_path, order=workshop_order(),
-                         title=f"biaslab workshop ({ctx.profile} profile, seed {ctx.seed})")
+    index = render_index(
+        ctx.run.labs_dir,
+        out=ctx.run.index_path,
+        order=workshop_order(),
+        title=f"biaslab workshop ({ctx.profile} profile, seed {ctx.seed})",
+    )
     ctx.metric(index=str(index.relative_to(ctx.run_dir)))
 
 
@@ -56,7 +80,8 @@ def _echo_table(ctx, columns: list[str], rows: list[list]) -> None:
     cells = [columns] + [[str(c) for c in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
     for n, row in enumerate(cells):
-        ctx.echo("  " + "  ".join(c.ljust(w) if i < 2 else c.rjust(w)
-                                  for i, (c, w) in enumerate(zip(row, widths))))
+        ctx.echo(
+            "  " + "  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+        )
         if n == 0:
             ctx.echo("  " + "  ".join("-" * w for w in widths))

@@ -47,9 +47,15 @@ CORNERS = np.array([[-1, -1], [-1, 1], [1, -1], [1, 1]], dtype=np.float32)
 CORNER_LABELS = np.array([0, 1, 1, 0])
 
 
-@experiment(name="xor", day=1, step=1, config=XorConfig, title="XOR: perceptron vs. one hidden layer",
-            summary="a single perceptron cannot separate XOR; a one-hidden-layer MLP reaches 100%",
-            quick={"n_train": 200, "n_test": 200, "epochs": 40})
+@experiment(
+    name="xor",
+    day=1,
+    step=1,
+    config=XorConfig,
+    title="XOR: perceptron vs. one hidden layer",
+    summary="a single perceptron cannot separate XOR; a one-hidden-layer MLP reaches 100%",
+    quick={"n_train": 200, "n_test": 200, "epochs": 40},
+)
 def run(ctx) -> None:
     cfg: XorConfig = ctx.cfg
     x_tr, y_tr = xor(cfg.n_train, cfg.noise, seed=ctx.seed_for("train"))
@@ -70,26 +76,44 @@ def run(ctx) -> None:
             pred = model(torch.from_numpy(CORNERS)).argmax(1).numpy()
         corner_acc[name] = float((pred == CORNER_LABELS).mean())
 
-    ctx.metric(perceptron_test_accuracy=acc["perceptron"], mlp_test_accuracy=acc["mlp"],
-               perceptron_corner_accuracy=corner_acc["perceptron"],
-               mlp_corner_accuracy=corner_acc["mlp"],
-               mlp_parameters=sum(p.numel() for p in models["mlp"].parameters()))
-    ctx.claim("A single perceptron cannot separate XOR", source="notes, Day 1 (XOR)",
-              expected="test accuracy <= 0.75", measured=acc["perceptron"],
-              passed=acc["perceptron"] <= 0.75)
-    ctx.claim("A one-hidden-layer MLP separates XOR perfectly", source="notes, Day 1 (XOR)",
-              expected="test accuracy = 1.0", measured=acc["mlp"], passed=acc["mlp"] == 1.0)
+    ctx.metric(
+        perceptron_test_accuracy=acc["perceptron"],
+        mlp_test_accuracy=acc["mlp"],
+        perceptron_corner_accuracy=corner_acc["perceptron"],
+        mlp_corner_accuracy=corner_acc["mlp"],
+        mlp_parameters=sum(p.numel() for p in models["mlp"].parameters()),
+    )
+    ctx.claim(
+        "A single perceptron cannot separate XOR",
+        source="notes, Day 1 (XOR)",
+        expected="test accuracy <= 0.75",
+        measured=acc["perceptron"],
+        passed=acc["perceptron"] <= 0.75,
+    )
+    ctx.claim(
+        "A one-hidden-layer MLP separates XOR perfectly",
+        source="notes, Day 1 (XOR)",
+        expected="test accuracy = 1.0",
+        measured=acc["mlp"],
+        passed=acc["mlp"] == 1.0,
+    )
 
     fig, axes = plots.subplots(2)
     for ax, (name, model) in zip(axes, models.items()):
+
         def prob(points, model=model):
             with torch.no_grad():
                 return torch.softmax(model(torch.from_numpy(points.astype(np.float32))), 1)[:, 1].numpy()
 
-        plots.decision_boundary(ax, prob, x_te, y_te,
-                                title=f"{name}: test accuracy {acc[name]:.3f}")
-    ctx.figure("decision_boundaries", fig,
-               "Decision boundaries on the test set: the perceptron's is a straight line; "
-               "one hidden layer bends it around the XOR quadrants.")
-    ctx.figure("learning_curves", plots.learning_curves(
-        histories, keys=("train_loss", "val_accuracy")), "Training loss and validation accuracy per epoch.")
+        plots.decision_boundary(ax, prob, x_te, y_te, title=f"{name}: test accuracy {acc[name]:.3f}")
+    ctx.figure(
+        "decision_boundaries",
+        fig,
+        "Decision boundaries on the test set: the perceptron's is a straight line; "
+        "one hidden layer bends it around the XOR quadrants.",
+    )
+    ctx.figure(
+        "learning_curves",
+        plots.learning_curves(histories, keys=("train_loss", "val_accuracy")),
+        "Training loss and validation accuracy per epoch.",
+    )

@@ -6,7 +6,7 @@ spans the same subspace as PCA; non-linear maps can bend the code around the dat
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 from torch import nn
@@ -28,8 +28,13 @@ class Autoencoder(nn.Module):
         :meth:`encode` -> ``(N, latent_dim)``; :meth:`decode` ``(N, latent_dim)`` -> ``(N, input_dim)``.
     """
 
-    def __init__(self, input_dim: int = 784, latent_dim: int = 2,
-                 hidden: Sequence[int] = (256, 64), activation: str = "relu"):
+    def __init__(
+        self,
+        input_dim: int = 784,
+        latent_dim: int = 2,
+        hidden: Sequence[int] = (256, 64),
+        activation: str = "relu",
+    ):
         super().__init__()
         self.input_dim, self.latent_dim = input_dim, latent_dim
         self.encoder = MLP((input_dim, *hidden, latent_dim), activation=activation)

@@ -8,14 +8,19 @@ With ``sizes=(784, 256, 10)`` this is the notes' two-layer MNIST classifier with
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch
 from torch import nn
 
-ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid, "gelu": nn.GELU,
-               "identity": nn.Identity}
+ACTIVATIONS = {
+    "relu": nn.ReLU,
+    "tanh": nn.Tanh,
+    "sigmoid": nn.Sigmoid,
+    "gelu": nn.GELU,
+    "identity": nn.Identity,
+}
 
 
 class MLP(nn.Module):
@@ -48,8 +53,7 @@ class MLP(nn.Module):
         self.layers = nn.Sequential(*layers)
 
     @classmethod
-    def from_numpy(cls, layers: Sequence[tuple[np.ndarray, np.ndarray]],
-                   activation: str = "relu") -> "MLP":
+    def from_numpy(cls, layers: Sequence[tuple[np.ndarray, np.ndarray]], activation: str = "relu") -> MLP:
         """An MLP whose ``Linear`` layers hold the given NumPy weights (copied, as float32).
 
         Args:

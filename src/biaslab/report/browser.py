@@ -18,9 +18,17 @@ from biaslab.errors import BiaslabError
 
 CANDIDATES = ("chromium", "chromium-browser", "google-chrome")
 
-_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-          "--disable-component-update", "--disable-sync", "--no-first-run",
-          "--hide-scrollbars", "--force-device-scale-factor=1")
+_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--hide-scrollbars",
+    "--force-device-scale-factor=1",
+)
 
 # Lines Chromium (and Debian's /usr/bin/chromium shell wrapper) print even on success.
 _NOISE = ("unexpected operator", "dbus", "Fontconfig", "bytes written to file")
@@ -62,13 +70,20 @@ def _run_chromium(args: list[str], timeout: float) -> subprocess.CompletedProces
     """
     exe = find_chromium()
     if exe is None:
-        raise BiaslabError("headless Chromium not found: install the 'chromium' package "
-                           f"(looked for {', '.join(CANDIDATES)} on PATH)")
-    with tempfile.TemporaryDirectory(prefix="biaslab-chromium-",
-                                     ignore_cleanup_errors=True) as profile:
+        raise BiaslabError(
+            "headless Chromium not found: install the 'chromium' package "
+            f"(looked for {', '.join(CANDIDATES)} on PATH)"
+        )
+    with tempfile.TemporaryDirectory(prefix="biaslab-chromium-", ignore_cleanup_errors=True) as profile:
         cmd = [exe, *_FLAGS, f"--user-data-dir={profile}", *args]
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                errors="replace", start_new_session=True)
+        proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+            start_new_session=True,
+        )
         try:
             out, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -76,8 +91,7 @@ def _run_chromium(args: list[str], timeout: float) -> subprocess.CompletedProces
             proc.communicate()
             raise BiaslabError(f"Chromium did not finish within {timeout} s") from None
     if proc.returncode != 0:
-        raise BiaslabError(f"Chromium failed (exit status {proc.returncode}): "
-                           f"{_last_error_line(err)}")
+        raise BiaslabError(f"Chromium failed (exit status {proc.returncode}): {_last_error_line(err)}")
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
@@ -89,8 +103,7 @@ def _file_url(html_path) -> str:
     return path.as_uri()
 
 
-def screenshot(html_path, png_path, width: int = 1280, height: int = 4000,
-               timeout: float = 60) -> Path:
+def screenshot(html_path, png_path, width: int = 1280, height: int = 4000, timeout: float = 60) -> Path:
     """Render ``html_path`` in headless Chromium and save a PNG of the window.
 
     The screenshot is exactly ``width`` x ``height`` pixels at device scale factor 1, so images
@@ -113,11 +126,9 @@ def screenshot(html_path, png_path, width: int = 1280, height: int = 4000,
     png = Path(png_path).resolve()
     png.parent.mkdir(parents=True, exist_ok=True)
     png.unlink(missing_ok=True)
-    proc = _run_chromium([f"--window-size={width},{height}", f"--screenshot={png}", url],
-                         timeout)
+    proc = _run_chromium([f"--window-size={width},{height}", f"--screenshot={png}", url], timeout)
     if not png.is_file() or png.stat().st_size == 0:
-        raise BiaslabError(f"Chromium wrote no screenshot to {png}: "
-                           f"{_last_error_line(proc.stderr)}")
+        raise BiaslabError(f"Chromium wrote no screenshot to {png}: {_last_error_line(proc.stderr)}")
     return png
 
 
@@ -136,6 +147,5 @@ def dump_dom(html_path, timeout: float = 60) -> str:
     """
     proc = _run_chromium(["--dump-dom", _file_url(html_path)], timeout)
     if not proc.stdout.strip():
-        raise BiaslabError(f"Chromium printed no DOM for {html_path}: "
-                           f"{_last_error_line(proc.stderr)}")
+        raise BiaslabError(f"Chromium printed no DOM for {html_path}: {_last_error_line(proc.stderr)}")
     return proc.stdout

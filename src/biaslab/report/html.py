@@ -31,12 +31,23 @@ PASS_COLOUR = VERDICTS["pass"].colour
 FAIL_COLOUR = VERDICTS["fail"].colour
 UNCHECKED_COLOUR = VERDICTS["unjudged"].colour
 
-_MIME = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg",
-         ".gif": "image/gif", ".svg": "image/svg+xml", ".webp": "image/webp"}
+_MIME = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".svg": "image/svg+xml",
+    ".webp": "image/webp",
+}
 
-_ENV = Environment(loader=FileSystemLoader(Path(__file__).with_name("templates")),
-                   autoescape=True, undefined=StrictUndefined, trim_blocks=True,
-                   lstrip_blocks=True, keep_trailing_newline=True)
+_ENV = Environment(
+    loader=FileSystemLoader(Path(__file__).with_name("templates")),
+    autoescape=True,
+    undefined=StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    keep_trailing_newline=True,
+)
 
 
 def _render(template: str, path: Path, **context) -> Path:
@@ -73,8 +84,10 @@ def _cell(v) -> dict:
 
 def _table(columns: Iterable, rows: Iterable) -> dict:
     """A table's columns and rows of cells; a row that is not a list is a one-cell row."""
-    return {"columns": [format_value(c) for c in columns],
-            "rows": [[_cell(c) for c in (r if isinstance(r, (list, tuple)) else [r])] for r in rows]}
+    return {
+        "columns": [format_value(c) for c in columns],
+        "rows": [[_cell(c) for c in (r if isinstance(r, (list, tuple)) else [r])] for r in rows],
+    }
 
 
 def _claim(c) -> dict:
@@ -89,11 +102,15 @@ def _claim(c) -> dict:
     """
     c = c if isinstance(c, dict) else {"claim": c}
     computation = c.get("computation")
-    return {"claim": format_value(c.get("claim")), "source": format_value(c.get("source")),
-            "expected": format_value(c.get("expected")),
-            "measured": format_value(c.get("measured")), "measured_num": _is_number(c.get("measured")),
-            "computation": None if computation is None else format_value(computation),
-            "verdict": VERDICTS[verdict_of(c)]}
+    return {
+        "claim": format_value(c.get("claim")),
+        "source": format_value(c.get("source")),
+        "expected": format_value(c.get("expected")),
+        "measured": format_value(c.get("measured")),
+        "measured_num": _is_number(c.get("measured")),
+        "computation": None if computation is None else format_value(computation),
+        "verdict": VERDICTS[verdict_of(c)],
+    }
 
 
 def _png_size(data: bytes) -> tuple[int, int] | None:
@@ -123,12 +140,19 @@ def _figure(run_dir: Path, fig: dict) -> dict:
 
 def _config_sections(cfg: dict) -> list[dict]:
     """The Settings, Run and Versions key/value tables of config.json (empty ones left out)."""
-    run_info = {k: cfg[k] for k in ("experiment", "profile", "seed", "created", "command")
-                if cfg.get(k) is not None}
-    sections = [("Settings", _as_dict(cfg.get("config"))), ("Run", run_info),
-                ("Versions", _as_dict(cfg.get("versions")))]
-    return [{"caption": caption, "pairs": [(format_value(k), format_value(v)) for k, v in items.items()]}
-            for caption, items in sections if items]
+    run_info = {
+        k: cfg[k] for k in ("experiment", "profile", "seed", "created", "command") if cfg.get(k) is not None
+    }
+    sections = [
+        ("Settings", _as_dict(cfg.get("config"))),
+        ("Run", run_info),
+        ("Versions", _as_dict(cfg.get("versions"))),
+    ]
+    return [
+        {"caption": caption, "pairs": [(format_value(k), format_value(v)) for k, v in items.items()]}
+        for caption, items in sections
+        if items
+    ]
 
 
 def _count_records(path: Path) -> int:
@@ -154,8 +178,15 @@ def _claims_cell(claims) -> tuple[str, str]:
     counts = tally(claims)
     if not counts.total:
         return "\u2014", "transparent"
-    key = ("fail" if counts.failed else "unjudged" if counts.unjudged
-           else "notes-wrong" if counts.notes_wrong else "pass")
+    key = (
+        "fail"
+        if counts.failed
+        else "unjudged"
+        if counts.unjudged
+        else "notes-wrong"
+        if counts.notes_wrong
+        else "pass"
+    )
     return counts.short(), VERDICTS[key].colour
 
 
@@ -181,22 +212,28 @@ def _index_row(run: Path, runs_dir: Path, out_dir: Path, positions: dict) -> tup
     day = res.get("day") if _is_number(res.get("day")) else None
     name = format_value(res.get("experiment") or cfg.get("experiment") or run.name)
     created = format_value(cfg.get("created") or "")
-    claims, colour = ((error, FAIL_COLOUR) if error
-                      else _claims_cell(res.get("claims")))
+    claims, colour = (error, FAIL_COLOUR) if error else _claims_cell(res.get("claims"))
     report = rundir.report_path
     href = urllib.parse.quote(Path(os.path.relpath(report.absolute(), out_dir)).as_posix())
     path = run.relative_to(runs_dir).as_posix()
-    row = {"day": format_value(day), "name": name, "path": path,
-           "profile": format_value(res.get("profile", cfg.get("profile"))),
-           "seed": format_value(res.get("seed", cfg.get("seed"))), "status": rundir.status,
-           "claims": claims, "colour": colour, "elapsed": format_duration(res.get("elapsed_s")),
-           "created": created.replace("T", " "), "href": href if report.is_file() else None}
+    row = {
+        "day": format_value(day),
+        "name": name,
+        "path": path,
+        "profile": format_value(res.get("profile", cfg.get("profile"))),
+        "seed": format_value(res.get("seed", cfg.get("seed"))),
+        "status": rundir.status,
+        "claims": claims,
+        "colour": colour,
+        "elapsed": format_duration(res.get("elapsed_s")),
+        "created": created.replace("T", " "),
+        "href": href if report.is_file() else None,
+    }
     key = (day is None, day or 0, positions.get(name, len(positions)), name, created, path)
     return key, row
 
 
-def _runs_rows(runs: list[Path], runs_dir: Path, out_dir: Path,
-               order: Sequence[str] | None) -> list[dict]:
+def _runs_rows(runs: list[Path], runs_dir: Path, out_dir: Path, order: Sequence[str] | None) -> list[dict]:
     """The rows of the table of ``runs`` (found under ``runs_dir``), in display order."""
     positions = _positions(order)
     keyed = [_index_row(run, runs_dir, out_dir, positions) for run in runs]
@@ -210,28 +247,38 @@ def _report_context(run_dir: Path, complete: bool | None, order: Sequence[str] |
     res = rundir.read_results()
     cfg = rundir.read_config(required=False) or {}
     status = rundir.status if complete is None else ("complete" if complete else "unfinished")
-    meta = [("Day", res.get("day")), ("Experiment", res.get("experiment")),
-            ("Profile", res.get("profile", cfg.get("profile"))),
-            ("Seed", res.get("seed", cfg.get("seed"))),
-            ("Elapsed", format_duration(res.get("elapsed_s")))]
+    meta = [
+        ("Day", res.get("day")),
+        ("Experiment", res.get("experiment")),
+        ("Profile", res.get("profile", cfg.get("profile"))),
+        ("Seed", res.get("seed", cfg.get("seed"))),
+        ("Elapsed", format_duration(res.get("elapsed_s"))),
+    ]
     claims = res.get("claims") or []
     metrics = _as_dict(res.get("metrics"))
     labs = rundir.labs_dir
     return {
         "title": format_value(res.get("title") or res.get("experiment") or run_dir.name),
         "wide": labs.is_dir(),  # a workshop's table of labs needs the room
-        "status": status, "meta": [(label, format_value(v)) for label, v in meta],
+        "status": status,
+        "meta": [(label, format_value(v)) for label, v in meta],
         "summary": format_value(res["summary"]) if res.get("summary") else "",
-        "claims": [_claim(c) for c in claims], "tally": tally(claims).describe(),
+        "claims": [_claim(c) for c in claims],
+        "tally": tally(claims).describe(),
         "metrics": _table(["Metric", "Value"], metrics.items()) if metrics else None,
         "figures": [_figure(run_dir, f) for f in res.get("figures") or [] if isinstance(f, dict)],
-        "tables": [{"title": format_value(t.get("title") or "Table"),
-                    **_table(t.get("columns") or [], t.get("rows") or [])}
-                   for t in res.get("tables") or [] if isinstance(t, dict)],
-        "labs": (_runs_rows(find_runs(labs), labs, run_dir.absolute(), order)
-                 if labs.is_dir() else None),
+        "tables": [
+            {
+                "title": format_value(t.get("title") or "Table"),
+                **_table(t.get("columns") or [], t.get("rows") or []),
+            }
+            for t in res.get("tables") or []
+            if isinstance(t, dict)
+        ],
+        "labs": (_runs_rows(find_runs(labs), labs, run_dir.absolute(), order) if labs.is_dir() else None),
         "config": _config_sections(cfg),
-        "run_name": run_dir.name, "n_records": _count_records(rundir.metrics_path),
+        "run_name": run_dir.name,
+        "n_records": _count_records(rundir.metrics_path),
     }
 
 
@@ -256,8 +303,7 @@ def render_report(run_dir, complete: bool | None = None, order: Sequence[str] | 
     return _render("report.html.j2", run_dir / REPORT, **_report_context(run_dir, complete, order))
 
 
-def render_index(runs_dir, out=None, title: str = "biaslab runs",
-                 order: Sequence[str] | None = None) -> Path:
+def render_index(runs_dir, out=None, title: str = "biaslab runs", order: Sequence[str] | None = None) -> Path:
     """Write an HTML index of every run found under ``runs_dir``.
 
     Run directories are subdirectories holding ``config.json``, searched up to three levels
@@ -283,6 +329,6 @@ def render_index(runs_dir, out=None, title: str = "biaslab runs",
     out.parent.mkdir(parents=True, exist_ok=True)
     runs = find_runs(runs_dir)
     rows = _runs_rows(runs, runs_dir, out.parent.absolute(), order)
-    return _render("index.html.j2", out, title=str(title), wide=True, n=len(runs),
-                   runs_dir=str(runs_dir), rows=rows)
-
+    return _render(
+        "index.html.j2", out, title=str(title), wide=True, n=len(runs), runs_dir=str(runs_dir), rows=rows
+    )

@@ -6,26 +6,33 @@ hand it to ``ctx.figure(name, fig, caption)``, which saves and closes it.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
 DIGIT_CMAP = "tab10"
 
 
 def subplots(ncols: int = 1, nrows: int = 1, size: tuple[float, float] = (4.5, 4.0)):
     """A figure of ``nrows x ncols`` panels, each ``size`` inches, as (fig, flat list of axes)."""
-    fig, axes = plt.subplots(nrows, ncols, figsize=(size[0] * ncols, size[1] * nrows),
-                             squeeze=False, constrained_layout=True)
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(size[0] * ncols, size[1] * nrows), squeeze=False, constrained_layout=True
+    )
     return fig, list(axes.ravel())
 
 
-def decision_boundary(ax, predict: Callable[[np.ndarray], np.ndarray], x: np.ndarray,
-                      y: np.ndarray, title: str = "", resolution: int = 200) -> None:
+def decision_boundary(
+    ax,
+    predict: Callable[[np.ndarray], np.ndarray],
+    x: np.ndarray,
+    y: np.ndarray,
+    title: str = "",
+    resolution: int = 200,
+) -> None:
     """Shade ``predict`` (points (M, 2) -> class-1 probability (M,)) over the data's box.
 
     Shapes:
@@ -44,8 +51,12 @@ def decision_boundary(ax, predict: Callable[[np.ndarray], np.ndarray], x: np.nda
     ax.set_ylabel("$x_2$")
 
 
-def learning_curves(histories: dict[str, list[dict]], keys: Sequence[str] = ("train_loss", "val_loss"),
-                    ylabels: dict[str, str] | None = None, logy: Sequence[str] = ()):
+def learning_curves(
+    histories: dict[str, list[dict]],
+    keys: Sequence[str] = ("train_loss", "val_loss"),
+    ylabels: dict[str, str] | None = None,
+    logy: Sequence[str] = (),
+):
     """One panel per key, one line per history; the x axis is the epoch.
 
     ``histories`` maps a label (e.g. ``"MLP"``) to a trainer history (list of epoch records).
@@ -66,26 +77,28 @@ def learning_curves(histories: dict[str, list[dict]], keys: Sequence[str] = ("tr
     return fig
 
 
-def embedding_scatter(ax, z: np.ndarray, labels: np.ndarray, title: str = "",
-                      max_points: int = 5000, seed: int = 0) -> None:
+def embedding_scatter(
+    ax, z: np.ndarray, labels: np.ndarray, title: str = "", max_points: int = 5000, seed: int = 0
+) -> None:
     """Scatter a 2-D embedding ``z`` (N, 2) coloured by integer ``labels`` (N,), with a legend."""
     idx = np.random.default_rng(seed).permutation(len(z))[:max_points]
-    sc = ax.scatter(z[idx, 0], z[idx, 1], c=labels[idx], cmap=DIGIT_CMAP, s=3, alpha=0.7,
-                    vmin=-0.5, vmax=9.5)
+    sc = ax.scatter(z[idx, 0], z[idx, 1], c=labels[idx], cmap=DIGIT_CMAP, s=3, alpha=0.7, vmin=-0.5, vmax=9.5)
     ax.set_title(title)
     ax.set_xticks([])
     ax.set_yticks([])
-    handles = [plt.Line2D([], [], marker="o", ls="", color=sc.cmap(sc.norm(k)), label=str(k))
-               for k in np.unique(labels)]
+    handles = [
+        plt.Line2D([], [], marker="o", ls="", color=sc.cmap(sc.norm(k)), label=str(k))
+        for k in np.unique(labels)
+    ]
     ax.legend(handles=handles, fontsize=7, markerscale=1.2, loc="best", ncol=2, framealpha=0.7)
 
 
-def image_grid(images: np.ndarray, row_labels: Sequence[str] | None = None,
-               title: str = "", cell: float = 0.8):
+def image_grid(
+    images: np.ndarray, row_labels: Sequence[str] | None = None, title: str = "", cell: float = 0.8
+):
     """Show ``images`` of shape (rows, cols, H, W) as a grid of grey images."""
     rows, cols = images.shape[:2]
-    fig, axes = plt.subplots(rows, cols, figsize=(cell * cols + 0.8, cell * rows + 0.5),
-                             squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(cell * cols + 0.8, cell * rows + 0.5), squeeze=False)
     for r in range(rows):
         for c in range(cols):
             ax = axes[r, c]
@@ -102,8 +115,11 @@ def image_grid(images: np.ndarray, row_labels: Sequence[str] | None = None,
     return fig
 
 
-def sweep_curves(histories: dict[str, list[dict]], chance: float | None = None,
-                 keys: tuple[str, str] = ("train_loss", "val_loss")):
+def sweep_curves(
+    histories: dict[str, list[dict]],
+    chance: float | None = None,
+    keys: tuple[str, str] = ("train_loss", "val_loss"),
+):
     """Every history on ONE axis: ``keys[0]`` dashed, ``keys[1]`` solid, same colour per run.
 
     Non-finite values are dropped; the y axis is logarithmic so that a blow-up and a slow
@@ -116,8 +132,7 @@ def sweep_curves(histories: dict[str, list[dict]], chance: float | None = None,
             pts = [(r["epoch"], r[key]) for r in history if key in r and np.isfinite(r[key])]
             if pts:
                 ep, val = zip(*pts)
-                ax.plot(ep, val, style, color=colour, marker="o", ms=3,
-                        label=label if style == "-" else None)
+                ax.plot(ep, val, style, color=colour, marker="o", ms=3, label=label if style == "-" else None)
     if chance is not None:
         ax.axhline(chance, color="grey", lw=1, ls=":")
     ax.set_yscale("log")

@@ -23,6 +23,7 @@ Conventions (close to PyTorch):
 * dtypes are kept (float32 in, float32 out and float32 gradients); int/bool
   data become float64; non-Tensor operands are cast to the Tensor's dtype.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -79,7 +80,7 @@ class Tensor:
     _stack_rank = 1  # functions.stack dispatches a list holding Tensors to stack() below
 
     @staticmethod
-    def _stack_items(xs, axis: int = 0) -> "Tensor":
+    def _stack_items(xs, axis: int = 0) -> Tensor:
         return stack(xs, axis=axis)
 
     # Make NumPy defer to us: ``ndarray * Tensor`` calls ``Tensor.__rmul__``.
@@ -148,27 +149,34 @@ class Tensor:
     # --------------------------------------------------- arithmetic ops
     def __add__(self, other) -> Tensor:
         a, b = self, self._lift(other)
+
         def backward(g):  # d(a+b)/da = 1, d(a+b)/db = 1
             return unbroadcast(g, a.shape), unbroadcast(g, b.shape)
+
         return Tensor._result(a.data + b.data, (a, b), "add", backward)
 
     def __sub__(self, other) -> Tensor:
         a, b = self, self._lift(other)
+
         def backward(g):  # d(a-b)/da = 1, d(a-b)/db = -1
             return unbroadcast(g, a.shape), unbroadcast(-g, b.shape)
+
         return Tensor._result(a.data - b.data, (a, b), "sub", backward)
 
     def __mul__(self, other) -> Tensor:
         a, b = self, self._lift(other)
+
         def backward(g):  # d(a*b)/da = b, d(a*b)/db = a
             return unbroadcast(g * b.data, a.shape), unbroadcast(g * a.data, b.shape)
+
         return Tensor._result(a.data * b.data, (a, b), "mul", backward)
 
     def __truediv__(self, other) -> Tensor:
         a, b = self, self._lift(other)
+
         def backward(g):  # d(a/b)/da = 1/b, d(a/b)/db = -a/b^2
-            return (unbroadcast(g / b.data, a.shape),
-                    unbroadcast(-g * a.data / (b.data * b.data), b.shape))
+            return (unbroadcast(g / b.data, a.shape), unbroadcast(-g * a.data / (b.data * b.data), b.shape))
+
         return Tensor._result(a.data / b.data, (a, b), "div", backward)
 
     def __neg__(self) -> Tensor:
@@ -190,17 +198,23 @@ class Tensor:
         a = self
         if isinstance(exponent, Tensor):
             b = exponent
-            out = a.data ** b.data
+            out = a.data**b.data
+
             def backward(g):  # d(a^b)/da = b a^(b-1), d(a^b)/db = a^b log a
                 ga = g * b.data * a.data ** (b.data - 1) if a.requires_grad else None
                 gb = g * out * np.log(a.data) if b.requires_grad else None
-                return (None if ga is None else unbroadcast(ga, a.shape),
-                        None if gb is None else unbroadcast(gb, b.shape))
+                return (
+                    None if ga is None else unbroadcast(ga, a.shape),
+                    None if gb is None else unbroadcast(gb, b.shape),
+                )
+
             return Tensor._result(out, (a, b), "pow", backward)
         p = np.asarray(exponent, dtype=a.dtype)  # a constant exponent
+
         def backward_const(g):  # d(a^p)/da = p a^(p-1)
             return (unbroadcast(g * p * a.data ** (p - 1), a.shape),)
-        return Tensor._result(a.data ** p, (a,), "pow", backward_const)
+
+        return Tensor._result(a.data**p, (a,), "pow", backward_const)
 
     def __rpow__(self, base) -> Tensor:
         return self._lift(base) ** self
@@ -212,6 +226,7 @@ class Tensor:
         # 1-D operands are matrices to np.matmul: (k,) @ M is a row, M @ (k,) a column
         a2 = a.data if a.ndim > 1 else a.data[None, :]  # (k,) -> (1, k)
         b2 = b.data if b.ndim > 1 else b.data[:, None]  # (k,) -> (k, 1)
+
         def backward(g):  # C = A B: dL/dA = G B^T, dL/dB = A^T G (summed over broadcast batch axes)
             if b.ndim == 1:
                 g = np.expand_dims(g, -1)  # (..., n) -> (..., n, 1)
@@ -220,6 +235,7 @@ class Tensor:
             ga = unbroadcast(g @ np.swapaxes(b2, -1, -2), a2.shape).reshape(a.shape)
             gb = unbroadcast(np.swapaxes(a2, -1, -2) @ g, b2.shape).reshape(b.shape)
             return ga, gb
+
         return Tensor._result(a.data @ b.data, (a, b), "matmul", backward)
 
     def __rmatmul__(self, other):
@@ -257,20 +273,24 @@ class Tensor:
     # ------------------------------------------------------- reductions
     def sum(self, axis=None, keepdims: bool = False) -> Tensor:
         axes, shape = _normalize_axes(axis, self.ndim), self.shape
+
         def backward(g):  # d(sum a)/da_i = 1: copy the adjoint back along the reduced axes
             if not keepdims:
                 g = np.expand_dims(g, axes)  # e.g. (3,) -> (1, 3) when axis 0 of (2, 3) was summed
             return (np.broadcast_to(g, shape),)
+
         out = self.data.sum(axis=axes, keepdims=keepdims)
         return Tensor._result(out, (self,), "sum", backward)
 
     def mean(self, axis=None, keepdims: bool = False) -> Tensor:
         axes, shape = _normalize_axes(axis, self.ndim), self.shape
         count = int(np.prod([shape[a] for a in axes]))
+
         def backward(g):  # d(mean a)/da_i = 1/count
             if not keepdims:
                 g = np.expand_dims(g, axes)  # re-insert the reduced axes as size 1
             return (np.broadcast_to(g / count, shape),)
+
         out = self.data.mean(axis=axes, keepdims=keepdims)
         return Tensor._result(out, (self,), "mean", backward)
 
@@ -279,16 +299,16 @@ class Tensor:
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
         old = self.shape  # a reshape moves no numbers: the adjoint is reshaped back
-        return Tensor._result(self.data.reshape(shape), (self,), "reshape",
-                              lambda g: (g.reshape(old),))
+        return Tensor._result(self.data.reshape(shape), (self,), "reshape", lambda g: (g.reshape(old),))
 
     def transpose(self, *axes) -> Tensor:
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
             axes = tuple(axes[0])
         axes = tuple(axes) or tuple(reversed(range(self.ndim)))
         inverse = tuple(np.argsort(axes))  # the permutation that undoes ``axes``
-        return Tensor._result(self.data.transpose(axes), (self,), "transpose",
-                              lambda g: (g.transpose(inverse),))
+        return Tensor._result(
+            self.data.transpose(axes), (self,), "transpose", lambda g: (g.transpose(inverse),)
+        )
 
     T = property(lambda self: self.transpose())
 
@@ -297,12 +317,14 @@ class Tensor:
             index = index.data
         elif isinstance(index, tuple):
             index = tuple(i.data if isinstance(i, Tensor) else i for i in index)
+
         def backward(g):
             # each selected element gets its adjoint back; np.add.at (unlike
             # full[index] += g) accumulates when an index is repeated
             full = np.zeros_like(self.data)
             np.add.at(full, index, g)
             return (full,)
+
         return Tensor._result(self.data[index], (self,), "index", backward)
 
     # ------------------------------------------- softmax-family methods
@@ -343,17 +365,21 @@ class Tensor:
             raise RuntimeError("backward(): tensor does not require grad and has no graph")
         if grad is None:
             if self.size != 1:
-                raise RuntimeError(f"backward(): grad can be implicitly created only for scalar "
-                                   f"outputs, got shape {self.shape}; pass grad= explicitly")
+                raise RuntimeError(
+                    f"backward(): grad can be implicitly created only for scalar "
+                    f"outputs, got shape {self.shape}; pass grad= explicitly"
+                )
             grad = np.ones_like(self.data)
         grad = np.asarray(grad.data if isinstance(grad, Tensor) else grad, dtype=self.dtype)
         if grad.shape != self.shape:
             raise ValueError(f"backward(): grad has shape {grad.shape}, expected {self.shape}")
         order = self._graph()
         if any(node._parents and node._backward is None for node in order):
-            raise RuntimeError("Trying to backward through the graph a second time: the graph was "
-                               "already freed by a previous backward(); pass retain_graph=True "
-                               "to the first backward() call to keep it")
+            raise RuntimeError(
+                "Trying to backward through the graph a second time: the graph was "
+                "already freed by a previous backward(); pass retain_graph=True "
+                "to the first backward() call to keep it"
+            )
         adjoints = {id(self): grad}
         for node in reversed(order):  # outputs before inputs
             g = adjoints.pop(id(node), None)
@@ -384,8 +410,10 @@ def softmax(x, axis: int = -1) -> Tensor:
     x = _as_tensor(x)
     e = np.exp(x.data - x.data.max(axis=axis, keepdims=True))  # max subtracted: exponents <= 0
     out = e / e.sum(axis=axis, keepdims=True)
+
     def backward(g):  # Jacobian diag(y) - y y^T  =>  dx = y * (g - sum(g * y))
         return (out * (g - (g * out).sum(axis=axis, keepdims=True)),)
+
     return Tensor._result(out, (x,), "softmax", backward)
 
 
@@ -394,8 +422,10 @@ def log_softmax(x, axis: int = -1) -> Tensor:
     x = _as_tensor(x)
     shifted = x.data - x.data.max(axis=axis, keepdims=True)
     out = shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+
     def backward(g):  # d(log_softmax)_i/dx_j = delta_ij - softmax_j  =>  dx = g - softmax * sum(g)
         return (g - np.exp(out) * g.sum(axis=axis, keepdims=True),)
+
     return Tensor._result(out, (x,), "log_softmax", backward)
 
 
@@ -411,8 +441,10 @@ def softmax_cross_entropy(logits, targets) -> Tensor:
             raise ValueError("softmax_cross_entropy: targets must be integer class indices")
         t = t.astype(np.int64)
     if logits.ndim != 2 or t.shape != logits.shape[:1]:
-        raise ValueError(f"softmax_cross_entropy: expected logits (N, C) and targets (N,), "
-                         f"got {logits.shape} and {t.shape}")
+        raise ValueError(
+            f"softmax_cross_entropy: expected logits (N, C) and targets (N,), "
+            f"got {logits.shape} and {t.shape}"
+        )
     n, c = logits.shape
     if t.size and (t.min() < 0 or t.max() >= c):
         raise ValueError(f"softmax_cross_entropy: targets must lie in [0, {c})")
@@ -420,10 +452,12 @@ def softmax_cross_entropy(logits, targets) -> Tensor:
     log_probs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))  # (N, C)
     rows = np.arange(n)
     loss = -log_probs[rows, t].mean()
+
     def backward(g):
         grad = np.exp(log_probs)  # softmax, (N, C)
         grad[rows, t] -= 1  # minus the one-hot targets
         return (g * grad / n,)
+
     loss = np.asarray(loss, dtype=logits.dtype)
     return Tensor._result(loss, (logits,), "cross_entropy", backward)
 
@@ -433,6 +467,8 @@ def stack(tensors, axis: int = 0) -> Tensor:
     tensors = tuple(_as_tensor(t) for t in tensors)
     data = np.stack([t.data for t in tensors], axis=axis)
     ax = axis % data.ndim
+
     def backward(g):  # stacking copies input i into slice i: its adjoint is that slice
         return tuple(np.take(g, i, axis=ax) for i in range(len(tensors)))
+
     return Tensor._result(data, tensors, "stack", backward)

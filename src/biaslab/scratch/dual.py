@@ -60,7 +60,7 @@ class Dual:
     _stack_rank = 2  # functions.stack: a Dual outranks a Tensor in a mixed list
 
     @staticmethod
-    def _stack_items(xs, axis: int = 0) -> "Dual":
+    def _stack_items(xs, axis: int = 0) -> Dual:
         return _stack_duals(xs, axis)
 
     def __init__(self, value, tangent=0.0, tag: int = 0):

@@ -8,6 +8,7 @@ has truncation error O(eps^2) (the eps^1 terms of the two Taylor expansions
 cancel) and round-off error O(machine_eps * |f| / eps); eps = 1e-6 balances the
 two for well-scaled float64 functions, leaving roughly 1e-8 to 1e-10 error.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -36,8 +37,9 @@ def numerical_gradient(f: Callable[[np.ndarray], float], x, eps: float = 1e-6) -
     return grad.reshape(x.shape)
 
 
-def check_gradients(f_tensor: Callable[..., Tensor], inputs: dict[str, np.ndarray],
-                    eps: float = 1e-6) -> dict[str, dict]:
+def check_gradients(
+    f_tensor: Callable[..., Tensor], inputs: dict[str, np.ndarray], eps: float = 1e-6
+) -> dict[str, dict]:
     """Compare the engine's gradients of ``f_tensor(**tensors)`` with central differences.
 
     ``f_tensor`` takes one Tensor keyword argument per entry of ``inputs`` and
@@ -58,6 +60,7 @@ def check_gradients(f_tensor: Callable[..., Tensor], inputs: dict[str, np.ndarra
 
     report = {}
     for name, value in arrays.items():
+
         def f_of_one(x, name=name):
             with no_grad():
                 args = {k: Tensor(x if k == name else v) for k, v in arrays.items()}

@@ -50,8 +50,9 @@ class LoopConfig:
         getattr(super(), "__post_init__", lambda: None)()  # cooperative: e.g. MnistSizes' checks
 
 
-def iterate_minibatches(X, y, batch_size: int,
-                        rng: np.random.Generator) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+def iterate_minibatches(
+    X, y, batch_size: int, rng: np.random.Generator
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Yield ``(X_b, y_b)`` mini-batches in a random order drawn from ``rng``.
 
     The data are permuted once (one copy), then cut into consecutive slices (views, no copy);
@@ -68,7 +69,7 @@ def iterate_minibatches(X, y, batch_size: int,
     perm = rng.permutation(len(X))  # (N,)
     X_shuffled, y_shuffled = X[perm], y[perm]  # (N, D), (N,)
     for start in range(0, len(X), batch_size):
-        yield X_shuffled[start:start + batch_size], y_shuffled[start:start + batch_size]
+        yield X_shuffled[start : start + batch_size], y_shuffled[start : start + batch_size]
 
 
 def train_epoch(model, optimizer, X, y, batch_size: int, rng: np.random.Generator) -> float:
@@ -97,7 +98,7 @@ def evaluate(model, X, y, batch_size: int = 4096) -> tuple[float, float]:
     X, y = np.asarray(X), np.asarray(y)
     total_loss, correct = 0.0, 0
     for start in range(0, len(X), batch_size):
-        X_b, y_b = X[start:start + batch_size], y[start:start + batch_size]
+        X_b, y_b = X[start : start + batch_size], y[start : start + batch_size]
         logits = model.forward(X_b)  # (B, C)
         total_loss += cross_entropy(logits, y_b) * len(y_b)
         correct += int(np.sum(logits.argmax(axis=1) == y_b))
@@ -105,8 +106,16 @@ def evaluate(model, X, y, batch_size: int = 4096) -> tuple[float, float]:
     return total_loss / n, correct / n
 
 
-def fit(model, optimizer, train, val, epochs: int, batch_size: int, seed: int = 0,
-        callback: Callable[[dict], object] | None = None) -> list[dict]:
+def fit(
+    model,
+    optimizer,
+    train,
+    val,
+    epochs: int,
+    batch_size: int,
+    seed: int = 0,
+    callback: Callable[[dict], object] | None = None,
+) -> list[dict]:
     """Train for ``epochs`` epochs; evaluate on ``val`` after each.
 
     Args:
@@ -135,8 +144,14 @@ def fit(model, optimizer, train, val, epochs: int, batch_size: int, seed: int = 
             val_loss, val_accuracy = math.nan, math.nan
         else:
             val_loss, val_accuracy = evaluate(model, val[0], val[1])
-        record = {"epoch": epoch, "train_loss": float(train_loss), "val_loss": float(val_loss),
-                  "val_accuracy": float(val_accuracy), "seconds": seconds, "diverged": diverged}
+        record = {
+            "epoch": epoch,
+            "train_loss": float(train_loss),
+            "val_loss": float(val_loss),
+            "val_accuracy": float(val_accuracy),
+            "seconds": seconds,
+            "diverged": diverged,
+        }
         history.append(record)
         stop = callback(record) is True if callback is not None else False
         if diverged or stop:

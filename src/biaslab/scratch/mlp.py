@@ -80,8 +80,9 @@ class TwoLayerMLP:
         >>> for k in model.params: model.params[k] -= 0.1 * grads[k]
     """
 
-    def __init__(self, n_in: int = 784, n_hidden: int = 256, n_out: int = 10, seed: int = 0,
-                 dtype=np.float32):
+    def __init__(
+        self, n_in: int = 784, n_hidden: int = 256, n_out: int = 10, seed: int = 0, dtype=np.float32
+    ):
         self.dtype = np.dtype(dtype)
         rng = np.random.default_rng(seed)
         bound1 = 1.0 / np.sqrt(n_in)  # fan-in of layer 1

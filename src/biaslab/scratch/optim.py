@@ -86,14 +86,14 @@ class SGD(_Optimizer):
         weight_decay: wd, added to the gradient as wd p.
     """
 
-    def __init__(self, params, lr: float, momentum: float = 0.0, nesterov: bool = False,
-                 weight_decay: float = 0.0):
+    def __init__(
+        self, params, lr: float, momentum: float = 0.0, nesterov: bool = False, weight_decay: float = 0.0
+    ):
         if momentum < 0 or weight_decay < 0:
             raise ValueError("momentum and weight_decay must be >= 0")
         if nesterov and momentum <= 0:
             raise ValueError("Nesterov momentum needs momentum > 0")
-        super().__init__(params, lr=lr, momentum=momentum, nesterov=nesterov,
-                         weight_decay=weight_decay)
+        super().__init__(params, lr=lr, momentum=momentum, nesterov=nesterov, weight_decay=weight_decay)
 
     def _update(self, name: str, g: np.ndarray) -> None:
         p, lr, mu = self.params[name], self.hyper["lr"], self.hyper["momentum"]
@@ -141,8 +141,14 @@ class Adam(_Optimizer):
         weight_decay: wd, added to the gradient as wd p (L2, not AdamW's decoupled decay).
     """
 
-    def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8, weight_decay: float = 0.0):
+    def __init__(
+        self,
+        params,
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+    ):
         if not (0.0 <= betas[0] < 1.0 and 0.0 <= betas[1] < 1.0):
             raise ValueError(f"betas must be in [0, 1), got {betas}")
         if eps < 0 or weight_decay < 0:
@@ -160,8 +166,8 @@ class Adam(_Optimizer):
         m += (1 - beta1) * g
         v *= beta2  # eq.: v = beta2 v + (1 - beta2) g^2
         v += (1 - beta2) * (g * g)
-        bias1 = 1 - beta1 ** self.t  # eq.: m_hat = m / (1 - beta1^t)
-        bias2 = 1 - beta2 ** self.t  # eq.: v_hat = v / (1 - beta2^t)
+        bias1 = 1 - beta1**self.t  # eq.: m_hat = m / (1 - beta1^t)
+        bias2 = 1 - beta2**self.t  # eq.: v_hat = v / (1 - beta2^t)
         # eq.: p -= lr m_hat / (sqrt(v_hat) + eps), arranged as torch does:
         #      denom = sqrt(v) / sqrt(bias2) + eps,  p -= (lr / bias1) m / denom
         denom = np.sqrt(v) / np.sqrt(bias2) + eps

@@ -14,8 +14,8 @@ Nothing is hard-coded: every number in the tables comes from the engines.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from biaslab.scratch.autodiff import Tensor
 from biaslab.scratch.dual import Dual
@@ -26,7 +26,7 @@ OPS = {
     "add": (lambda a, b: a + b, "{0} + {1}", "{0}' + {1}'"),
     "mul": (lambda a, b: a * b, "{0} · {1}", "{0}'·{1} + {0}·{1}'"),
     "scale": (lambda c, a: c * a, "{0} · {1}", "{0} · {1}'"),
-    "pow": (lambda a, k: a ** k, "{0}^{1}", "{1}·{0}^({1}-1)·{0}'"),
+    "pow": (lambda a, k: a**k, "{0}^{1}", "{1}·{0}^({1}-1)·{0}'"),
     "sin": (lambda a: sin(a), "sin({0})", "cos({0})·{0}'"),
     "cos": (lambda a: cos(a), "cos({0})", "-sin({0})·{0}'"),
 }
@@ -65,8 +65,7 @@ class WengertList:
 
     def formula(self, step: Step, column: int = 1) -> str:
         """The step's primal formula (column 1) or tangent rule (column 2) as text."""
-        return OPS[step.op][column].format(*[a if isinstance(a, str) else f"{a:g}"
-                                             for a in step.args])
+        return OPS[step.op][column].format(*[a if isinstance(a, str) else f"{a:g}" for a in step.args])
 
     # -- the three tables ----------------------------------------------------------------
     def primal_table(self, x: Sequence[float]) -> list[list]:
@@ -75,16 +74,15 @@ class WengertList:
         return rows + [[s.name, self.formula(s), float(values[s.name])] for s in self.steps]
 
     def tangent_table(self, x: Sequence[float], x_dot: Sequence[float]) -> list[list]:
-        values = self.evaluate({n: Dual(float(v), float(d))
-                                for n, v, d in zip(self.inputs, x, x_dot)})
+        values = self.evaluate({n: Dual(float(v), float(d)) for n, v, d in zip(self.inputs, x, x_dot)})
         rows = [[f"{n}'", "seed", float(values[n].tangent)] for n in self.inputs]
-        return rows + [[f"{s.name}'", self.formula(s, 2), float(values[s.name].tangent) + 0.0]
-                       for s in self.steps]  # + 0.0 turns -0.0 into 0.0
+        return rows + [
+            [f"{s.name}'", self.formula(s, 2), float(values[s.name].tangent) + 0.0] for s in self.steps
+        ]  # + 0.0 turns -0.0 into 0.0
 
     def adjoint_table(self, x: Sequence[float]) -> list[list]:
         """Adjoints from the output back to the inputs (the order reverse mode visits them)."""
-        values = self.evaluate({n: Tensor(float(v), requires_grad=True)
-                                for n, v in zip(self.inputs, x)})
+        values = self.evaluate({n: Tensor(float(v), requires_grad=True) for n, v in zip(self.inputs, x)})
         values[self.output].backward()
         names = [s.name for s in reversed(self.steps)] + list(reversed(self.inputs))
         return [[f"{n}̄", f"∂{self.output}/∂{n}", float(values[n].grad)] for n in names]

@@ -1,8 +1,27 @@
-"""Training: one loop for every lab, seeding, checkpoints."""
+"""Training: one loop for every lab, the recipes the labs share, seeding, checkpoints."""
 
 from biaslab.train.callbacks import EarlyStopping
-from biaslab.train.config import TrainConfig
+from biaslab.train.config import OPTIMIZERS, SCHEDULES, Optimizer, Schedule, TrainConfig
+from biaslab.train.recipes import FitResult, TrainSetup, fit_classifier, fit_reconstruction, fit_scratch
 from biaslab.train.seed import derive_seed, seed_everything
+from biaslab.train.steps import StepOutput
 from biaslab.train.trainer import Trainer, accuracy
 
-__all__ = ["Trainer", "TrainConfig", "EarlyStopping", "accuracy", "seed_everything", "derive_seed"]
+__all__ = [
+    "OPTIMIZERS",
+    "SCHEDULES",
+    "EarlyStopping",
+    "FitResult",
+    "Optimizer",
+    "Schedule",
+    "StepOutput",
+    "TrainConfig",
+    "TrainSetup",
+    "Trainer",
+    "accuracy",
+    "derive_seed",
+    "fit_classifier",
+    "fit_reconstruction",
+    "fit_scratch",
+    "seed_everything",
+]

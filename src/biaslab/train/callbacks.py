@@ -50,8 +50,13 @@ class EarlyStopping:
         return False
 
     def state_dict(self) -> dict:
-        return {"best": self.best, "best_epoch": self.best_epoch, "bad_epochs": self.bad_epochs,
-                "best_state": self.best_state, "stopped_epoch": self.stopped_epoch}
+        return {
+            "best": self.best,
+            "best_epoch": self.best_epoch,
+            "bad_epochs": self.bad_epochs,
+            "best_state": self.best_state,
+            "stopped_epoch": self.stopped_epoch,
+        }
 
     def load_state_dict(self, state: dict) -> None:
         self.best, self.best_epoch = state["best"], state["best_epoch"]
@@ -73,5 +78,4 @@ def progress_bar(total: int, initial: int = 0, desc: str = "", enabled: bool = T
         return _NoBar()
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, initial=initial, desc=desc, unit="step", leave=False,
-                dynamic_ncols=True)
+    return tqdm(total=total, initial=initial, desc=desc, unit="step", leave=False, dynamic_ncols=True)

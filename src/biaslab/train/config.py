@@ -85,7 +85,7 @@ class TrainConfig:
         getattr(super(), "__post_init__", lambda: None)()  # cooperative: e.g. MnistSizes' checks
 
     @classmethod
-    def of(cls, cfg, **overrides) -> "TrainConfig":
+    def of(cls, cfg, **overrides) -> TrainConfig:
         """The training part of a lab's config ``cfg``, with ``overrides`` applied.
 
         Every :class:`TrainConfig` field that ``cfg`` has is taken from it (a lab config that
@@ -101,8 +101,9 @@ class TrainConfig:
 
 def make_optimizer(cfg: TrainConfig, params) -> torch.optim.Optimizer:
     if cfg.optimizer == "sgd":
-        return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum, nesterov=cfg.nesterov,
-                               weight_decay=cfg.weight_decay)
+        return torch.optim.SGD(
+            params, lr=cfg.lr, momentum=cfg.momentum, nesterov=cfg.nesterov, weight_decay=cfg.weight_decay
+        )
     if cfg.optimizer == "adam":
         return torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
     return torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
@@ -114,9 +115,14 @@ def make_scheduler(cfg: TrainConfig, optimizer: torch.optim.Optimizer, total_ste
     if cfg.schedule == "cosine":
         return sched.CosineAnnealingLR(optimizer, T_max=max(total_steps, 1))
     if cfg.schedule == "onecycle":
-        return sched.OneCycleLR(optimizer, max_lr=cfg.lr, total_steps=max(total_steps, 2),
-                                pct_start=cfg.warmup, anneal_strategy="cos",
-                                cycle_momentum=cfg.optimizer == "sgd" and cfg.momentum > 0)
+        return sched.OneCycleLR(
+            optimizer,
+            max_lr=cfg.lr,
+            total_steps=max(total_steps, 2),
+            pct_start=cfg.warmup,
+            anneal_strategy="cos",
+            cycle_momentum=cfg.optimizer == "sgd" and cfg.momentum > 0,
+        )
     if cfg.schedule == "step":
         milestones = [total_steps // 2, (3 * total_steps) // 4]
         return sched.MultiStepLR(optimizer, milestones=milestones, gamma=0.1)

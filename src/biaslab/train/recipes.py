@@ -41,9 +41,17 @@ class TrainSetup:
 
     def trainer(self, model: nn.Module, config: TrainConfig, **kwargs: Any) -> Trainer:
         """A :class:`Trainer` for ``model`` wired to this setup; ``kwargs`` go to Trainer."""
-        return Trainer(model, config=config, seed=self.seed, checkpoint=self.checkpoint,
-                       fingerprint=self.fingerprint, logger=self.logger, tag=self.tag,
-                       progress=self.progress, **kwargs)
+        return Trainer(
+            model,
+            config=config,
+            seed=self.seed,
+            checkpoint=self.checkpoint,
+            fingerprint=self.fingerprint,
+            logger=self.logger,
+            tag=self.tag,
+            progress=self.progress,
+            **kwargs,
+        )
 
 
 @dataclass
@@ -54,12 +62,22 @@ class FitResult:
 
     @property
     def train_time(self) -> float:
-        return self.trainer.train_time if self.trainer is not None else \
-            sum(r.get("seconds", 0.0) for r in self.history)
+        return (
+            self.trainer.train_time
+            if self.trainer is not None
+            else sum(r.get("seconds", 0.0) for r in self.history)
+        )
 
 
-def fit_classifier(model: nn.Module, splits, config: TrainConfig, setup: TrainSetup, *,
-                   test: bool = True, on_divergence: str = "raise") -> FitResult:
+def fit_classifier(
+    model: nn.Module,
+    splits,
+    config: TrainConfig,
+    setup: TrainSetup,
+    *,
+    test: bool = True,
+    on_divergence: str = "raise",
+) -> FitResult:
     """Train ``model`` by cross-entropy with validation accuracy each epoch; test once at the end.
 
     Args:
@@ -70,23 +88,32 @@ def fit_classifier(model: nn.Module, splits, config: TrainConfig, setup: TrainSe
         test: evaluate the test split after training (default True).
         on_divergence: ``"raise"`` or ``"stop"`` (see :class:`Trainer`).
     """
-    trainer = setup.trainer(model, config, metrics={"accuracy": accuracy},
-                            on_divergence=on_divergence)
+    trainer = setup.trainer(model, config, metrics={"accuracy": accuracy}, on_divergence=on_divergence)
     history = trainer.fit((splits.x_train, splits.y_train), val=(splits.x_val, splits.y_val))
     result = trainer.evaluate((splits.x_test, splits.y_test)) if test else None
     return FitResult(trainer, history, result)
 
 
-def fit_reconstruction(model: nn.Module, splits, config: TrainConfig, setup: TrainSetup,
-                       loss_fn=nn.functional.mse_loss) -> FitResult:
+def fit_reconstruction(
+    model: nn.Module, splits, config: TrainConfig, setup: TrainSetup, loss_fn=nn.functional.mse_loss
+) -> FitResult:
     """Train ``model`` to reproduce its input (autoencoders): targets are the inputs."""
     trainer = setup.trainer(model, config, loss_fn=loss_fn)
     history = trainer.fit((splits.x_train, splits.x_train), val=(splits.x_val, splits.x_val))
     return FitResult(trainer, history, trainer.evaluate((splits.x_test, splits.x_test)))
 
 
-def fit_scratch(model, optimizer, splits, *, epochs: int, batch_size: int, setup: TrainSetup,
-                seed: int | None = None, test: bool = True) -> FitResult:
+def fit_scratch(
+    model,
+    optimizer,
+    splits,
+    *,
+    epochs: int,
+    batch_size: int,
+    setup: TrainSetup,
+    seed: int | None = None,
+    test: bool = True,
+) -> FitResult:
     """Train a NumPy model of ``biaslab.scratch`` with our own loop (``scratch.fit``).
 
     Each epoch's record is logged through ``setup.logger``; the test split is evaluated once.
@@ -101,9 +128,15 @@ def fit_scratch(model, optimizer, splits, *, epochs: int, batch_size: int, setup
     """
     from biaslab.scratch.loop import evaluate, fit
 
-    history = fit(model, optimizer, (splits.x_train, splits.y_train), (splits.x_val, splits.y_val),
-                  epochs=epochs, batch_size=batch_size,
-                  seed=setup.seed if seed is None else seed)
+    history = fit(
+        model,
+        optimizer,
+        (splits.x_train, splits.y_train),
+        (splits.x_val, splits.y_val),
+        epochs=epochs,
+        batch_size=batch_size,
+        seed=setup.seed if seed is None else seed,
+    )
     if setup.logger is not None:
         for record in history:
             setup.logger.log(record)

@@ -30,8 +30,9 @@ def rng_state() -> dict:
     return {
         "torch": torch.get_rng_state(),
         # NumPy's and Python's states as JSON strings: plain data, safe to unpickle.
-        "numpy": json.dumps([np_state[0], np_state[1].tolist(), *map(float, np_state[2:4]),
-                             float(np_state[4])]),
+        "numpy": json.dumps(
+            [np_state[0], np_state[1].tolist(), *map(float, np_state[2:4]), float(np_state[4])]
+        ),
         "python": json.dumps([py_version, list(py_internal), py_gauss]),
     }
 

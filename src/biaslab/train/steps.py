@@ -50,8 +50,9 @@ def as_step_output(result: StepResult) -> StepOutput:
     elif isinstance(result, torch.Tensor):
         out = StepOutput(result)
     else:
-        raise TypeError("a step must return a loss tensor, (loss, terms) or a StepOutput, "
-                        f"not {type(result).__name__}")
+        raise TypeError(
+            f"a step must return a loss tensor, (loss, terms) or a StepOutput, not {type(result).__name__}"
+        )
     if "loss" in out.terms:
         raise ValueError("a step's extra term may not be called 'loss' (it is logged already)")
     return out

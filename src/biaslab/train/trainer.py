@@ -103,12 +103,23 @@ class Trainer:
             :meth:`evaluate`; default: the ``DataLoader``'s. Unused for in-memory tensors.
     """
 
-    def __init__(self, model: nn.Module, loss_fn: Callable | None = None,
-                 config: TrainConfig | None = None, *, seed: int = 0,
-                 metrics: dict[str, MetricFn] | None = None, checkpoint: str | Path | None = None,
-                 fingerprint: str = "", logger: Logger | None = None, tag: str = "train",
-                 progress: bool | None = None, on_divergence: str = "raise",
-                 step: StepFn | None = None, collate_fn: Callable | None = None):
+    def __init__(
+        self,
+        model: nn.Module,
+        loss_fn: Callable | None = None,
+        config: TrainConfig | None = None,
+        *,
+        seed: int = 0,
+        metrics: dict[str, MetricFn] | None = None,
+        checkpoint: str | Path | None = None,
+        fingerprint: str = "",
+        logger: Logger | None = None,
+        tag: str = "train",
+        progress: bool | None = None,
+        on_divergence: str = "raise",
+        step: StepFn | None = None,
+        collate_fn: Callable | None = None,
+    ):
         if on_divergence not in ("raise", "stop"):
             raise ValueError("on_divergence must be 'raise' or 'stop'")
         if step is not None and loss_fn is not None:
@@ -133,8 +144,7 @@ class Trainer:
         self.scheduler = None  # built in fit(), when the number of steps is known
         self.shuffle_gen = torch.Generator().manual_seed(derive_seed(seed, tag, "shuffle"))
         self.step_gen = torch.Generator().manual_seed(derive_seed(seed, tag, "step"))
-        self.early_stopping = EarlyStopping(self.config.patience, self.config.monitor,
-                                            self.config.min_delta)
+        self.early_stopping = EarlyStopping(self.config.patience, self.config.monitor, self.config.min_delta)
         self.history: list[dict[str, Any]] = []
         self.step = 0  # optimizer steps taken
         self.epoch = 0  # epochs finished
@@ -156,8 +166,9 @@ class Trainer:
         if n == 0:
             raise ValueError("the training set is empty")
         steps_per_epoch = math.ceil(n / self.config.batch_size)
-        self.scheduler = make_scheduler(self.config, self.optimizer,
-                                        total_steps=self.config.epochs * steps_per_epoch)
+        self.scheduler = make_scheduler(
+            self.config, self.optimizer, total_steps=self.config.epochs * steps_per_epoch
+        )
         if self.checkpoint and self.checkpoint.exists():
             self._load(self.checkpoint)
         if self.logger is not None:
@@ -165,8 +176,12 @@ class Trainer:
         if self.finished:
             return self.history
 
-        bar = progress_bar(total=self.config.epochs * steps_per_epoch, initial=self.step,
-                           desc=self.tag, enabled=self.progress)
+        bar = progress_bar(
+            total=self.config.epochs * steps_per_epoch,
+            initial=self.step,
+            desc=self.tag,
+            enabled=self.progress,
+        )
         try:
             while self.epoch < self.config.epochs and not self.finished:
                 self._train_one_epoch(train, n, bar)
@@ -202,12 +217,16 @@ class Trainer:
                     gathered[id(t)] = torch.index_select(t, 0, perm, out=buf)
             shuffled = [gathered[id(t)] for t in train]
             for i in range(start, n, bs):
-                yield tuple(t[i:i + bs] for t in shuffled)
+                yield tuple(t[i : i + bs] for t in shuffled)
         else:
             # Its own generator: a DataLoader otherwise draws from the global RNG per epoch.
-            loader = DataLoader(train, batch_size=bs, sampler=perm[start:].tolist(),
-                                collate_fn=self.collate_fn,
-                                generator=torch.Generator().manual_seed(self.seed))
+            loader = DataLoader(
+                train,
+                batch_size=bs,
+                sampler=perm[start:].tolist(),
+                collate_fn=self.collate_fn,
+                generator=torch.Generator().manual_seed(self.seed),
+            )
             yield from self._as_batches(loader)
 
     def _as_batches(self, loader: DataLoader):
@@ -257,20 +276,31 @@ class Trainer:
         if self.on_divergence == "raise":
             raise DivergenceError(
                 f"training '{self.tag}' diverged: loss is {value} at {where} with learning rate "
-                f"{lr:g}; lower it (e.g. --set lr={lr / 10:g})")
+                f"{lr:g}; lower it (e.g. --set lr={lr / 10:g})"
+            )
         self.diverged = True
-        record = {"tag": self.tag, "epoch": self.epoch + 1, "step": self.step,
-                  "train_loss": value, "lr": lr, "diverged": True}
+        record = {
+            "tag": self.tag,
+            "epoch": self.epoch + 1,
+            "step": self.step,
+            "train_loss": value,
+            "lr": lr,
+            "diverged": True,
+        }
         self.history.append(record)
         if self.logger is not None:
             self.logger.log(record)
 
     def _end_epoch(self, val) -> None:
         record: dict[str, Any] = {
-            "tag": self.tag, "epoch": self.epoch + 1, "step": self.step,
+            "tag": self.tag,
+            "epoch": self.epoch + 1,
+            "step": self.step,
             "train_loss": self._epoch_loss_sum / max(self._epoch_count, 1),
-            **{f"train_{name}": total / max(self._epoch_count, 1)
-               for name, total in self._epoch_term_sums.items()},
+            **{
+                f"train_{name}": total / max(self._epoch_count, 1)
+                for name, total in self._epoch_term_sums.items()
+            },
             "lr": self.optimizer.param_groups[0]["lr"],
         }
         if val is not None:
@@ -296,11 +326,16 @@ class Trainer:
         self.model.eval()
         if isinstance(data, tuple):
             n = len(data[0])
-            batches = (tuple(t[i:i + batch_size] for t in data) for i in range(0, n, batch_size))
+            batches = (tuple(t[i : i + batch_size] for t in data) for i in range(0, n, batch_size))
         else:
-            batches = self._as_batches(DataLoader(
-                data, batch_size=batch_size, collate_fn=self.collate_fn,
-                generator=torch.Generator().manual_seed(0)))
+            batches = self._as_batches(
+                DataLoader(
+                    data,
+                    batch_size=batch_size,
+                    collate_fn=self.collate_fn,
+                    generator=torch.Generator().manual_seed(0),
+                )
+            )
         gen = torch.Generator().manual_seed(derive_seed(self.seed, self.tag, "eval"))
         sums: dict[str, float] = {"loss": 0.0}
         count = 0
@@ -321,8 +356,10 @@ class Trainer:
                         sums[name] = sums.get(name, 0.0) + scalar(term) * k
                 if self.metrics:
                     if out is None or target is None:
-                        raise ValueError(f"training '{self.tag}' has metrics but its step returns "
-                                         "no outputs/targets; return a StepOutput with both")
+                        raise ValueError(
+                            f"training '{self.tag}' has metrics but its step returns "
+                            "no outputs/targets; return a StepOutput with both"
+                        )
                     outputs.append(out)
                     targets.append(target)
                 count += k
@@ -350,12 +387,18 @@ class Trainer:
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict() if self.scheduler is not None else None,
-            "step": self.step, "epoch": self.epoch, "finished": self.finished,
-            "diverged": self.diverged, "train_time": self.train_time,
-            "batch_in_epoch": self._batch_in_epoch, "epoch_gen_state": self._epoch_gen_state,
-            "epoch_loss_sum": self._epoch_loss_sum, "epoch_count": self._epoch_count,
+            "step": self.step,
+            "epoch": self.epoch,
+            "finished": self.finished,
+            "diverged": self.diverged,
+            "train_time": self.train_time,
+            "batch_in_epoch": self._batch_in_epoch,
+            "epoch_gen_state": self._epoch_gen_state,
+            "epoch_loss_sum": self._epoch_loss_sum,
+            "epoch_count": self._epoch_count,
             "epoch_term_sums": dict(self._epoch_term_sums),
-            "shuffle_gen": self.shuffle_gen.get_state(), "step_gen": self.step_gen.get_state(),
+            "shuffle_gen": self.shuffle_gen.get_state(),
+            "step_gen": self.step_gen.get_state(),
             "rng": rng_state(),
             "early_stopping": self.early_stopping.state_dict(),
             "history": self.history,
@@ -370,14 +413,16 @@ class Trainer:
     def _load(self, path: Path) -> None:
         try:
             state = torch.load(path, weights_only=True)
-        except Exception as exc:  # noqa: BLE001 -- any unpickling failure: the file is unusable
+        except Exception as exc:
             raise CheckpointError(
                 f"checkpoint {path} is corrupt or not a biaslab checkpoint "
-                f"({type(exc).__name__}); delete it to restart '{self.tag}' from scratch") from None
+                f"({type(exc).__name__}); delete it to restart '{self.tag}' from scratch"
+            ) from None
         if not isinstance(state, dict) or state.get("fingerprint") != self.fingerprint:
             raise CheckpointError(
                 f"checkpoint {path} does not match this run (different model, config or seed); "
-                "resume with the run's own config or start a new run")
+                "resume with the run's own config or start a new run"
+            )
         try:
             self.model.load_state_dict(state["model"])
             self.optimizer.load_state_dict(state["optimizer"])

@@ -1,0 +1,97 @@
+"""Claims and their verdicts: ctx.claim, and ctx.claim_exact, which can find the notes wrong."""
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from biaslab import registry
+from biaslab.runner import Result, RunContext
+from biaslab.runs import RunDir, tally, verdict_of
+
+
+@dataclasses.dataclass(frozen=True)
+class NoConfig:
+    pass
+
+
+@pytest.fixture
+def ctx(tmp_path):
+    exp = registry.Experiment("test-claims", 1, "claims", "claims", NoConfig, lambda c: None)
+    return RunContext(
+        exp, NoConfig(), 0, "default", RunDir.create("t", 0, out=tmp_path / "run"), progress=False
+    )
+
+
+def exact_third():
+    return 1 / 3
+
+
+def test_notes_wrong_when_biaslab_agrees_with_the_exact_value_and_the_notes_do_not(ctx):
+    verdict = ctx.claim_exact(
+        "a third",
+        notes="0.3334",
+        measured=0.33333,
+        exact=exact_third,
+        tolerance=5e-5,
+        computation="1/3 in float64",
+        source="notes",
+    )
+    (claim,) = [c.as_dict() for c in ctx.claims]
+    assert verdict == verdict_of(claim) == "notes-wrong"
+    assert claim["passed"] is None and claim["computation"] == "1/3 in float64"
+    assert tally([claim]).notes_wrong == 1 and Result(ctx.run_dir, {"claims": [claim]}).passed
+
+
+def test_pass_when_both_agree_and_fail_when_biaslab_is_wrong(ctx):
+    assert (
+        ctx.claim_exact(
+            "ok", notes="0.3333", measured=0.33333, exact=exact_third, tolerance=5e-5, computation="-"
+        )
+        == "pass"
+    )
+    assert (
+        ctx.claim_exact(
+            "bad", notes="0.3334", measured=0.35, exact=exact_third, tolerance=5e-5, computation="-"
+        )
+        == "fail"
+    )
+    verdicts = [verdict_of(c.as_dict()) for c in ctx.claims]
+    assert verdicts == ["pass", "fail"]
+    assert "computation" not in ctx.claims[0].as_dict()  # only a notes-wrong claim carries it
+
+
+def test_refused_in_a_run_that_trains(ctx):
+    ctx.training("mlp")
+    with pytest.raises(ValueError, match="trains"):
+        ctx.claim_exact("x", notes="1.0", measured=1.0, exact=lambda: 1.0, tolerance=0.1, computation="-")
+    assert not ctx.claims
+
+
+@pytest.mark.parametrize(
+    "draw", [lambda: np.random.rand(), lambda: torch.rand(()).item(), lambda: __import__("random").random()]
+)
+def test_refused_for_a_value_that_comes_from_random_draws(ctx, draw):
+    with pytest.raises(ValueError, match="random draws"):
+        ctx.claim_exact("sampled", notes="0.5", measured=0.5, exact=draw, tolerance=1.0, computation="-")
+
+
+def test_exact_check_leaves_every_generator_as_it_was(ctx):
+    torch.manual_seed(5)
+    np.random.seed(5)
+    expected = torch.rand(3), np.random.rand(3)
+    torch.manual_seed(5)
+    np.random.seed(5)
+    ctx.claim_exact(
+        "e", notes="2.718", measured=math.e, exact=lambda: math.e, tolerance=1e-3, computation="-"
+    )
+    assert torch.equal(torch.rand(3), expected[0]) and np.array_equal(np.random.rand(3), expected[1])
+
+
+def test_claim_not_judged_in_quick(ctx):
+    ctx.profile = "quick"
+    ctx.claim("big", expected=">= 0.97", measured=0.5, passed=False, checked_in_quick=False)
+    claim = ctx.claims[0].as_dict()
+    assert verdict_of(claim) == "unjudged" and "not judged in --quick" in claim["expected"]
