@@ -12,6 +12,7 @@ from biaslab import registry
 from biaslab.config import field_types, from_dict, to_dict
 from biaslab.data.availability import CHECKS
 from biaslab.errors import BiaslabError
+from biaslab.train import TrainConfig
 
 EXPERIMENTS = registry.all_experiments()
 NAMES = [e.name for e in EXPERIMENTS]
@@ -181,13 +182,12 @@ def test_unused_keys_are_refused_with_the_reason():
         exp.make_config("quick", {"lr": "0.1"})
 
 
-@pytest.mark.parametrize("exp", [e for e in EXPERIMENTS if e.day != 0], ids=lambda e: e.name)
+TRAINER_LABS = [e for e in EXPERIMENTS if issubclass(e.config, TrainConfig)]
+
+
+@pytest.mark.parametrize("exp", TRAINER_LABS, ids=[e.name for e in TRAINER_LABS])
 def test_training_keys_are_settable_where_labs_train_with_the_trainer(exp):
     """weight decay, patience and clipping are --set keys of every lab whose config is a TrainConfig."""
-    from biaslab.train import TrainConfig
-
-    if not issubclass(exp.config, TrainConfig):
-        pytest.skip(f"{exp.name} does not train with the Trainer (NumPy loop or no training)")
     cfg = exp.make_config("quick", {"weight_decay": "0.01", "patience": "2", "max_grad_norm": "1"})
     train = TrainConfig.of(cfg)
     assert (train.weight_decay, train.patience, train.max_grad_norm) == (0.01, 2, 1.0)
