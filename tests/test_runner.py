@@ -246,9 +246,9 @@ def _crash_at_step(monkeypatch, n):
 
 def _crash_in_checkpoint_write(monkeypatch, n):
     """The n-th checkpoint write dies half-way through writing its bytes."""
-    from biaslab.train import trainer as trainer_module
+    from biaslab.train import checkpoint as checkpoint_module
 
-    real = trainer_module.atomic_write
+    real = checkpoint_module.atomic_write
     counter = itertools.count(1)
 
     def atomic_write(path, write):
@@ -265,7 +265,7 @@ def _crash_in_checkpoint_write(monkeypatch, n):
 
         return real(path, half)
 
-    monkeypatch.setattr(trainer_module, "atomic_write", atomic_write)
+    monkeypatch.setattr(checkpoint_module, "atomic_write", atomic_write)
 
 
 def _crash_after_log(monkeypatch, n):

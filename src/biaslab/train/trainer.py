@@ -27,14 +27,11 @@ error is not a mean over batches); the loss is the batch-size-weighted mean of b
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -43,7 +40,7 @@ from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
 from biaslab.errors import CheckpointError, DivergenceError
-from biaslab.fileio import atomic_write
+from biaslab.train import checkpoint
 from biaslab.train.callbacks import EarlyStopping, progress_bar
 from biaslab.train.config import TrainConfig, make_optimizer, make_scheduler
 from biaslab.train.seed import derive_seed, rng_state, set_rng_state
@@ -374,12 +371,10 @@ class Trainer:
 
     # -- checkpoints ----------------------------------------------------------------------
     def _fingerprint(self, extra: str) -> str:
-        shapes = [list(p.shape) for p in self.model.parameters()]
-        parts = [self.tag, type(self.model).__name__, shapes, asdict(self.config), self.seed, extra]
-        if self.step_fn is not None:  # only then, so that older checkpoints stay valid
-            parts.append(getattr(self.step_fn, "__qualname__", type(self.step_fn).__qualname__))
-        text = json.dumps(parts, sort_keys=True, default=str)
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
+        step_name = None
+        if self.step_fn is not None:
+            step_name = getattr(self.step_fn, "__qualname__", type(self.step_fn).__qualname__)
+        return checkpoint.fingerprint(self.model, self.config, self.tag, self.seed, extra, step_name)
 
     def state_dict(self) -> dict[str, Any]:
         return {
@@ -405,24 +400,11 @@ class Trainer:
         }
 
     def _save(self) -> None:
-        if self.checkpoint is None:
-            return
-        state = self.state_dict()
-        atomic_write(self.checkpoint, lambda f: torch.save(state, f))
+        if self.checkpoint is not None:
+            checkpoint.save(self.checkpoint, self.state_dict())
 
     def _load(self, path: Path) -> None:
-        try:
-            state = torch.load(path, weights_only=True)
-        except Exception as exc:
-            raise CheckpointError(
-                f"checkpoint {path} is corrupt or not a biaslab checkpoint "
-                f"({type(exc).__name__}); delete it to restart '{self.tag}' from scratch"
-            ) from None
-        if not isinstance(state, dict) or state.get("fingerprint") != self.fingerprint:
-            raise CheckpointError(
-                f"checkpoint {path} does not match this run (different model, config or seed); "
-                "resume with the run's own config or start a new run"
-            )
+        state = checkpoint.load(path, self.fingerprint, self.tag)
         try:
             self.model.load_state_dict(state["model"])
             self.optimizer.load_state_dict(state["optimizer"])
