@@ -45,7 +45,7 @@ def load(path: Path, expected_fingerprint: str, tag: str) -> dict[str, Any]:
     """The state saved at ``path``; a corrupt file or another training's is a CheckpointError."""
     try:
         state = torch.load(path, weights_only=True)
-    except Exception as exc:
+    except Exception as exc:  # any unpickling failure means the file is unusable
         raise CheckpointError(
             f"checkpoint {path} is corrupt or not a biaslab checkpoint "
             f"({type(exc).__name__}); delete it to restart '{tag}' from scratch"
