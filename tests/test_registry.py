@@ -191,3 +191,13 @@ def test_training_keys_are_settable_where_labs_train_with_the_trainer(exp):
     cfg = exp.make_config("quick", {"weight_decay": "0.01", "patience": "2", "max_grad_norm": "1"})
     train = TrainConfig.of(cfg)
     assert (train.weight_decay, train.patience, train.max_grad_norm) == (0.01, 2, 1.0)
+
+
+def test_catalog_leaves_out_experiments_registered_elsewhere(tmp_path, monkeypatch):
+    """A test's experiment (registered from outside biaslab/experiments/) never reaches the cache."""
+    monkeypatch.setenv("BIASLAB_DATA", str(tmp_path))
+    fake = dataclasses.replace(EXPERIMENTS[0], name="test-fake", fn=lambda ctx: None)
+    monkeypatch.setitem(registry._REGISTRY, "test-fake", fake)
+    assert "test-fake" in [e.name for e in registry.all_experiments()]
+    assert "test-fake" not in registry.workshop_order()
+    assert "test-fake" not in (tmp_path / registry.CATALOG_FILE).read_text()

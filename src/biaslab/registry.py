@@ -187,26 +187,34 @@ def _catalog_path() -> Path | None:
         return None
 
 
-def _cached_catalog() -> list[Entry] | None:
+def _cached_catalog(fingerprint: str | None = None) -> list[Entry] | None:
     """The catalog from its cache, or None when there is none for the current sources."""
+    from biaslab.fileio import read_json
+
     path = _catalog_path()
     if path is None or not path.is_file():
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if data.get("fingerprint") != _source_fingerprint():
+        data = read_json(path)
+        if data.get("fingerprint") != (fingerprint or _source_fingerprint()):
             return None
         return [Entry(**e) for e in data["entries"]]
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+    except (BiaslabError, TypeError, KeyError, AttributeError):
         return None  # unreadable or from an older format: rebuild
 
 
 def catalog() -> list[Entry]:
-    """Every experiment as plain data, in :func:`all_experiments` order (cached; see above)."""
-    cached = _cached_catalog()
+    """Every lab of ``biaslab/experiments/`` as plain data, in :func:`all_experiments` order.
+
+    Cached (see the module docstring). Experiments registered from elsewhere (a test's) are
+    left out, so that they never reach the cache.
+    """
+    fingerprint = _source_fingerprint()
+    cached = _cached_catalog(fingerprint)
     if cached is not None:
         return cached
     from biaslab.config import to_dict
+    from biaslab.fileio import atomic_write_text
 
     entries = [
         Entry(
@@ -220,15 +228,13 @@ def catalog() -> list[Entry]:
             dict(getattr(e.config, "UNUSED_KEYS", {})),
         )
         for e in all_experiments()
+        if e.fn.__module__.startswith(f"{EXPERIMENTS_PACKAGE}.")
     ]
     path = _catalog_path()
     if path is not None:
-        from biaslab.fileio import atomic_write_text
-
         try:
             atomic_write_text(
-                path,
-                json.dumps({"fingerprint": _source_fingerprint(), "entries": [vars(e) for e in entries]}),
+                path, json.dumps({"fingerprint": fingerprint, "entries": [vars(e) for e in entries]})
             )
         except OSError:
             pass  # a cache that cannot be written only costs time

@@ -9,7 +9,6 @@ succeeded, ``COMPLETE``.
 from __future__ import annotations
 
 import ast
-import random
 import sys
 import time
 from collections.abc import Callable
@@ -27,7 +26,7 @@ from biaslab.fileio import atomic_write
 from biaslab.formatting import format_value
 from biaslab.runs import VERDICTS, RunDir, tally, verdict_of
 from biaslab.train.recipes import TrainSetup
-from biaslab.train.seed import derive_seed, seed_everything
+from biaslab.train.seed import derive_seed, rng_state, seed_everything, set_rng_state
 
 
 @dataclass
@@ -232,20 +231,14 @@ class RunContext:
 def _reproducible(exact: Callable[[], Any], claim: str):
     """``exact()`` evaluated under two different seeds of every global generator; the two
     results must be equal. The generators' states are restored afterwards."""
-    import torch
-
-    states = random.getstate(), np.random.get_state(), torch.get_rng_state()
+    states = rng_state()
     try:
         values = []
         for seed in (1, 2):
-            random.seed(seed)
-            np.random.seed(seed)
-            torch.manual_seed(seed)
+            seed_everything(seed)
             values.append(np.asarray(exact(), dtype=float))
     finally:
-        random.setstate(states[0])
-        np.random.set_state(states[1])
-        torch.set_rng_state(states[2])
+        set_rng_state(states)
     if values[0].shape != values[1].shape or not np.array_equal(values[0], values[1]):
         raise ValueError(f"claim {claim!r}: the 'exact' computation depends on random draws")
     return values[0]

@@ -178,15 +178,8 @@ def _claims_cell(claims) -> tuple[str, str]:
     counts = tally(claims)
     if not counts.total:
         return "\u2014", "transparent"
-    key = (
-        "fail"
-        if counts.failed
-        else "unjudged"
-        if counts.unjudged
-        else "notes-wrong"
-        if counts.notes_wrong
-        else "pass"
-    )
+    worst = (("fail", counts.failed), ("unjudged", counts.unjudged), ("notes-wrong", counts.notes_wrong))
+    key = next((key for key, n in worst if n), "pass")
     return counts.short(), VERDICTS[key].colour
 
 

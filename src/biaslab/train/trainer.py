@@ -237,14 +237,9 @@ class Trainer:
         cfg = self.config
         for batch in self._batches(train, n):
             t0 = time.perf_counter()
-            if self.step_fn is None:
-                *inputs, targets = batch
-                loss = self.loss_fn(self.model(*inputs), targets)
-                k, terms = len(targets), {}
-            else:
-                out = as_step_output(self.step_fn(self.model, batch, self.step_gen))
-                loss, k = out.loss, batch_size_of(batch)
-                terms = {name: scalar(term) for name, term in out.terms.items()}
+            out, k = self._forward(batch, self.step_gen)
+            loss = out.loss
+            terms = {name: scalar(term) for name, term in out.terms.items()}
             value = loss.item()
             if not math.isfinite(value):
                 self._diverge(value)
@@ -266,6 +261,18 @@ class Trainer:
             bar.update(1)
             if cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0:
                 self._save()
+
+    def _forward(self, batch, generator: torch.Generator) -> tuple[StepOutput, int]:
+        """One batch through the model: the step's answer and the batch's weight in the means.
+
+        With ``loss_fn`` the batch is ``(*inputs, targets)`` and its weight ``len(targets)``;
+        a step function gets the batch as collated and ``generator`` to draw from.
+        """
+        if self.step_fn is None:
+            *inputs, targets = batch
+            outputs = self.model(*inputs)
+            return StepOutput(self.loss_fn(outputs, targets), {}, outputs, targets), len(targets)
+        return as_step_output(self.step_fn(self.model, batch, generator)), batch_size_of(batch)
 
     def _diverge(self, value: float) -> None:
         lr = self.optimizer.param_groups[0]["lr"]
@@ -340,17 +347,11 @@ class Trainer:
         targets: list[torch.Tensor] = []
         try:
             for batch in batches:
-                if self.step_fn is None:
-                    *inputs, target = batch
-                    out = self.model(*inputs)
-                    k = len(target)
-                    sums["loss"] += self.loss_fn(out, target).item() * k
-                else:
-                    res = as_step_output(self.step_fn(self.model, batch, gen))
-                    out, target, k = res.outputs, res.targets, batch_size_of(batch)
-                    sums["loss"] += scalar(res.loss) * k
-                    for name, term in res.terms.items():
-                        sums[name] = sums.get(name, 0.0) + scalar(term) * k
+                res, k = self._forward(batch, gen)
+                out, target = res.outputs, res.targets
+                sums["loss"] += scalar(res.loss) * k
+                for name, term in res.terms.items():
+                    sums[name] = sums.get(name, 0.0) + scalar(term) * k
                 if self.metrics:
                     if out is None or target is None:
                         raise ValueError(
