@@ -54,7 +54,7 @@ def run(ctx) -> None:
         seed=ctx.seed_for("shuffle"),
     )
     history, (test_loss, test_acc) = fit.history, (fit.test["loss"], fit.test["accuracy"])
-    seconds = sum(r["seconds"] for r in history)
+    seconds = fit.train_time
     ctx.metric(
         test_accuracy=test_acc,
         test_loss=test_loss,
