@@ -207,7 +207,7 @@ def _not_a_run(root: Path, kind: str) -> Path:
         ("empty", "not a run directory"),
         ("truncated", "not valid JSON"),
         ("list", "not a biaslab run config"),
-        ("no-keys", "not a biaslab run config"),
+        ("no-keys", "not a complete run config"),
         ("unknown", "unknown experiment 'nope'"),
     ],
 )

@@ -439,8 +439,23 @@ def test_divergence_with_huge_learning_rate(capsys, in_tmp):
     assert not list(in_tmp.rglob("COMPLETE"))
 
 
-def test_bug_in_experiment_is_not_marked_complete(in_tmp, failing):
+def test_bug_in_experiment_is_one_line_with_the_traceback_saved(capsys, in_tmp, failing):
     run = in_tmp / "run"
-    with pytest.raises(ValueError, match="programming error"):
-        main(["run", "test-failing", "--out", str(run), "--set", "kind=bug"])
+    assert main(["run", "test-failing", "--out", str(run), "--set", "kind=bug"]) == 1
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    details = run / "traceback.txt"
+    assert lines[0] == f"biaslab: internal error: ValueError: a programming error; details in {details}"
+    saved = details.read_text()
+    assert (
+        saved.startswith("Traceback (most recent call last):") and "ValueError: a programming error" in saved
+    )
     assert (run / "config.json").is_file() and not (run / "COMPLETE").exists()
+
+
+def test_bug_in_the_python_api_raises_itself_with_the_traceback_path(in_tmp, failing):
+    with pytest.raises(ValueError, match="programming error") as info:
+        biaslab.run("test-failing", out=in_tmp / "run", kind="bug")
+    assert info.value.details_path == in_tmp / "run" / "traceback.txt"
+    assert info.value.details_path.is_file()

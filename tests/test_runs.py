@@ -43,7 +43,7 @@ def test_create_names_run_after_experiment_time_and_seed(tmp_path):
     assert before <= datetime.strptime(m.group(1), "%Y%m%d-%H%M%S") <= after
     assert run.figures_dir.is_dir() and run.checkpoints_dir.is_dir()
     assert not run.is_complete
-    assert sorted(p.name for p in run.path.iterdir()) == ["checkpoints", "figures"]
+    assert sorted(p.name for p in run.path.iterdir()) == [".lock", "checkpoints", "figures"]
 
 
 def test_two_runs_in_the_same_second_get_distinct_dirs(tmp_path, monkeypatch):
@@ -69,6 +69,7 @@ def test_create_refuses_out_that_holds_a_run(tmp_path, complete):
     if complete:
         run.mark_complete()
     before = run.config_path.read_bytes()
+    run.release()
     with pytest.raises(BiaslabError) as info:
         RunDir.create("xor", seed=0, out=tmp_path / "run")
     assert "already holds a run" in str(info.value) and "--resume" in str(info.value)
@@ -96,6 +97,7 @@ def test_open(tmp_path):
         RunDir.open(tmp_path / "missing")
     run = RunDir.create("xor", seed=0, out=tmp_path / "run")
     run.write_config("xor", "quick", 0, {}, "cmd")
+    run.release()
     (run.figures_dir).rmdir()
     opened = RunDir.open(run.path)
     assert opened.figures_dir.is_dir()  # recreated
@@ -105,6 +107,7 @@ def test_open(tmp_path):
 def test_open_unwritable_run_directory(tmp_path):
     run = RunDir.create("xor", seed=0, out=tmp_path / "run")
     run.write_config("xor", "quick", 0, {}, "cmd")
+    run.release()
     run.checkpoints_dir.rmdir()
     (run.path / "checkpoints").write_text("a file where the folder should be")
     with pytest.raises(BiaslabError, match="cannot write to run directory"):
@@ -167,6 +170,7 @@ def test_discard_only_removes_what_create_made(tmp_path):
 def test_discard_never_touches_a_resumed_run(tmp_path):
     run = RunDir.create("xor", seed=0, out=tmp_path / "run")
     run.write_config("xor", "quick", 0, {}, "cmd")
+    run.release()
     assert not RunDir.open(run.path).discard_if_unused()
     assert run.config_path.is_file()
 

@@ -1,7 +1,14 @@
 """The ``biaslab`` command: list | run | show | report | data.
 
-Errors a user can fix (unknown names, bad values, missing data, unwritable directories, corrupt
-checkpoints) print one line on stderr and exit with status 2; nothing is marked complete.
+Exit status and messages:
+
+* 0: done.
+* 2: an error the user can fix (an unknown name, a bad value, missing data, a full disk or an
+  unwritable folder, a corrupt file, a run directory another process is writing): one line on
+  stderr, ``biaslab: error: ...``; nothing is marked complete.
+* 1: a bug: one line, ``biaslab: internal error: ...; details in PATH``, with the full traceback
+  saved at PATH (in the run directory, or under the data directory's ``errors/``).
+* 130: interrupted (Ctrl-C); the run can be resumed.
 """
 
 from __future__ import annotations
@@ -10,6 +17,8 @@ import argparse
 import os
 import shlex
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 from biaslab import __version__
@@ -242,7 +251,33 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except BrokenPipeError:  # `biaslab list | head`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except Exception as exc:  # a bug: one line here, the traceback in a file
+        print(internal_error_line(exc), file=sys.stderr)
+        return 1
     return 0
+
+
+def internal_error_line(exc: BaseException) -> str:
+    """``biaslab: internal error: TYPE: first line of the message; details in PATH``.
+
+    PATH is where the runner saved the traceback (``exc.details_path``); otherwise the
+    traceback is saved now under ``<data dir>/errors/`` (or the system's temporary folder).
+    """
+    from biaslab.fileio import data_dir, write_traceback
+
+    path = getattr(exc, "details_path", None)
+    if path is None:
+        name = f"traceback-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.txt"
+        for folder in (lambda: data_dir() / "errors", lambda: Path(tempfile.gettempdir())):
+            try:
+                path = write_traceback(exc, folder() / name)
+                break
+            except Exception:  # nowhere to write: say so below
+                continue
+    lines = str(exc).strip().splitlines()
+    text = type(exc).__name__ + (f": {lines[0]}" if lines else "")
+    where = f"details in {path}" if path is not None else "no traceback could be saved"
+    return f"biaslab: internal error: {text}; {where}"
 
 
 if __name__ == "__main__":

@@ -13,6 +13,8 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import math
+import os
 import types
 import typing
 from collections.abc import Mapping
@@ -71,6 +73,8 @@ def parse_value(key: str, raw: Any, tp) -> Any:
             parts = list(raw)
         else:
             raise ConfigError(f"{key}={raw!r}: expected a comma-separated list")
+        if not parts:
+            raise ConfigError(f"{key}={raw!r}: give at least one value (comma-separated)")
         return tuple(parse_value(key, p, item_tp) for p in parts)
     if isinstance(raw, str):
         text = raw.strip()
@@ -84,7 +88,7 @@ def parse_value(key: str, raw: Any, tp) -> Any:
             if tp is int:
                 return int(text)
             if tp is float:
-                return float(text)
+                return _finite(key, float(text))
             if tp is str:
                 return text
         except ValueError:
@@ -92,10 +96,20 @@ def parse_value(key: str, raw: Any, tp) -> Any:
         raise ConfigError(f"{key}={raw!r}: expected {_type_name(tp)}")
     # A Python value (from biaslab.run(...) or a JSON file).
     if tp is float and isinstance(raw, (int, float)) and not isinstance(raw, bool):
-        return float(raw)
+        try:
+            return _finite(key, float(raw))
+        except OverflowError:  # an int too large for a float
+            raise ConfigError(f"{key}={raw!r}: too large for a floating-point number") from None
     if tp in (int, bool, str) and type(raw) is tp:
         return raw
     raise ConfigError(f"{key}={raw!r}: expected {_type_name(tp)}")
+
+
+def _finite(key: str, value: float) -> float:
+    """No config value is infinite or nan: every scale, rate and fraction is a finite number."""
+    if not math.isfinite(value):
+        raise ConfigError(f"{key}={value!r}: must be a finite number")
+    return value
 
 
 def apply_overrides(cfg, overrides: Mapping[str, Any], context: str = "", *, allow_unused: bool = False):
@@ -128,6 +142,77 @@ def require_positive(cfg, *names: str) -> None:
         items = value if isinstance(value, tuple) else (value,)
         if any(v is not None and not v > 0 for v in items):
             raise ConfigError(f"{name}={value!r}: must be positive")
+
+
+def check_range(cfg, name: str, low: float | None = None, high: float | None = None, why: str = "") -> None:
+    """Raise ConfigError unless ``low <= value <= high`` for field ``name`` of ``cfg``.
+
+    A tuple field is checked item by item; ``None`` (an unset optional) passes. The message
+    names the key, the allowed range and ``why`` (e.g. the data set's size that bounds it).
+    """
+    value = getattr(cfg, name)
+    items = value if isinstance(value, tuple) else (value,)
+    if all(v is None or ((low is None or v >= low) and (high is None or v <= high)) for v in items):
+        return
+    if high is None:
+        allowed = f">= {low:g}"
+    elif low is None:
+        allowed = f"<= {high:g}"
+    else:
+        allowed = f"in {low:g}..{high:g}"
+    each = "each value " if isinstance(value, tuple) else ""
+    raise ConfigError(f"{name}={_shown(value)}: {each}must be {allowed}" + (f" ({why})" if why else ""))
+
+
+def _shown(value) -> str:
+    if isinstance(value, tuple):
+        return ",".join(map(str, value))
+    return str(value)
+
+
+# -- seeds and memory -------------------------------------------------------------------------
+SEED_MAX = 2**64 - 1  # the largest seed torch's 64-bit generator takes
+
+
+def check_seed(seed: Any) -> int:
+    """``seed`` if it is an integer in 0..2**64 - 1, else a ConfigError naming the range."""
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ConfigError(f"seed={seed!r}: must be an integer in 0..{SEED_MAX}")
+    if not 0 <= seed <= SEED_MAX:
+        raise ConfigError(f"seed={seed}: must be in 0..{SEED_MAX} (it seeds a 64-bit generator)")
+    return seed
+
+
+def available_memory() -> int:
+    """Bytes of memory a new allocation can take now (Linux: MemAvailable; else physical memory)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 2**63  # unknown: never refuse
+
+
+def check_memory(name: str, nbytes: float, what: str = "the model") -> None:
+    """Raise ConfigError when ``nbytes`` (an estimate) would not fit in the free memory.
+
+    Args:
+        name: the config key(s) that set the size, named in the message.
+        nbytes: estimated peak bytes of what the key makes (weights, gradients, optimizer state,
+            activations of a batch).
+        what: what needs the memory, for the message.
+    """
+    free = available_memory()
+    if nbytes > 0.9 * free:
+        raise ConfigError(
+            f"{name}: {what} would need about {nbytes / 2**30:.1f} GiB of memory, "
+            f"more than the {free / 2**30:.1f} GiB free on this machine; choose a smaller value"
+        )
 
 
 def parse_set_args(pairs: list[str] | None) -> dict[str, str]:

@@ -28,3 +28,39 @@ class CheckpointError(BiaslabError):
 
 class DivergenceError(BiaslabError):
     """Training produced a NaN or infinite loss."""
+
+    @classmethod
+    def at(cls, tag: str, loss: float, where: str, lr: float, lr_key: str = "lr") -> "DivergenceError":
+        """The one message every training loop (PyTorch's and NumPy's) gives when its loss blows up.
+
+        Args:
+            tag: the training's name.
+            loss: the non-finite loss value.
+            where: e.g. ``"epoch 2, step 130"``.
+            lr: the learning rate in use.
+            lr_key: the config key that sets it, for the hint (default ``"lr"``).
+        """
+        return cls(
+            f"training '{tag}' diverged: loss is {loss} at {where} with learning rate {lr:g}; "
+            f"lower it (e.g. --set {lr_key}={lr / 10:g})"
+        )
+
+
+class RunLockedError(BiaslabError):
+    """Another process is writing the run directory."""
+
+
+class StorageError(BiaslabError):
+    """A file could not be written or read: a full disk, a read-only folder, a path in the way.
+
+    ``resume`` is set by the runner to the unfinished run's directory; the message then ends
+    with the command that continues the run once the cause is fixed.
+    """
+
+    resume = None
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        if self.resume is not None:
+            text += f"; the run is unfinished: continue with: biaslab run --resume {self.resume}"
+        return text

@@ -9,24 +9,30 @@ through :func:`atomic_write`.
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
+import re
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from biaslab.errors import BiaslabError
+from biaslab.errors import BiaslabError, StorageError
 
 __all__ = [
+    "StorageError",
+    "as_storage_error",
     "atomic_write",
     "atomic_write_bytes",
     "atomic_write_text",
     "data_dir",
     "json_safe",
     "read_json",
+    "remove_temp_files",
     "write_json",
+    "write_traceback",
 ]
 
 DATA_ENV_VAR = "BIASLAB_DATA"
@@ -58,17 +64,68 @@ def data_dir() -> Path:
             f"the data directory {path} is not a writable directory; "
             f"set {DATA_ENV_VAR} to a writable directory"
         )
+    if path not in _CLEANED:  # once per process: what killed writers left behind
+        remove_temp_files(path)
+        _CLEANED.add(path)
     return path
+
+
+_CLEANED: set[Path] = set()
+
+
+# -- storage failures -------------------------------------------------------------------------
+# What the user can do about a failed read or write, by errno. Any other OSError is a bug.
+_STORAGE_ADVICE = {
+    errno.ENOSPC: "the disk is full; free some space",
+    errno.EDQUOT: "the disk quota is exceeded; free some space",
+    errno.EFBIG: "the file is too large for this file system",
+    errno.EROFS: "the file system is read-only; choose a writable folder",
+    errno.EACCES: "permission denied; make the folder writable or choose another",
+    errno.EPERM: "operation not permitted; make the folder writable or choose another",
+    errno.EISDIR: "a directory is in the way; remove or rename it",
+    errno.ENOTDIR: "a file is in the way of a folder on the path; remove or rename it",
+    errno.EEXIST: "a file is in the way of a folder on the path; remove or rename it",
+    errno.EIO: "an input/output error on the device",
+    errno.ENAMETOOLONG: "the file name is too long; choose a shorter path",
+}
+
+
+def as_storage_error(
+    exc: BaseException, path: str | os.PathLike, action: str = "write"
+) -> StorageError | None:
+    """A one-line :class:`StorageError` for ``exc`` (or the OSError it was raised from) when it
+    is a storage failure the user can fix (full disk, read-only folder, a directory in the way);
+    None when it is not (then it is a bug, reported as such)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno in _STORAGE_ADVICE:
+            return StorageError(f"cannot {action} {path}: {_STORAGE_ADVICE[exc.errno]} ({exc.strerror})")
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+# -- atomic writes -----------------------------------------------------------------------------
+_TEMP_SUFFIX = ".tmp"
+_TEMP_NAME = re.compile(r"^\..+\.pid(\d+)\.[^.]+\.tmp$")  # .<name>.pid<writer pid>.<random>.tmp
 
 
 def atomic_write(path: str | os.PathLike, write: Callable) -> Path:
     """Call ``write(fileobj)`` on a temporary file next to ``path``, then rename it over ``path``.
 
-    On any failure the temporary file is removed and ``path`` is left untouched.
+    On any failure the temporary file is removed and ``path`` is left untouched; a storage
+    failure (full disk, read-only folder, a directory in the way) becomes a one-line
+    :class:`StorageError` naming ``path``. A temporary file that a killed process left behind
+    is named ``.<name>.pid<PID>.<random>.tmp``; :func:`remove_temp_files` clears them.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(
+            dir=path.parent, prefix=f".{path.name}.pid{os.getpid()}.", suffix=_TEMP_SUFFIX
+        )
+    except OSError as exc:
+        raise (as_storage_error(exc, path) or exc) from None
     try:
         os.chmod(tmp_name, 0o666 & ~_UMASK)  # mkstemp creates private (0o600) files
         with os.fdopen(fd, "wb") as handle:
@@ -76,14 +133,57 @@ def atomic_write(path: str | os.PathLike, write: Callable) -> Path:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp_name, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp_name)
         except FileNotFoundError:
             pass
+        storage = as_storage_error(exc, path)
+        if storage is not None:
+            raise storage from None
         raise
     _fsync_dir(path.parent)
     return path
+
+
+def remove_temp_files(directory: str | os.PathLike, *, any_writer: bool = False) -> list[Path]:
+    """Remove the temporary files that interrupted atomic writes left in ``directory``.
+
+    Args:
+        directory: where to look (not recursive).
+        any_writer: remove every such file (the caller holds the directory's lock, so no one
+            else is writing there); by default only those whose writing process has ended.
+
+    Returns:
+        The files removed.
+    """
+    removed = []
+    try:
+        entries = list(Path(directory).iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        match = _TEMP_NAME.match(entry.name)
+        if match is None or (not any_writer and _process_alive(int(match.group(1)))):
+            continue
+        try:
+            entry.unlink()
+            removed.append(entry)
+        except OSError:
+            pass
+    return removed
+
+
+def _process_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return True  # someone else's process (or an odd number): leave its file alone
+    return True
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -151,4 +251,14 @@ def read_json(path: str | os.PathLike) -> Any:
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise BiaslabError(f"{path} is not valid JSON ({exc})") from None
     except OSError as exc:
-        raise BiaslabError(f"{path} cannot be read ({exc.strerror or type(exc).__name__})") from None
+        storage = as_storage_error(exc, path, "read")
+        reason = exc.strerror or type(exc).__name__
+        raise storage or BiaslabError(f"{path} cannot be read ({reason})") from None
+
+
+def write_traceback(exc: BaseException, path: str | os.PathLike) -> Path:
+    """Save ``exc``'s full traceback as text at ``path`` (atomically) and return the path."""
+    import traceback
+
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return atomic_write_text(path, text)

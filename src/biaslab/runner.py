@@ -12,19 +12,19 @@ import ast
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, TextIO
 
 import numpy as np
 
 from biaslab import registry
-from biaslab.config import from_dict, to_dict
+from biaslab.config import check_seed, from_dict, to_dict
 from biaslab.data.availability import require_data
-from biaslab.errors import BiaslabError, CheckpointError
-from biaslab.fileio import atomic_write
+from biaslab.errors import BiaslabError, CheckpointError, ConfigError, StorageError
+from biaslab.fileio import atomic_write, write_traceback
 from biaslab.formatting import format_value
-from biaslab.runs import VERDICTS, RunDir, tally, verdict_of
+from biaslab.runs import TRACEBACK, VERDICTS, RunDir, tally, verdict_of
 from biaslab.train.recipes import TrainSetup
 from biaslab.train.seed import derive_seed, rng_state, seed_everything, set_rng_state
 
@@ -283,7 +283,7 @@ def run(
     Args:
         name: a registered experiment (``biaslab list``); optional with ``resume``.
         profile: ``"quick"`` (CI smoke test), ``"default"`` (laptop CPU) or ``"full"``.
-        seed: fixes every random choice of the run.
+        seed: fixes every random choice of the run; an integer in 0..2**64 - 1.
         out: the run directory; default ``<runs_dir>/<name>-<YYYYmmdd-HHMMSS>-<seed>``.
         resume: an unfinished run directory to continue (its config and seed are reused).
         runs_dir: parent of new run directories (default ``runs``).
@@ -291,48 +291,111 @@ def run(
         command: the command line recorded in config.json (default: the equivalent CLI call).
         echo: a stream for progress lines (the workshop prints one per lab); default silent.
         **overrides: config values, e.g. ``epochs=3`` (strings are parsed as by ``--set``).
+
+    Raises:
+        BiaslabError: bad input (name, seed, profile, override, data, a run directory in use,
+            a full disk...), with the command line's one-line message. Input is checked before
+            anything is written: a refused run leaves nothing on disk.
+        Exception: a bug; its traceback is saved as ``traceback.txt`` in the run directory,
+            whose path the exception carries as ``details_path``.
     """
     if resume is not None:
-        rundir = RunDir.open(resume)
-        saved = rundir.read_config()
-        missing = [k for k in ("experiment", "profile", "seed", "config") if k not in saved]
-        if missing or not isinstance(saved["config"], dict):
-            raise CheckpointError(
-                f"{rundir.config_path} is not a biaslab run config (missing or "
-                f"bad: {', '.join(missing or ['config'])}); cannot resume"
-            )
-        if name is not None and name != saved.get("experiment"):
-            raise CheckpointError(f"{resume} is a run of '{saved.get('experiment')}', not '{name}'")
-        exp = registry.get(saved["experiment"])
-        if overrides:
-            raise BiaslabError("--set cannot be combined with --resume (the run keeps its config)")
+        rundir = RunDir.open(resume)  # locked from here on
+        try:
+            exp, cfg, profile, seed = _resumed(rundir, name, overrides)
+        except BaseException:
+            rundir.release()
+            raise
         if rundir.is_complete:
+            rundir.release()
             return Result(rundir.path, rundir.read_results())
-        cfg = from_dict(exp.config, saved["config"])
-        profile, seed = saved["profile"], saved["seed"]
     else:
-        if name is None:
-            raise BiaslabError("name an experiment to run (see 'biaslab list')")
-        exp = registry.get(name)
-        cfg = exp.make_config(profile, overrides)
-        require_data(exp.requires)
-        rundir = RunDir.create(exp.name, seed, out=out, runs_dir=runs_dir)
-        rundir.write_config(
-            exp.name,
-            profile,
-            seed,
-            to_dict(cfg),
-            command or _python_command(exp.name, profile, seed, overrides),
-        )
+        exp, cfg = _checked_request(name, profile, seed, overrides)
+        rundir = RunDir.create(exp.name, seed, out=out, runs_dir=runs_dir)  # locked
+    try:
+        if resume is None:
+            rundir.write_config(
+                exp.name,
+                profile,
+                seed,
+                to_dict(cfg),
+                command or _python_command(exp.name, profile, seed, overrides),
+            )
+        return _execute(exp, cfg, seed, profile, rundir, progress, echo)
+    except BiaslabError as exc:
+        kept = not rundir.discard_if_unused()  # failed before writing anything worth resuming
+        if isinstance(exc, StorageError) and kept and rundir.is_run:
+            exc.resume = rundir.path
+        raise
+    except Exception as exc:  # a bug: keep its traceback beside the run it broke
+        if getattr(exc, "details_path", None) is None:  # a workshop's lab may have saved it
+            try:
+                exc.details_path = write_traceback(exc, rundir.path / TRACEBACK)
+            except (OSError, BiaslabError):
+                pass
+        raise
+    finally:
+        rundir.release()
 
+
+def _checked_request(name: Any, profile: Any, seed: Any, overrides: dict[str, Any]):
+    """The experiment and its config for a new run; every input checked before anything is
+    written (a ConfigError or BiaslabError with the command line's message)."""
+    if name is None:
+        raise BiaslabError("name an experiment to run (see 'biaslab list')")
+    if not isinstance(name, str):
+        raise BiaslabError(f"the experiment name must be a string, not {name!r} (see 'biaslab list')")
+    if not isinstance(profile, str):
+        raise BiaslabError(f"profile must be one of {', '.join(registry.PROFILES)}, not {profile!r}")
+    check_seed(seed)
+    exp = registry.get(name)
+    cfg = exp.make_config(profile, overrides)
+    require_data(exp.requires)
+    return exp, cfg
+
+
+def _resumed(rundir: RunDir, name: str | None, overrides: dict[str, Any]):
+    """Experiment, config, profile and seed of the run in ``rundir``, checked for ``--resume``."""
+    path = rundir.config_path
+    saved = rundir.read_config()
+    missing = [k for k in ("experiment", "profile", "seed", "config") if k not in saved]
+    if missing:
+        raise CheckpointError(
+            f"{path} lacks {', '.join(missing)}; it is not a complete run config, cannot resume"
+        )
+    if not isinstance(saved["experiment"], str) or not isinstance(saved["config"], dict):
+        raise CheckpointError(f"{path}: 'experiment' must be a string and 'config' an object; cannot resume")
+    if saved["profile"] not in registry.PROFILES:
+        choices = ", ".join(registry.PROFILES)
+        raise CheckpointError(f"{path}: profile {saved['profile']!r} is not one of {choices}")
+    try:
+        check_seed(saved["seed"])
+    except ConfigError as exc:
+        raise CheckpointError(f"{path}: {exc}; cannot resume") from None
+    if name is not None and name != saved["experiment"]:
+        raise CheckpointError(f"{rundir.path} is a run of '{saved['experiment']}', not '{name}'")
+    if overrides:
+        raise BiaslabError("--set cannot be combined with --resume (the run keeps its config)")
+    exp = registry.get(saved["experiment"])
+    lacking = sorted({f.name for f in fields(exp.config)} - set(saved["config"]))
+    if lacking:
+        raise CheckpointError(
+            f"{path} lacks config key(s) {', '.join(lacking)}: resuming would mix two configs; "
+            "start a new run"
+        )
+    try:
+        cfg = from_dict(exp.config, saved["config"])
+    except ConfigError as exc:
+        raise CheckpointError(f"{path}: {exc}; fix the file or start a new run") from None
+    return exp, cfg, saved["profile"], saved["seed"]
+
+
+def _execute(exp, cfg, seed: int, profile: str, rundir: RunDir, progress, echo) -> Result:
+    """Run the experiment in a written, locked run directory; results, report, then COMPLETE."""
     seed_everything(seed)
     ctx = RunContext(exp, cfg, seed, profile, rundir, progress, echo)
     start = time.perf_counter()
-    try:
-        exp.fn(ctx)
-    except BiaslabError:
-        rundir.discard_if_unused()  # failed before writing anything worth resuming
-        raise
+    exp.fn(ctx)
     results = {
         "experiment": exp.name,
         "title": exp.title,

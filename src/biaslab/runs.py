@@ -10,6 +10,8 @@ Layout (see docs/architecture.md)::
         report.html      self-contained (figures embedded)
         checkpoints/
         labs/<name>/     (a workshop only) one run directory per lab, and index.html
+        traceback.txt    (only after a bug) the full traceback of the internal error
+        .lock            held (flock) by the one process that writes the run
         COMPLETE         written last: a run without it is unfinished
 
 Everything that reads or writes these names (the runner, ``biaslab show``, the report, the
@@ -20,7 +22,9 @@ index and the workshop) takes them from here, and judges claims with :func:`verd
 from __future__ import annotations
 
 import json
+import os
 import platform
+import socket
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -28,8 +32,20 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from biaslab.errors import BiaslabError, CheckpointError
-from biaslab.fileio import atomic_write_text, json_safe, read_json, write_json
+from biaslab.errors import BiaslabError, CheckpointError, DataFormatError, RunLockedError
+from biaslab.fileio import (
+    as_storage_error,
+    atomic_write_text,
+    json_safe,
+    read_json,
+    remove_temp_files,
+    write_json,
+)
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: runs are not locked
+    fcntl = None
 
 __all__ = [
     "CHECKPOINTS",
@@ -38,9 +54,11 @@ __all__ = [
     "FIGURES",
     "INDEX",
     "LABS",
+    "LOCK",
     "METRICS",
     "REPORT",
     "RESULTS",
+    "TRACEBACK",
     "VERDICTS",
     "RunDir",
     "Tally",
@@ -63,6 +81,10 @@ COMPLETE = "COMPLETE"
 FIGURES = "figures"
 CHECKPOINTS = "checkpoints"
 LABS = "labs"
+TRACEBACK = "traceback.txt"
+LOCK = ".lock"
+# Files that only a run writes: found without a config.json, they are another run's leftovers.
+RUN_OUTPUTS = (COMPLETE, RESULTS, METRICS, REPORT, INDEX, TRACEBACK, FIGURES, CHECKPOINTS, LABS)
 
 
 # -- verdicts ---------------------------------------------------------------------------------
@@ -193,35 +215,119 @@ class RunDir:
     def create(
         cls, name: str, seed: int, out: str | Path | None = None, runs_dir: str | Path = "runs"
     ) -> RunDir:
-        """Make a fresh run directory; refuse one that already holds a run."""
-        if out is None:
-            stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-            path = Path(runs_dir) / f"{name}-{stamp}-{seed}"
-            n = 1
-            while path.exists():  # two runs in the same second
-                n += 1
-                path = Path(runs_dir) / f"{name}-{stamp}-{seed}-{n}"
-        else:
-            path = Path(out)
-            if (path / CONFIG).exists():
+        """Make a fresh run directory and lock it; refuse one that holds a run or its leftovers.
+
+        The caller must :meth:`release` the run when done (the runner does).
+        """
+        made_root = False
+        try:
+            if out is None:
+                stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+                Path(runs_dir).mkdir(parents=True, exist_ok=True)
+                path, n = Path(runs_dir) / f"{name}-{stamp}-{seed}", 1
+                while True:  # claim the name atomically: two runs in the same second differ
+                    try:
+                        path.mkdir()
+                        break
+                    except FileExistsError:
+                        n += 1
+                        path = Path(runs_dir) / f"{name}-{stamp}-{seed}-{n}"
+                made_root = True
+            else:
+                path = Path(out)
+                made_root = not path.exists()
+                path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            where = Path(runs_dir) if out is None else Path(out)
+            raise BiaslabError(f"cannot write to output directory {where}: {exc.strerror or exc}") from None
+        run = cls(path)
+        try:
+            run.acquire()
+            if run.config_path.exists():
                 raise BiaslabError(
                     f"{path} already holds a run; use --resume {path} to continue it, or choose another --out"
                 )
-        made = [p for p in (path, path / FIGURES, path / CHECKPOINTS) if not p.exists()]
-        run = cls(path)
-        run._make_dirs("output directory", probe=True)
-        run._made = made
+            leftovers = [n for n in RUN_OUTPUTS if (path / n).exists() and not _empty_dir(path / n)]
+            if leftovers:
+                raise BiaslabError(
+                    f"{path} holds files of another run ({', '.join(leftovers)}) but no config.json; "
+                    "remove them or choose another --out"
+                )
+            made = [p for p in (path / FIGURES, path / CHECKPOINTS) if not p.exists()]
+            run._make_dirs("output directory", probe=True)
+        except BaseException:
+            run.release()
+            if made_root:
+                _remove_empty_tree(path)
+            raise
+        run._made = ([path] if made_root else []) + made
         return run
 
     @classmethod
     def open(cls, path: str | Path) -> RunDir:
-        """An existing run directory, for ``--resume``."""
+        """An existing run directory, for ``--resume``: locked, its interrupted writes cleared.
+
+        Temporary files of atomic writes that a kill interrupted are removed, and a last line of
+        metrics.jsonl that a kill cut short is dropped. The caller must :meth:`release` it.
+        """
         path = Path(path)
         if not (path / CONFIG).is_file():
             raise CheckpointError(f"{path} is not a run directory (no config.json); cannot resume")
         run = cls(path)
-        run._make_dirs("run directory")
+        run.acquire()
+        try:
+            run._make_dirs("run directory")
+            for folder in (path, run.figures_dir, run.checkpoints_dir):
+                remove_temp_files(folder, any_writer=True)
+            run.repair_metrics()
+        except BaseException:
+            run.release()
+            raise
         return run
+
+    # -- the lock: one writer per run directory -------------------------------------------
+    def acquire(self) -> None:
+        """Take the run directory's exclusive lock, or raise RunLockedError naming its holder.
+
+        The lock is an ``flock`` on ``.lock``: the kernel releases it when its process ends in
+        any way (even SIGKILL), so a stale lock of a dead process is simply taken over.
+        """
+        if fcntl is None or getattr(self, "_lock_fd", None) is not None:
+            return
+        lock_path = self.path / LOCK
+        try:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise (as_storage_error(exc, lock_path) or exc) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "another process"
+            os.close(fd)
+            raise RunLockedError(
+                f"{self.path} is in use by {holder}; wait for it to finish, or choose another --out"
+            ) from None
+        stamp = datetime.now().isoformat(timespec="seconds")
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"process {os.getpid()} on {socket.gethostname()} since {stamp}\n".encode(), 0)
+        self._lock_fd = fd
+
+    def release(self) -> None:
+        """Give the lock back (idempotent)."""
+        fd = getattr(self, "_lock_fd", None)
+        if fd is not None:
+            self._lock_fd = None
+            try:
+                os.ftruncate(fd, 0)
+            except OSError:
+                pass
+            os.close(fd)
+
+    def __enter__(self) -> RunDir:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.release()
 
     def _make_dirs(self, what: str, probe: bool = False) -> None:
         """Make figures/ and checkpoints/ (and the run directory); optionally prove it writable."""
@@ -247,10 +353,12 @@ class RunDir:
         if not self._made:
             return False
         try:
-            extra = [p for p in self.path.iterdir() if p.name != CONFIG and p not in self._made]
+            own = {CONFIG, LOCK}
+            extra = [p for p in self.path.iterdir() if p.name not in own and p not in self._made]
             if extra or any(any(d.iterdir()) for d in self._made if d != self.path):
                 return False
             self.config_path.unlink(missing_ok=True)
+            (self.path / LOCK).unlink(missing_ok=True)
             for d in reversed(self._made):  # subdirectories first, then the run directory
                 d.rmdir()
         except OSError:
@@ -346,34 +454,80 @@ class RunDir:
     def log(self, record: dict) -> None:
         """Append one JSON object to metrics.jsonl (one line, flushed)."""
         line = json.dumps(json_safe({"time": round(time.time(), 3), **record}))
-        with open(self.metrics_path, "a", encoding="utf-8") as f:
-            f.write(line + "\n")
+        try:
+            with open(self.metrics_path, "a", encoding="utf-8") as f:
+                f.write(line + "\n")
+        except OSError as exc:
+            raise (as_storage_error(exc, self.metrics_path) or exc) from None
+
+    def _metrics_lines(self) -> list[str]:
+        """metrics.jsonl's complete lines, each checked to be a JSON object.
+
+        A last line without its newline (a kill cut it short) is left out; any other bad line,
+        or bytes that are not UTF-8, is a one-line DataFormatError naming the file and the line.
+        """
+        if not self.metrics_path.exists():
+            return []
+        try:
+            data = self.metrics_path.read_bytes()
+        except OSError as exc:
+            raise (as_storage_error(exc, self.metrics_path, "read") or exc) from None
+        lines = data.split(b"\n")
+        lines.pop()  # after the last newline: empty, or a line cut short
+        kept = []
+        for number, raw in enumerate(lines, start=1):
+            try:
+                text = raw.decode("utf-8")
+                if not isinstance(json.loads(text), dict):
+                    raise ValueError("not a JSON object")
+            except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+                what = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else "not a JSON object"
+                raise DataFormatError(
+                    f"{self.metrics_path} line {number} is {what}: the log is corrupt; delete "
+                    "that line (or the file, losing the log) and resume with: "
+                    f"biaslab run --resume {self.path}"
+                ) from None
+            kept.append(text)
+        return kept
+
+    def repair_metrics(self) -> None:
+        """Drop a last line that a kill cut short (it would glue onto the next record)."""
+        if self.metrics_path.exists():
+            kept = self._metrics_lines()
+            if self.metrics_path.stat().st_size != sum(len(k.encode()) + 1 for k in kept):
+                atomic_write_text(self.metrics_path, "".join(k + "\n" for k in kept))
 
     def rewind_metrics(self, tag: str, step: int) -> None:
         """Drop records of ``tag`` logged after ``step`` (work that a resume will redo)."""
         if not self.metrics_path.exists():
             return
         kept = []
-        for line in self.metrics_path.read_text(encoding="utf-8").splitlines():
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:  # a line cut short by a kill
-                continue
+        for line in self._metrics_lines():
+            rec = json.loads(line)
             if rec.get("tag") == tag and rec.get("step", 0) > step:
                 continue
             kept.append(line)
         atomic_write_text(self.metrics_path, "".join(k + "\n" for k in kept))
 
     def read_metrics(self) -> list[dict]:
-        if not self.metrics_path.exists():
-            return []
-        out = []
-        for line in self.metrics_path.read_text(encoding="utf-8").splitlines():
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-        return out
+        """Every record of metrics.jsonl (a last line cut short by a kill is left out)."""
+        return [json.loads(line) for line in self._metrics_lines()]
+
+
+def _empty_dir(path: Path) -> bool:
+    return path.is_dir() and not any(path.iterdir())
+
+
+def _remove_empty_tree(path: Path) -> None:
+    """Remove ``path`` and the empty folders and lock file in it (best effort)."""
+    try:
+        (path / LOCK).unlink(missing_ok=True)
+        for sub in (path / FIGURES, path / CHECKPOINTS):
+            if _empty_dir(sub):
+                sub.rmdir()
+        path.rmdir()
+    except OSError:
+        pass
 
 
 def find_runs(root: Path, depth: int = 3) -> list[Path]:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from biaslab.errors import ConfigError
+from biaslab.errors import ConfigError, DivergenceError
 from biaslab.scratch.mlp import cross_entropy
 
 __all__ = ["LoopConfig", "evaluate", "fit", "iterate_minibatches", "train_epoch"]
@@ -76,12 +76,18 @@ def train_epoch(model, optimizer, X, y, batch_size: int, rng: np.random.Generato
     """One pass over the data; returns the mean training loss (weighted by batch size).
 
     Stops at the first non-finite batch loss and returns it (nan or inf): continuing would only
-    spread the nan through every parameter.
+    spread the nan through every parameter. A batch whose inputs hold nan or inf is a
+    ValueError instead: the data, not the learning rate, are at fault.
     """
     total, count = 0.0, 0
     for X_b, y_b in iterate_minibatches(X, y, batch_size, rng):
         loss = model.loss(X_b, y_b)
         if not math.isfinite(loss):
+            if not np.all(np.isfinite(X_b)):
+                raise ValueError(
+                    f"a batch holds nan or inf inputs, so its loss is {loss}; "
+                    "the data are at fault, not the learning rate"
+                )
             return loss
         optimizer.step(model.backward(y_b))
         total += loss * len(y_b)
@@ -115,6 +121,10 @@ def fit(
     batch_size: int,
     seed: int = 0,
     callback: Callable[[dict], object] | None = None,
+    *,
+    on_divergence: str = "stop",
+    tag: str = "numpy",
+    lr_key: str = "lr",
 ) -> list[dict]:
     """Train for ``epochs`` epochs; evaluate on ``val`` after each.
 
@@ -126,26 +136,39 @@ def fit(
         batch_size: mini-batch size.
         seed: seeds ``np.random.default_rng``, which draws every epoch's order.
         callback: called with each epoch's record; returning ``True`` stops training.
+        on_divergence: ``"stop"`` (default: the last record has ``diverged=True``) or
+            ``"raise"``: a :class:`~biaslab.errors.DivergenceError` with the same message as
+            the PyTorch trainer's, naming the learning rate (``optimizer.lr``).
+        tag, lr_key: the training's name and the config key of its learning rate, for that
+            message.
 
     Returns:
-        One record per epoch: ``{"epoch", "train_loss", "val_loss", "val_accuracy", "seconds",
-        "diverged"}``; ``seconds`` times the training pass only. When the training loss is not
-        finite the record has ``diverged=True`` and training stops.
+        One record per epoch: ``{"epoch", "step", "train_loss", "val_loss", "val_accuracy",
+        "seconds", "diverged"}``; ``step`` counts the mini-batches done, ``seconds`` times the
+        training pass only. When the training loss is not finite the record has
+        ``diverged=True`` and training stops.
     """
+    if on_divergence not in ("raise", "stop"):
+        raise ValueError("on_divergence must be 'raise' or 'stop'")
     rng = np.random.default_rng(seed)
     X_train, y_train = np.asarray(train[0]), np.asarray(train[1])
+    steps_per_epoch = math.ceil(len(X_train) / batch_size)
     history: list[dict] = []
     for epoch in range(1, epochs + 1):
         start = time.perf_counter()
         train_loss = train_epoch(model, optimizer, X_train, y_train, batch_size, rng)
         seconds = time.perf_counter() - start
         diverged = not math.isfinite(train_loss)
+        if diverged and on_divergence == "raise":
+            lr = float(getattr(optimizer, "lr", math.nan))
+            raise DivergenceError.at(tag, train_loss, f"epoch {epoch}", lr, lr_key)
         if val is None or diverged:
             val_loss, val_accuracy = math.nan, math.nan
         else:
             val_loss, val_accuracy = evaluate(model, val[0], val[1])
         record = {
             "epoch": epoch,
+            "step": epoch * steps_per_epoch,
             "train_loss": float(train_loss),
             "val_loss": float(val_loss),
             "val_accuracy": float(val_accuracy),

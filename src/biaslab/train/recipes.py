@@ -30,6 +30,7 @@ class TrainSetup:
         fingerprint: identifies the run; a checkpoint with another fingerprint is refused.
         logger: receives one record per epoch (and ``rewind`` on resume).
         progress: show a progress bar (default None: only on a terminal).
+        lr_key: the config key of the learning rate, for a divergence message (default "lr").
     """
 
     tag: str = "train"
@@ -38,6 +39,7 @@ class TrainSetup:
     fingerprint: str = ""
     logger: Logger | None = None
     progress: bool | None = None
+    lr_key: str = "lr"
 
     def trainer(self, model: nn.Module, config: TrainConfig, **kwargs: Any) -> Trainer:
         """A :class:`Trainer` for ``model`` wired to this setup; ``kwargs`` go to Trainer."""
@@ -50,6 +52,7 @@ class TrainSetup:
             logger=self.logger,
             tag=self.tag,
             progress=self.progress,
+            lr_key=self.lr_key,
             **kwargs,
         )
 
@@ -113,21 +116,29 @@ def fit_scratch(
     setup: TrainSetup,
     seed: int | None = None,
     test: bool = True,
+    on_divergence: str = "raise",
 ) -> FitResult:
     """Train a NumPy model of ``biaslab.scratch`` with our own loop (``scratch.fit``).
 
-    Each epoch's record is logged through ``setup.logger``; the test split is evaluated once.
+    The NumPy loop keeps no checkpoint (it is fast): a resumed run trains it again from the
+    start, so its records already in the metrics log are rewound first, then each epoch's
+    record is logged as it ends. The test split is evaluated once.
 
     Args:
         model: e.g. :class:`biaslab.scratch.TwoLayerMLP`.
         optimizer: a ``biaslab.scratch`` optimizer over the model's parameters.
         splits: has NumPy-convertible ``x_train, y_train, x_val, y_val, x_test, y_test``.
         epochs, batch_size: as in TrainConfig.
-        setup: ``ctx.training(tag)`` (its checkpoint is unused: the NumPy loop is fast).
+        setup: ``ctx.training(tag)`` (its checkpoint is unused).
         seed: the shuffling seed (default ``setup.seed``).
+        on_divergence: ``"raise"`` (default: a DivergenceError naming the learning rate, as
+            the PyTorch trainer) or ``"stop"``.
     """
     from biaslab.scratch.loop import evaluate, fit
 
+    logger = setup.logger
+    if logger is not None:
+        logger.rewind(0)
     history = fit(
         model,
         optimizer,
@@ -136,10 +147,11 @@ def fit_scratch(
         epochs=epochs,
         batch_size=batch_size,
         seed=setup.seed if seed is None else seed,
+        callback=None if logger is None else logger.log,
+        on_divergence=on_divergence,
+        tag=setup.tag,
+        lr_key=setup.lr_key,
     )
-    if setup.logger is not None:
-        for record in history:
-            setup.logger.log(record)
     result = None
     if test:
         loss, acc = evaluate(model, splits.x_test, splits.y_test)

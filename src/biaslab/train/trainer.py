@@ -31,7 +31,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -73,6 +73,19 @@ def accuracy(outputs: torch.Tensor, targets: torch.Tensor) -> float:
     return int(hits.sum()) / hits.numel() if hits.numel() else math.nan
 
 
+def _holds_nonfinite(batch) -> bool:
+    """Whether any floating-point tensor of ``batch`` (a tensor, a tuple, list or mapping of
+    them, or a PyG batch via its ``to_dict()``) holds nan or inf."""
+    if isinstance(batch, torch.Tensor):
+        return batch.is_floating_point() and not bool(torch.isfinite(batch).all())
+    if isinstance(batch, (tuple, list)):
+        return any(_holds_nonfinite(b) for b in batch)
+    if isinstance(batch, Mapping):
+        return any(_holds_nonfinite(b) for b in batch.values())
+    to_dict = getattr(batch, "to_dict", None)
+    return _holds_nonfinite(to_dict()) if callable(to_dict) else False
+
+
 class Trainer:
     """Mini-batch training with validation, early stopping, schedules and exact resume.
 
@@ -98,6 +111,8 @@ class Trainer:
             ``.targets``. Stored as ``self.step_fn`` (``self.step`` counts optimizer steps).
         collate_fn: builds batches from a ``Dataset``'s items, in training and in
             :meth:`evaluate`; default: the ``DataLoader``'s. Unused for in-memory tensors.
+        lr_key: the config key that sets the learning rate, named in a divergence message
+            (default ``"lr"``).
     """
 
     def __init__(
@@ -116,6 +131,7 @@ class Trainer:
         on_divergence: str = "raise",
         step: StepFn | None = None,
         collate_fn: Callable | None = None,
+        lr_key: str = "lr",
     ):
         if on_divergence not in ("raise", "stop"):
             raise ValueError("on_divergence must be 'raise' or 'stop'")
@@ -132,6 +148,7 @@ class Trainer:
         self.logger = logger
         self.tag = tag
         self.on_divergence = on_divergence
+        self.lr_key = lr_key
         if progress is None:
             progress = sys.stderr.isatty() and not os.environ.get("CI")
         self.progress = progress
@@ -242,7 +259,7 @@ class Trainer:
             terms = {name: scalar(term) for name, term in out.terms.items()}
             value = loss.item()
             if not math.isfinite(value):
-                self._diverge(value)
+                self._diverge(value, batch)
                 return
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -274,14 +291,16 @@ class Trainer:
             return StepOutput(self.loss_fn(outputs, targets), {}, outputs, targets), len(targets)
         return as_step_output(self.step_fn(self.model, batch, generator)), batch_size_of(batch)
 
-    def _diverge(self, value: float) -> None:
+    def _diverge(self, value: float, batch) -> None:
+        if _holds_nonfinite(batch):  # the data, not the learning rate, made the loss blow up
+            raise ValueError(
+                f"training '{self.tag}': a batch holds nan or inf values, so its loss is {value}; "
+                "the data are at fault, not the learning rate"
+            )
         lr = self.optimizer.param_groups[0]["lr"]
         where = f"epoch {self.epoch + 1}, step {self.step + 1}"
         if self.on_divergence == "raise":
-            raise DivergenceError(
-                f"training '{self.tag}' diverged: loss is {value} at {where} with learning rate "
-                f"{lr:g}; lower it (e.g. --set lr={lr / 10:g})"
-            )
+            raise DivergenceError.at(self.tag, value, where, lr, self.lr_key)
         self.diverged = True
         record = {
             "tag": self.tag,
