@@ -9,8 +9,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import biaslab.config
 from biaslab.config import (
     apply_overrides,
+    available_memory,
+    check_batch_fits,
+    check_memory,
+    check_range,
     field_types,
     from_dict,
     parse_set_args,
@@ -90,7 +95,6 @@ def test_non_optional_rejects_none():
         ("8", (8,)),
         ([1, 2], (1, 2)),
         ((3,), (3,)),
-        ("", ()),
     ],
 )
 def test_parse_tuple_of_ints(raw, expected):
@@ -229,7 +233,7 @@ def test_field_types_resolves_annotations():
             activation="tanh",
             n_train=7,
             n_test=None,
-            hidden=(),
+            hidden=(3,),
             scales=(1.0, 2.5),
         ),
     ],
@@ -251,10 +255,12 @@ def test_from_dict_is_type_checked():
         from_dict(Cfg, {"bogus": 1})
 
 
-def test_nan_written_as_string_reads_back():
-    """runs.write_json stores nan as "nan"; from_dict must read that back as a float."""
-    cfg = from_dict(Cfg, {"lr": "nan"})
-    assert math.isnan(cfg.lr)
+def test_nan_is_refused_from_json_too():
+    """No config holds nan (so none is ever saved with one); a hand-edited file is refused."""
+    with pytest.raises(ConfigError, match="lr=nan: must be a finite number"):
+        from_dict(Cfg, {"lr": "nan"})
+    with pytest.raises(ConfigError, match="lr=inf: must be a finite number"):
+        from_dict(Cfg, {"lr": math.inf})
 
 
 # -- --set parsing ----------------------------------------------------------------------------
@@ -300,7 +306,129 @@ def test_require_positive():
         hidden: tuple[int, ...] = (4, 2)
 
     require_positive(C(), "n", "hidden")
-    with pytest.raises(ConfigError, match="n=0: must be positive"):
+    with pytest.raises(ConfigError, match="n=0: must be > 0"):
         require_positive(C(n=0), "n")
     with pytest.raises(ConfigError, match="hidden"):
         require_positive(C(hidden=(4, 0)), "hidden")
+
+
+# -- non-finite numbers and empty lists are refused for every config ---------------------------
+
+
+@pytest.mark.parametrize("raw", ["inf", "-inf", "nan", " Infinity ", "1e400", math.inf, -math.inf, math.nan])
+def test_non_finite_floats_are_refused(raw):
+    with pytest.raises(ConfigError, match=r"^lr=.*: must be a finite number$"):
+        parse_value("lr", raw, float)
+
+
+def test_non_finite_items_and_optional_floats_are_refused():
+    with pytest.raises(ConfigError, match="scales=.*finite"):
+        parse_value("scales", "0.5,inf", tuple[float, ...])
+    with pytest.raises(ConfigError, match="max_grad_norm=.*finite"):
+        parse_value("max_grad_norm", "nan", float | None)
+    assert parse_value("max_grad_norm", "none", float | None) is None
+    with pytest.raises(ConfigError, match="too large"):
+        parse_value("lr", 10**400, float)
+
+
+@pytest.mark.parametrize("raw", ["", " ", "()", ",", [], ()])
+def test_empty_lists_are_refused(raw):
+    with pytest.raises(ConfigError, match="hidden=.*give at least one value"):
+        parse_value("hidden", raw, tuple[int, ...])
+
+
+def test_apply_overrides_refuses_non_finite_and_empty():
+    with pytest.raises(ConfigError, match="lr="):
+        apply_overrides(Cfg(), {"lr": "inf"})
+    with pytest.raises(ConfigError, match="hidden="):
+        apply_overrides(Cfg(), {"hidden": ""})
+
+
+# -- check_range -------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Ranged:
+    n: int | None = 5
+    lr: float = 0.1
+    sizes: tuple[int, ...] = (4, 2)
+    flag: bool = True
+
+
+@pytest.mark.parametrize(
+    "kwargs, value, message",
+    [
+        (dict(low=1), {"n": 0}, "n=0: must be >= 1"),
+        (dict(low=0, open_low=True), {"n": 0}, "n=0: must be > 0"),
+        (dict(high=3), {"n": 4}, "n=4: must be <= 3"),
+        (dict(low=1, high=59999, why="validation"), {"n": 0}, "n=0: must be in 1..59999 (validation)"),
+        (dict(low=1, high=59999), {"n": 60000}, "n=60000: must be in 1..59999"),
+        (dict(low=0, high=1, open_low=True, open_high=True), {"n": 1}, "n=1: must be > 0 and < 1"),
+        (dict(low=0, high=1, open_high=True), {"n": 1}, "n=1: must be >= 0 and < 1"),
+    ],
+)
+def test_check_range_messages(kwargs, value, message):
+    with pytest.raises(ConfigError) as info:
+        check_range(Ranged(**value), "n", **kwargs)
+    assert str(info.value) == message
+
+
+def test_check_range_accepts_bounds_none_and_checks_tuples_item_by_item():
+    check_range(Ranged(n=1), "n", 1, 1)  # closed bounds are allowed values
+    check_range(Ranged(n=None), "n", 1, 3)  # unset optional
+    check_range(Ranged(lr=1e-300), "lr", 0, open_low=True)
+    check_range(Ranged(), "sizes", 1)
+    with pytest.raises(ConfigError, match=r"^sizes=4,0: each value must be >= 1$"):
+        check_range(Ranged(sizes=(4, 0)), "sizes", 1)
+    with pytest.raises(ConfigError, match=r"^lr=0.0: must be > 0 and <= 1e\+100 \(finite\)$"):
+        check_range(Ranged(lr=0.0), "lr", 0, 1e100, "finite", open_low=True)
+    with pytest.raises(ConfigError, match=r"^lr=-0.5: must be in -0.25..1e-08$"):
+        check_range(Ranged(lr=-0.5), "lr", -0.25, 1e-8)
+
+
+# -- check_batch_fits ---------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class WithTrainingSet:
+    batch_size: int = 32
+    n_train: int = 100
+
+    def training_set(self):
+        return self.n_train, f"n_train={self.n_train}"
+
+
+def test_check_batch_fits_names_both_keys():
+    check_batch_fits(WithTrainingSet(batch_size=100))  # a batch as large as the set is fine
+    with pytest.raises(ConfigError) as info:
+        check_batch_fits(WithTrainingSet(batch_size=101))
+    assert str(info.value).startswith("batch_size=101: must be <= 100, the size of the training set")
+    assert "(n_train=100)" in str(info.value)
+    check_batch_fits(Ranged())  # no batch_size, no training_set(): nothing to relate
+    check_batch_fits(dataclasses.make_dataclass("B", [("batch_size", int, 10**9)])())
+
+
+# -- check_memory -------------------------------------------------------------------------------
+
+
+def test_available_memory_is_a_positive_number_of_bytes():
+    assert isinstance(available_memory(), int) and available_memory() > 0
+
+
+def test_check_memory_refuses_estimates_above_nine_tenths_of_the_free_memory(monkeypatch):
+    monkeypatch.setattr(biaslab.config, "available_memory", lambda: 10 * 2**30)
+    check_memory("hidden=8", 9 * 2**30, "the MLP")  # 90% of 10 GiB: still fits
+    with pytest.raises(ConfigError) as info:
+        check_memory("hidden=9", 9.5 * 2**30, "the MLP")
+    assert str(info.value) == (
+        "hidden=9: the MLP would need about 9.5 GiB of memory, more than the 10.0 GiB free "
+        "on this machine; choose a smaller value"
+    )
+
+
+def test_check_memory_message_of_an_absurd_estimate_is_short(monkeypatch):
+    monkeypatch.setattr(biaslab.config, "available_memory", lambda: 2**30)
+    with pytest.raises(ConfigError) as info:
+        check_memory("hidden=" + "9" * 400, 10**420)  # an integer beyond any float
+    message = str(info.value)
+    assert "\n" not in message and "e+290 GiB" in message and "1.0 GiB free" in message

@@ -2,8 +2,9 @@
 
 Layers, bottom up (docs/architecture.md):
 
-    errors, fileio, formatting, version  ->  scratch, nn, data, config  ->  train, evaluate, generative
-    ->  runs, registry  ->  report  ->  runner  ->  experiments  ->  cli (and the package root)
+    errors, fileio, formatting, locking, results, version  ->  scratch, nn, data, config
+    ->  train, evaluate, generative  ->  runs, registry  ->  report  ->  runner  ->  experiments
+    ->  cli (and the package root)
 
 A module may import from its own layer or any layer below. Every import statement counts,
 also those inside functions (a lazy import is still a dependency).
@@ -18,7 +19,7 @@ import biaslab
 
 ROOT = Path(biaslab.__file__).resolve().parent
 LAYERS = [
-    {"errors", "fileio", "formatting", "version"},
+    {"errors", "fileio", "formatting", "locking", "results", "version"},
     {"scratch", "nn", "data", "config"},
     {"train", "evaluate", "generative"},
     {"runs", "registry"},

@@ -19,12 +19,11 @@ from biaslab import registry
 from biaslab.cli import main
 from biaslab.errors import BiaslabError
 from biaslab.runner import Result
-from biaslab.runs import RunDir, read_json
+from biaslab.runs import RunDir, read_json, reproducible, reproducible_record
 from biaslab.train import TrainConfig
 
 SCRIPT = Path(sys.executable).parent / "biaslab"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-TIME_KEYS = {"elapsed_s", "time", "train_seconds", "train_time"}
 
 
 @pytest.fixture(autouse=True)
@@ -37,16 +36,13 @@ def in_tmp(tmp_path, monkeypatch):
 
 
 def comparable_results(run: Path) -> dict:
-    """results.json without the wall-clock keys."""
-    res = read_json(run / "results.json")
-    res = {k: v for k, v in res.items() if k not in TIME_KEYS}
-    res["metrics"] = {k: v for k, v in res["metrics"].items() if k not in TIME_KEYS}
-    return res
+    """The part of results.json that the seed fixes (runs.reproducible: no timings)."""
+    return reproducible(read_json(run / "results.json"))
 
 
 def comparable_metrics(run: Path) -> list[dict]:
-    """metrics.jsonl records without their time stamps."""
-    return [{k: v for k, v in r.items() if k not in TIME_KEYS} for r in RunDir(run).read_metrics()]
+    """metrics.jsonl records without their time stamps and epoch timings."""
+    return [reproducible_record(r) for r in RunDir(run).read_metrics()]
 
 
 def model_states(run: Path) -> dict:

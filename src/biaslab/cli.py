@@ -247,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.print_help()
             return 2
     except BiaslabError as exc:
-        print(f"biaslab: error: {exc}", file=sys.stderr)
+        print(f"biaslab: error: {' '.join(str(exc).split())}", file=sys.stderr)  # one line, always
         return 2
     except BrokenPipeError:  # `biaslab list | head`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -6,6 +6,20 @@ a dict of overrides applied to the dataclass defaults; ``--set`` overrides are a
 Values given as strings (from the command line) are parsed into the field's type; anything that
 does not fit is a
 :class:`~biaslab.errors.ConfigError` with one line that names the key and the expected type.
+
+Validation: a config checks every value against the data and the machine it will meet, in its
+``__post_init__``, so that a bad value is refused before a run directory exists. Configs inherit
+each other cooperatively (a lab's config -> ``TrainConfig`` / ``LoopConfig`` -> ``MnistSizes``),
+and every ``__post_init__`` keeps one order::
+
+    def __post_init__(self):
+        check_range(self, "hidden", 1)             # 1. its own fields, one by one
+        super().__post_init__()                   # 2. the fields of the classes it inherits
+        check_batch_fits(self)                     # 3. relations between fields, and memory
+
+so each field is checked on its own before any relation uses it: a relation's message never
+blames a key whose own value is the problem. The helpers here (:func:`check_range`,
+:func:`check_batch_fits`, :func:`check_memory`) name the key, the allowed range and why.
 """
 
 from __future__ import annotations
@@ -136,38 +150,93 @@ def apply_overrides(cfg, overrides: Mapping[str, Any], context: str = "", *, all
 
 
 def require_positive(cfg, *names: str) -> None:
-    """Raise ConfigError unless each named field of ``cfg`` is > 0 (None counts as unset)."""
+    """Raise ConfigError unless each named field of ``cfg`` is > 0 (None counts as unset).
+
+    Shorthand for :func:`check_range` with an open lower bound of 0.
+    """
     for name in names:
-        value = getattr(cfg, name)
-        items = value if isinstance(value, tuple) else (value,)
-        if any(v is not None and not v > 0 for v in items):
-            raise ConfigError(f"{name}={value!r}: must be positive")
+        check_range(cfg, name, 0, open_low=True)
 
 
-def check_range(cfg, name: str, low: float | None = None, high: float | None = None, why: str = "") -> None:
+def check_range(
+    cfg,
+    name: str,
+    low: float | None = None,
+    high: float | None = None,
+    why: str = "",
+    *,
+    open_low: bool = False,
+    open_high: bool = False,
+) -> None:
     """Raise ConfigError unless ``low <= value <= high`` for field ``name`` of ``cfg``.
 
     A tuple field is checked item by item; ``None`` (an unset optional) passes. The message
-    names the key, the allowed range and ``why`` (e.g. the data set's size that bounds it).
+    names the key, the allowed range and ``why`` (e.g. the data set's size that bounds it), e.g.
+    ``n_val=0: must be in 1..59999 (mnist-mlp reports validation accuracy)``.
+
+    Args:
+        open_low, open_high: exclude the bound itself (``> low``, ``< high``).
     """
     value = getattr(cfg, name)
     items = value if isinstance(value, tuple) else (value,)
-    if all(v is None or ((low is None or v >= low) and (high is None or v <= high)) for v in items):
+
+    def inside(v) -> bool:
+        above = low is None or (v > low if open_low else v >= low)
+        below = high is None or (v < high if open_high else v <= high)
+        return above and below
+
+    if all(v is None or inside(v) for v in items):
         return
-    if high is None:
-        allowed = f">= {low:g}"
-    elif low is None:
-        allowed = f"<= {high:g}"
-    else:
-        allowed = f"in {low:g}..{high:g}"
     each = "each value " if isinstance(value, tuple) else ""
-    raise ConfigError(f"{name}={_shown(value)}: {each}must be {allowed}" + (f" ({why})" if why else ""))
+    raise ConfigError(
+        f"{name}={_shown(value)}: {each}must be {_allowed(low, high, open_low, open_high)}"
+        + (f" ({why})" if why else "")
+    )
+
+
+def _bound(x: float) -> str:
+    """A bound as a user types it: integers in full, other numbers short (``1e-08``)."""
+    return str(x) if isinstance(x, int) else f"{x:g}"
+
+
+def _allowed(low, high, open_low: bool, open_high: bool) -> str:
+    """``in 1..10``, ``>= 1``, ``> 0``, ``<= 5`` or ``> 0 and < 1``."""
+    lower = None if low is None else f"{'>' if open_low else '>='} {_bound(low)}"
+    upper = None if high is None else f"{'<' if open_high else '<='} {_bound(high)}"
+    if lower and upper:
+        if not (open_low or open_high):
+            return f"in {_bound(low)}..{_bound(high)}"
+        return f"{lower} and {upper}"
+    return lower or upper or "a value"
 
 
 def _shown(value) -> str:
     if isinstance(value, tuple):
-        return ",".join(map(str, value))
-    return str(value)
+        return ",".join(map(_shown, value))
+    if isinstance(value, bool):
+        return str(value).lower()
+    return "none" if value is None else str(value)
+
+
+def check_batch_fits(cfg) -> None:
+    """Refuse a ``batch_size`` larger than the training set, naming both keys.
+
+    Runs for a config that has a ``batch_size`` field and a ``training_set()`` method returning
+    ``(size, description)``: the number of training examples and the key(s) that set it, e.g.
+    ``(200, "n_train=200")``. ``TrainConfig`` and ``LoopConfig`` call it after their inherited
+    fields are checked, so a lab config gets it by inheriting one of them and (for MNIST)
+    ``MnistSizes``, or by defining ``training_set()`` itself.
+    """
+    batch = getattr(cfg, "batch_size", None)
+    training_set = getattr(cfg, "training_set", None)
+    if batch is None or training_set is None:
+        return
+    size, description = training_set()
+    if batch > size:
+        raise ConfigError(
+            f"batch_size={batch}: must be <= {size}, the size of the training set ({description}); "
+            "lower batch_size or enlarge the training set"
+        )
 
 
 # -- seeds and memory -------------------------------------------------------------------------
@@ -210,9 +279,15 @@ def check_memory(name: str, nbytes: float, what: str = "the model") -> None:
     free = available_memory()
     if nbytes > 0.9 * free:
         raise ConfigError(
-            f"{name}: {what} would need about {nbytes / 2**30:.1f} GiB of memory, "
-            f"more than the {free / 2**30:.1f} GiB free on this machine; choose a smaller value"
+            f"{name}: {what} would need about {_gib(nbytes)} of memory, "
+            f"more than the {_gib(free)} free on this machine; choose a smaller value"
         )
+
+
+def _gib(nbytes: float) -> str:
+    """``12.5 GiB``; an absurd estimate (an integer beyond any float) stays one short word."""
+    gib = min(nbytes, 1e300) / 2**30
+    return f"{gib:.1f} GiB" if gib < 1e6 else f"{gib:.3g} GiB"
 
 
 def parse_set_args(pairs: list[str] | None) -> dict[str, str]:

@@ -24,7 +24,7 @@ from biaslab.data.availability import require_data
 from biaslab.errors import BiaslabError, CheckpointError, ConfigError, StorageError
 from biaslab.fileio import atomic_write, write_traceback
 from biaslab.formatting import format_value
-from biaslab.runs import TRACEBACK, VERDICTS, RunDir, tally, verdict_of
+from biaslab.runs import TIMINGS, TRACEBACK, VERDICTS, RunDir, tally, verdict_of
 from biaslab.train.recipes import TrainSetup
 from biaslab.train.seed import derive_seed, rng_state, seed_everything, set_rng_state
 
@@ -34,7 +34,8 @@ class Claim:
     """A quantitative claim from the lecture notes beside the value this run measured.
 
     ``verdict`` and ``computation`` are set only for a claim whose notes' figure an exact
-    computation proved wrong (see :meth:`RunContext.claim_exact`).
+    computation proved wrong (see :meth:`RunContext.claim_exact`); ``timing`` only for a claim
+    about wall-clock time, which no seed fixes (the report flags it as machine-dependent).
     """
 
     claim: str
@@ -44,9 +45,11 @@ class Claim:
     source: str = ""
     verdict: str | None = None
     computation: str | None = None
+    timing: bool | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in vars(self).items() if v is not None or k not in ("verdict", "computation")}
+        optional = ("verdict", "computation", "timing")
+        return {k: v for k, v in vars(self).items() if v is not None or k not in optional}
 
 
 class _MetricsLogger:
@@ -82,6 +85,7 @@ class RunContext:
         self.run = run
         self.progress = progress
         self.metrics: dict[str, Any] = {}
+        self.timings: dict[str, float] = {}
         self.claims: list[Claim] = []
         self.figures: list[dict[str, str]] = []
         self.tables: list[dict[str, Any]] = []
@@ -112,11 +116,12 @@ class RunContext:
         torch.manual_seed(self.seed_for(*names, "init"))
         return build()
 
-    def training(self, tag: str) -> TrainSetup:
+    def training(self, tag: str, lr_key: str = "lr") -> TrainSetup:
         """Checkpoint, fingerprint, metrics logger, progress and seed for a training called ``tag``.
 
         ``ctx.training(tag).trainer(model, config)`` builds its Trainer; the recipes in
-        ``biaslab.train.recipes`` take the setup directly.
+        ``biaslab.train.recipes`` take the setup directly. ``lr_key`` is the config key that
+        sets this training's learning rate, named if it diverges (default ``"lr"``).
         """
         self._trained.append(tag)
         fingerprint = f"{self.experiment.name}|{self.seed}|{to_dict(self.cfg)}"
@@ -127,14 +132,23 @@ class RunContext:
             fingerprint=fingerprint,
             logger=_MetricsLogger(self.run, tag),
             progress=self.progress,
+            lr_key=lr_key,
         )
 
     # -- what the run reports ------------------------------------------------------------------
     def log(self, **record: Any) -> None:
+        """Append a record to metrics.jsonl. No checkpoint covers it: a resumed run starts the
+        experiment again, so these records are dropped on resume and logged anew."""
         self.run.log(record)
 
     def metric(self, **values: Any) -> None:
+        """Record results that the run's seed fixes (never a wall-clock time: see timing)."""
         self.metrics.update(values)
+
+    def timing(self, **seconds: float) -> None:
+        """Record wall-clock measurements, in seconds: machine-dependent, so kept apart from the
+        metrics (results.json's ``timings``) and outside the determinism contract."""
+        self.timings.update({name: round(float(value), 3) for name, value in seconds.items()})
 
     def echo(self, line: str) -> None:
         """Print a line of progress where the caller asked for it (the CLI: stdout)."""
@@ -151,15 +165,19 @@ class RunContext:
         passed: bool | None,
         source: str = "",
         checked_in_quick: bool = True,
+        timing: bool = False,
     ) -> None:
         """Record a claim from the notes beside the measured value.
 
         ``checked_in_quick=False`` marks claims the tiny ``--quick`` data cannot be expected to
         meet (e.g. an accuracy target): in that profile the value is shown but not judged.
+        ``timing=True`` marks a claim about wall-clock time: judged on the budget ``expected``
+        states, flagged as machine-dependent in the report, and outside what a seed fixes.
         """
         if self.quick and not checked_in_quick:
             passed, expected = None, f"{expected} (not judged in --quick)"
-        self.claims.append(Claim(claim, expected, measured, None if passed is None else bool(passed), source))
+        verdict = None if passed is None else bool(passed)
+        self.claims.append(Claim(claim, expected, measured, verdict, source, timing=timing or None))
 
     def claim_exact(
         self,
@@ -313,7 +331,9 @@ def run(
         exp, cfg = _checked_request(name, profile, seed, overrides)
         rundir = RunDir.create(exp.name, seed, out=out, runs_dir=runs_dir)  # locked
     try:
-        if resume is None:
+        if resume is not None:
+            rundir.rewind_metrics(None, 0)  # ctx.log's records: the experiment logs them again
+        else:
             rundir.write_config(
                 exp.name,
                 profile,
@@ -405,6 +425,7 @@ def _execute(exp, cfg, seed: int, profile: str, rundir: RunDir, progress, echo) 
         "seed": seed,
         "elapsed_s": round(time.perf_counter() - start, 3),
         "metrics": ctx.metrics,
+        TIMINGS: ctx.timings,
         "claims": [c.as_dict() for c in ctx.claims],
         "figures": ctx.figures,
         "tables": ctx.tables,

@@ -1,11 +1,12 @@
-"""The run directory, its file names, and the claims' verdicts and tally.
+"""The run directory: its file names, its lock, and reading and writing its files.
 
 Layout (see docs/architecture.md)::
 
     runs/<name>-<YYYYmmdd-HHMMSS>-<seed>/
         config.json      resolved config, seed, profile, package versions
         metrics.jsonl    one JSON object per logged step
-        results.json     final figures and each claim beside its measured value
+        results.json     final figures and each claim beside its measured value; wall-clock
+                         measurements apart under "timings" (see reproducible())
         figures/*.png
         report.html      self-contained (figures embedded)
         checkpoints/
@@ -16,23 +17,24 @@ Layout (see docs/architecture.md)::
 
 Everything that reads or writes these names (the runner, ``biaslab show``, the report, the
 index and the workshop) takes them from here, and judges claims with :func:`verdict_of` and
-:func:`tally`, so that there is one vocabulary of verdicts.
+:func:`tally` (defined in :mod:`biaslab.results`, re-exported here), so that there is one
+vocabulary of verdicts.
+
+One process writes a run: :meth:`RunDir.create` and :meth:`RunDir.open` take the directory's
+lock (:mod:`biaslab.locking`) and the runner releases it. A directory that holds another run's
+files without its config.json is refused; a resume clears what a kill interrupted (temporary
+files of atomic writes, a metrics line cut short).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import platform
-import socket
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
-from biaslab.errors import BiaslabError, CheckpointError, DataFormatError, RunLockedError
+from biaslab.errors import BiaslabError, CheckpointError, DataFormatError
 from biaslab.fileio import (
     as_storage_error,
     atomic_write_text,
@@ -41,11 +43,18 @@ from biaslab.fileio import (
     remove_temp_files,
     write_json,
 )
-
-try:
-    import fcntl
-except ImportError:  # not POSIX: runs are not locked
-    fcntl = None
+from biaslab.locking import DirectoryLock
+from biaslab.results import (  # re-exported: the run directory's readers take them from here
+    TIMING_KEYS,
+    TIMINGS,
+    VERDICTS,
+    Tally,
+    Verdict,
+    reproducible,
+    reproducible_record,
+    tally,
+    verdict_of,
+)
 
 __all__ = [
     "CHECKPOINTS",
@@ -58,6 +67,8 @@ __all__ = [
     "METRICS",
     "REPORT",
     "RESULTS",
+    "TIMINGS",
+    "TIMING_KEYS",
     "TRACEBACK",
     "VERDICTS",
     "RunDir",
@@ -66,6 +77,8 @@ __all__ = [
     "atomic_write_text",
     "find_runs",
     "read_json",
+    "reproducible",
+    "reproducible_record",
     "tally",
     "verdict_of",
     "write_json",
@@ -83,110 +96,9 @@ CHECKPOINTS = "checkpoints"
 LABS = "labs"
 TRACEBACK = "traceback.txt"
 LOCK = ".lock"
+
 # Files that only a run writes: found without a config.json, they are another run's leftovers.
 RUN_OUTPUTS = (COMPLETE, RESULTS, METRICS, REPORT, INDEX, TRACEBACK, FIGURES, CHECKPOINTS, LABS)
-
-
-# -- verdicts ---------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Verdict:
-    """How a claim came out, in every place that shows it.
-
-    Attributes:
-        key: the word stored in results.json (``pass``, ``fail``, ``unjudged``, ``notes-wrong``).
-        word: four letters for the terminal (``PASS``, ``FAIL``, ``----``, ``NOTE``).
-        label: the report's wording.
-        colour: the report's background colour for the verdict cell.
-    """
-
-    key: str
-    word: str
-    label: str
-    colour: str
-
-
-VERDICTS: dict[str, Verdict] = {
-    v.key: v
-    for v in (
-        Verdict("pass", "PASS", "\u2713 PASS", "#c8f7c5"),
-        Verdict("fail", "FAIL", "\u2717 FAIL", "#f7c5c5"),
-        Verdict("unjudged", "----", "not checked", "#e0e0e0"),
-        # biaslab computes the value right and an exact computation shows the notes' figure is a slip
-        Verdict("notes-wrong", "NOTE", "notes' figure is wrong", "#c9dcf5"),
-    )
-}
-
-
-def verdict_of(claim: Any) -> str:
-    """The verdict key of one claim from results.json.
-
-    A claim stores ``passed`` (True, False or None); a claim whose notes' figure an exact
-    computation proved wrong also stores ``verdict: "notes-wrong"``. Anything malformed is
-    ``unjudged``.
-    """
-    if not isinstance(claim, dict):
-        return "unjudged"
-    if claim.get("verdict") == "notes-wrong":
-        return "notes-wrong"
-    return {True: "pass", False: "fail"}.get(claim.get("passed"), "unjudged")
-
-
-@dataclass(frozen=True)
-class Tally:
-    """How many claims of a run came out each way."""
-
-    passed: int = 0
-    failed: int = 0
-    unjudged: int = 0
-    notes_wrong: int = 0
-
-    @property
-    def total(self) -> int:
-        return self.passed + self.failed + self.unjudged + self.notes_wrong
-
-    @property
-    def judged(self) -> int:
-        """Claims held against a measurement: passed or failed."""
-        return self.passed + self.failed
-
-    def __add__(self, other: Tally) -> Tally:
-        return Tally(
-            self.passed + other.passed,
-            self.failed + other.failed,
-            self.unjudged + other.unjudged,
-            self.notes_wrong + other.notes_wrong,
-        )
-
-    def describe(self) -> str:
-        """``"5 of 7 claims passed, 1 failed, 1 notes' figure wrong"`` (zero counts left out)."""
-        if not self.total:
-            return "no claims"
-        text = f"{self.passed} of {self.total} claim{'s' if self.total != 1 else ''} passed"
-        if self.failed:
-            text += f", {self.failed} failed"
-        if self.notes_wrong:
-            text += f", {self.notes_wrong} notes' figure{'s' if self.notes_wrong != 1 else ''} wrong"
-        if self.unjudged:
-            text += f", {self.unjudged} not checked in this profile"
-        return text
-
-    def short(self) -> str:
-        """``"5/6"``, plus what is neither passed nor failed: ``"5/6 (1 notes wrong)"``."""
-        text = f"{self.passed}/{self.total}"
-        extra = [
-            f"{n} {what}"
-            for n, what in ((self.notes_wrong, "notes wrong"), (self.unjudged, "not checked"))
-            if n
-        ]
-        return text + (f" ({', '.join(extra)})" if extra else "")
-
-
-def tally(claims: Iterable[Any] | None) -> Tally:
-    """Count the verdicts of ``claims`` (results.json entries)."""
-    counts = {key: 0 for key in VERDICTS}
-    for claim in claims or ():
-        counts[verdict_of(claim)] += 1
-    return Tally(counts["pass"], counts["fail"], counts["unjudged"], counts["notes-wrong"])
 
 
 def package_versions() -> dict[str, str]:
@@ -209,6 +121,7 @@ class RunDir:
     def __init__(self, path: Path):
         self.path = Path(path)
         self._made: list[Path] = []  # directories create() made (for discard_if_unused)
+        self._lock: DirectoryLock | None = None
 
     # -- creation -------------------------------------------------------------------------
     @classmethod
@@ -267,8 +180,9 @@ class RunDir:
     def open(cls, path: str | Path) -> RunDir:
         """An existing run directory, for ``--resume``: locked, its interrupted writes cleared.
 
-        Temporary files of atomic writes that a kill interrupted are removed, and a last line of
-        metrics.jsonl that a kill cut short is dropped. The caller must :meth:`release` it.
+        Temporary files of atomic writes that a kill interrupted are removed, a last line of
+        metrics.jsonl that a kill cut short is dropped, and an earlier attempt's traceback.txt
+        goes. The caller must :meth:`release` it.
         """
         path = Path(path)
         if not (path / CONFIG).is_file():
@@ -280,6 +194,7 @@ class RunDir:
             for folder in (path, run.figures_dir, run.checkpoints_dir):
                 remove_temp_files(folder, any_writer=True)
             run.repair_metrics()
+            (path / TRACEBACK).unlink(missing_ok=True)  # an earlier attempt's bug: a new attempt
         except BaseException:
             run.release()
             raise
@@ -287,41 +202,20 @@ class RunDir:
 
     # -- the lock: one writer per run directory -------------------------------------------
     def acquire(self) -> None:
-        """Take the run directory's exclusive lock, or raise RunLockedError naming its holder.
-
-        The lock is an ``flock`` on ``.lock``: the kernel releases it when its process ends in
-        any way (even SIGKILL), so a stale lock of a dead process is simply taken over.
-        """
-        if fcntl is None or getattr(self, "_lock_fd", None) is not None:
-            return
-        lock_path = self.path / LOCK
-        try:
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise (as_storage_error(exc, lock_path) or exc) from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "another process"
-            os.close(fd)
-            raise RunLockedError(
-                f"{self.path} is in use by {holder}; wait for it to finish, or choose another --out"
-            ) from None
-        stamp = datetime.now().isoformat(timespec="seconds")
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"process {os.getpid()} on {socket.gethostname()} since {stamp}\n".encode(), 0)
-        self._lock_fd = fd
+        """Take the run directory's exclusive lock (see :class:`~biaslab.locking.DirectoryLock`),
+        or raise RunLockedError naming the process that holds it."""
+        if self._lock is None:
+            lock = DirectoryLock(self.path / LOCK)
+            lock.acquire(
+                f"{self.path} is in use by {{holder}}; wait for it to finish, or choose another --out"
+            )
+            self._lock = lock
 
     def release(self) -> None:
         """Give the lock back (idempotent)."""
-        fd = getattr(self, "_lock_fd", None)
-        if fd is not None:
-            self._lock_fd = None
-            try:
-                os.ftruncate(fd, 0)
-            except OSError:
-                pass
-            os.close(fd)
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     def __enter__(self) -> RunDir:
         return self
@@ -497,14 +391,20 @@ class RunDir:
             if self.metrics_path.stat().st_size != sum(len(k.encode()) + 1 for k in kept):
                 atomic_write_text(self.metrics_path, "".join(k + "\n" for k in kept))
 
-    def rewind_metrics(self, tag: str, step: int) -> None:
-        """Drop records of ``tag`` logged after ``step`` (work that a resume will redo)."""
+    def rewind_metrics(self, tag: str | None, step: int) -> None:
+        """Drop records of ``tag`` logged after ``step`` (work that a resume will redo).
+
+        ``tag=None`` drops every record without a tag (``ctx.log``'s, which no checkpoint
+        covers: a resumed experiment logs them again).
+        """
         if not self.metrics_path.exists():
             return
         kept = []
         for line in self._metrics_lines():
             rec = json.loads(line)
-            if rec.get("tag") == tag and rec.get("step", 0) > step:
+            if tag is None and "tag" not in rec:
+                continue
+            if tag is not None and rec.get("tag") == tag and rec.get("step", 0) > step:
                 continue
             kept.append(line)
         atomic_write_text(self.metrics_path, "".join(k + "\n" for k in kept))

@@ -2,14 +2,18 @@
 
 import importlib.util
 import time
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import pytest
 import torch
 
+from biaslab.config import check_batch_fits, check_range
 from biaslab.data import MNIST, load_mnist, mnist_splits
 from biaslab.data import mnist as mnist_module
-from biaslab.errors import BiaslabError, DataFormatError, DataMissingError
+from biaslab.data.mnist import MnistSizes
+from biaslab.errors import BiaslabError, ConfigError, DataFormatError, DataMissingError
 
 HEADER = "label," + ",".join(f"{r}x{c}" for r in range(1, 29) for c in range(1, 29))
 
@@ -184,3 +188,90 @@ def test_real_package_data(tmp_path, monkeypatch):
     assert train_counts.min() > 5000 and test_counts.min() > 800  # MNIST is roughly balanced
     assert data.x_train.max() == 255 and (tmp_path / "mnist.npz").is_file()
     assert mnist_module.CACHE_NAME == "mnist.npz"
+
+
+def test_splits_with_an_empty_validation_set():
+    s = mnist_splits(data=small_mnist(), n_val=0, n_train=10, n_test=5)
+    assert s.x_val.shape == (0, 784) and s.y_val.shape == (0,) and s.x_train.shape == (10, 784)
+    assert mnist_splits(data=small_mnist(), n_val=0, flatten=False).x_val.shape == (0, 1, 28, 28)
+
+
+# -- MnistSizes: sizes checked against the data and against what the lab needs -----------------
+
+
+@dataclass(frozen=True)
+class LabSizes(MnistSizes):
+    """A lab that needs 5 training and 62 test images; its n_val minimum is the base's."""
+
+    MIN_SIZES: ClassVar[dict[str, tuple[int, str]]] = {
+        "n_train": (5, "a 5-NN vote needs 5 images"),
+        "n_test": (62, "every digit must appear"),
+    }
+
+
+@dataclass(frozen=True)
+class BatchedLabSizes(LabSizes):
+    """Fields first, then the inherited ones, then relations: the order every config keeps."""
+
+    batch_size: int = 64
+
+    def __post_init__(self):
+        check_range(self, "batch_size", 1)
+        super().__post_init__()
+        check_batch_fits(self)
+
+
+def refusal(cls, **sizes) -> str:
+    with pytest.raises(ConfigError) as info:
+        cls(**sizes)
+    return str(info.value)
+
+
+def test_mnist_sizes_defaults_and_data_bounds():
+    assert MnistSizes() == MnistSizes(n_val=5000, n_train=None, n_test=None)
+    MnistSizes(n_val=1, n_train=59999, n_test=10000)  # the largest splits the data allow
+    assert refusal(MnistSizes, n_val=60000) == (
+        "n_val=60000: must be in 1..59999 (60000 training images, at least 1 left for training)"
+    )
+    assert refusal(MnistSizes, n_val=100, n_train=59901) == (
+        "n_train=59901: must be in 1..59900 (60000 training images minus n_val=100; or none for all)"
+    )
+    assert (
+        refusal(MnistSizes, n_test=10001)
+        == "n_test=10001: must be in 1..10000 (10000 test images; or none for all)"
+    )
+
+
+def test_mnist_sizes_base_minimums_give_their_reasons():
+    assert refusal(MnistSizes, n_val=0) == (
+        "n_val=0: must be in 1..59999 (the validation set is evaluated after every epoch)"
+    )
+    assert refusal(MnistSizes, n_train=0).startswith("n_train=0: must be in 1..55000 (training needs")
+    assert refusal(MnistSizes, n_test=-3).startswith("n_test=-3: must be in 1..10000 (the test set")
+
+
+def test_a_lab_declares_only_the_minimums_it_raises():
+    assert LabSizes.min_sizes() == {
+        "n_val": MnistSizes.MIN_SIZES["n_val"],  # inherited
+        "n_train": (5, "a 5-NN vote needs 5 images"),
+        "n_test": (62, "every digit must appear"),
+    }
+    assert MnistSizes.min_sizes() == dict(MnistSizes.MIN_SIZES)
+    LabSizes(n_train=5, n_test=62)
+    assert refusal(LabSizes, n_train=4) == "n_train=4: must be in 5..55000 (a 5-NN vote needs 5 images)"
+    assert refusal(LabSizes, n_test=61) == "n_test=61: must be in 62..10000 (every digit must appear)"
+    # n_val leaves the lab's minimum of training images
+    assert refusal(LabSizes, n_val=59996).startswith("n_val=59996: must be in 1..59995 (60000 training")
+    assert refusal(LabSizes, n_val=0).endswith("(the validation set is evaluated after every epoch)")
+
+
+def test_training_set_and_the_batch_relation():
+    assert MnistSizes(n_val=500, n_train=2000).training_set() == (2000, "n_train=2000")
+    size, keys = MnistSizes(n_val=500).training_set()
+    assert size == 59500 and "n_train=none" in keys and "n_val=500" in keys
+    BatchedLabSizes(n_train=64)  # a batch as large as the training set
+    assert refusal(BatchedLabSizes, n_train=63).startswith("batch_size=64: must be <= 63")
+    assert "n_val=59990" in refusal(BatchedLabSizes, n_val=59990)  # n_train=none: 10 left
+    # a field's own error comes before any relation that uses it
+    assert refusal(BatchedLabSizes, n_train=2).startswith("n_train=2: must be in 5..")
+    assert refusal(BatchedLabSizes, batch_size=0).startswith("batch_size=0: must be >= 1")

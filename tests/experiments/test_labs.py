@@ -4,6 +4,7 @@ In the spirit of scikit-learn's ``parametrize_with_checks``: a lab added to
 ``biaslab/experiments/`` is run and checked here without touching this file.
 """
 
+import re
 import struct
 from pathlib import Path
 
@@ -35,7 +36,8 @@ def test_quick_run_is_complete_and_well_formed(quick_run, exp):
     assert isinstance(res["tables"], list)
 
     for claim in res["claims"]:
-        assert CLAIM_KEYS <= set(claim) <= CLAIM_KEYS | {"verdict", "computation"}
+        assert CLAIM_KEYS <= set(claim) <= CLAIM_KEYS | {"verdict", "computation", "timing"}
+        assert claim.get("timing", True) is True  # present only on a wall-clock claim
         assert claim["claim"] and claim["expected"] and claim["source"]
         assert claim["passed"] in (True, False, None)
         assert verdict_of(claim) in VERDICTS
@@ -66,3 +68,25 @@ def test_quick_run_trains_with_the_shared_recipes(quick_run, exp):
     """Each training a lab logs is tagged, and its records carry a training loss."""
     for record in RunDir(quick_run(exp.name).run_dir).read_metrics():
         assert "train_loss" in record, record
+
+
+# Words that give a wall-clock measurement away in a metric's name or a caption.
+CLOCK_WORDS = re.compile(r"(second|_s$|time|minute|\d\s*s\b|\bs\)|duration)", re.IGNORECASE)
+
+
+@pytest.mark.parametrize("exp", LABS, ids=[e.name for e in LABS])
+def test_quick_run_keeps_wall_clock_out_of_what_the_seed_fixes(quick_run, exp):
+    """Timings live in results.json's "timings" and in claims marked "timing"; never in metrics,
+    tables or captions, which a seed must reproduce bit for bit."""
+    res = read_json(quick_run(exp.name).run_dir / "results.json")
+    assert isinstance(res["timings"], dict)
+    assert all(isinstance(v, float) for v in res["timings"].values())
+    assert not [k for k in res["metrics"] if CLOCK_WORDS.search(k)], res["metrics"]
+    assert not [f["caption"] for f in res["figures"] if re.search(r"\d\s*s\)|seconds", f["caption"])]
+    for table in res["tables"]:
+        assert not [c for c in table["columns"] if CLOCK_WORDS.search(str(c))], table["columns"]
+    for claim in res["claims"]:
+        if claim.get("timing"):
+            assert "budget" in claim["expected"], "a timing claim states the budget it is judged on"
+    html = (quick_run(exp.name).run_dir / "report.html").read_text()
+    assert html.count("Machine-dependent") == sum(1 for c in res["claims"] if c.get("timing"))

@@ -43,7 +43,15 @@ def test_fit_improves_loss_on_two_spirals(spirals):
     before, _ = evaluate(model, Xv, yv)
     history = fit(model, opt, (X, y), (Xv, yv), epochs=40, batch_size=32, seed=0)
     assert len(history) == 40
-    assert set(history[0]) == {"epoch", "train_loss", "val_loss", "val_accuracy", "seconds", "diverged"}
+    assert set(history[0]) == {
+        "epoch",
+        "step",
+        "train_loss",
+        "val_loss",
+        "val_accuracy",
+        "seconds",
+        "diverged",
+    }
     assert [r["epoch"] for r in history] == list(range(1, 41))
     assert history[-1]["train_loss"] < 0.6 * history[0]["train_loss"]
     assert history[-1]["val_loss"] < 0.6 * before

@@ -148,3 +148,30 @@ def test_gradients_equal_numpy_autodiff_engine():
     assert abs(float(loss.data) - model.loss(X, y)) <= 1e-13
     for k in KEYS:
         assert np.max(np.abs(grads[k] - t[k].grad)) <= 1e-12, k
+
+
+def test_memory_bytes_bounds_the_measured_peak_of_building_and_a_step():
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((256, 784)).astype(np.float32), rng.integers(0, 10, 256)
+    tracemalloc.start()
+    try:
+        model = TwoLayerMLP(784, 512, 10)
+        model.loss(X, y)
+        model.backward(y)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    estimate = TwoLayerMLP.memory_bytes(784, 512, 10, 256)
+    assert peak <= estimate <= 2 * peak  # an upper bound, not a wild one
+
+
+def test_memory_bytes_formula():
+    p = 256 * 784 + 256 + 10 * 256 + 10  # 203,530
+    assert TwoLayerMLP.memory_bytes(784, 256, 10, 0) == p * (8 + 4)  # float64 draws + float32
+    assert TwoLayerMLP.memory_bytes(784, 256, 10, 0, dtype=np.float64, optimizer_states=2) == p * 8 * 4
+    assert TwoLayerMLP.memory_bytes(784, 256, 10, 10) - TwoLayerMLP.memory_bytes(784, 256, 10, 0) == (
+        10 * (784 + 2 * 256 + 3 * 10) * 4
+    )
+    assert TwoLayerMLP.memory_bytes(784, 10**9, 10, 64) > 2**40  # a terabyte: refused before building

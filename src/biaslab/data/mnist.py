@@ -16,16 +16,19 @@ import os
 import struct
 import warnings
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import torch
 
+from biaslab.config import check_range
 from biaslab.data.splits import Splits
 from biaslab.data.store import atomic_save_npz, data_dir, load_npz
 from biaslab.data.transforms import standardize as standardize_splits
-from biaslab.errors import BiaslabError, ConfigError, DataFormatError, DataMissingError
+from biaslab.errors import BiaslabError, DataFormatError, DataMissingError
 from biaslab.fileio import atomic_write_bytes
 
 __all__ = [
@@ -70,24 +73,61 @@ class MnistSizes:
         n_val: validation images carved from the 60,000 training images (default 5000).
         n_train: training images kept of the rest (default None: all of them).
         n_test: the first ``n_test`` official test images (default None: all 10,000).
+
+    Each size is checked against the data (60,000 training and 10,000 test images) and against
+    the smallest split the lab can run on, declared in ``MIN_SIZES``: key -> ``(minimum, why)``.
+    A lab re-declares only the keys it needs more of; the rest come from its bases::
+
+        MIN_SIZES = {"n_train": (5, "hidden-pca's 5-nearest-neighbour vote needs 5 images")}
+
+    A size below its minimum is refused with the lab's reason, e.g.
+    ``n_train=1: must be in 5..55000 (hidden-pca's 5-nearest-neighbour vote needs 5 images)``.
     """
+
+    MIN_SIZES: ClassVar[Mapping[str, tuple[int, str]]] = {
+        "n_val": (1, "the validation set is evaluated after every epoch"),
+        "n_train": (1, "training needs at least one image"),
+        "n_test": (1, "the test set is evaluated once after training"),
+    }
 
     n_val: int = 5000
     n_train: int | None = None
     n_test: int | None = None
 
+    @classmethod
+    def min_sizes(cls) -> dict[str, tuple[int, str]]:
+        """``MIN_SIZES`` of this class merged over its bases' (the most derived class wins)."""
+        merged: dict[str, tuple[int, str]] = {}
+        for klass in reversed(cls.__mro__):
+            merged.update(vars(klass).get("MIN_SIZES", {}))
+        return merged
+
     def __post_init__(self):
-        if not 0 <= self.n_val < N_TRAIN_IMAGES:
-            raise ConfigError(f"n_val={self.n_val}: must be in 0..{N_TRAIN_IMAGES - 1}")
+        min_train = self.min_sizes()["n_train"][0]
+        images = f"{N_TRAIN_IMAGES} training images"
+        self._check_size(
+            "n_val", N_TRAIN_IMAGES - min_train, f"{images}, at least {min_train} left for training"
+        )
         room = N_TRAIN_IMAGES - self.n_val
-        if self.n_train is not None and not 1 <= self.n_train <= room:
-            raise ConfigError(
-                f"n_train={self.n_train}: must be in 1..{room} (60,000 training "
-                f"images minus n_val={self.n_val}), or none for all"
-            )
-        if self.n_test is not None and not 1 <= self.n_test <= N_TEST_IMAGES:
-            raise ConfigError(f"n_test={self.n_test}: must be in 1..{N_TEST_IMAGES}, or none for all")
-        getattr(super(), "__post_init__", lambda: None)()  # cooperative: TrainConfig's checks
+        self._check_size("n_train", room, f"{images} minus n_val={self.n_val}; or none for all")
+        self._check_size("n_test", N_TEST_IMAGES, f"{N_TEST_IMAGES} test images; or none for all")
+        getattr(super(), "__post_init__", lambda: None)()  # cooperative: e.g. TrainConfig's relations
+
+    def _check_size(self, key: str, most: int, why_most: str) -> None:
+        """``key`` in ``MIN_SIZES[key][0]..most``; the reason given is that of the bound it misses."""
+        value = getattr(self, key)
+        least, why_least = self.min_sizes()[key]
+        if value is not None:
+            check_range(self, key, least, most, why_least if value < least else why_most)
+
+    def training_set(self) -> tuple[int, str]:
+        """The number of training images and the keys that set it (for ``check_batch_fits``)."""
+        if self.n_train is not None:
+            return self.n_train, f"n_train={self.n_train}"
+        return (
+            N_TRAIN_IMAGES - self.n_val,
+            f"n_train=none: all {N_TRAIN_IMAGES} images but n_val={self.n_val}",
+        )
 
 
 # The sizes of the --quick profile of every MNIST lab.
@@ -247,7 +287,8 @@ def mnist_splits(
     test_stop = len(data.x_test) if n_test is None else n_test
 
     def images(x: np.ndarray) -> torch.Tensor:
-        shape = (len(x), -1) if flatten else (len(x), 1, *x.shape[1:])
+        # The row size spelled out: reshape cannot infer -1 for an empty split (n_val=0).
+        shape = (len(x), int(np.prod(x.shape[1:]))) if flatten else (len(x), 1, *x.shape[1:])
         return torch.from_numpy(x.reshape(shape).astype(np.float32) / np.float32(255.0))
 
     def labels(y: np.ndarray) -> torch.Tensor:

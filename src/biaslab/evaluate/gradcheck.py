@@ -36,6 +36,20 @@ def _torch_grads(params: dict, X: np.ndarray, y: np.ndarray) -> dict:
     return {k: t[k].grad.numpy() for k in PARAMS}
 
 
+def report_memory_bytes(n_in: int, n_hidden: int, n_out: int, batch: int = 32) -> int:
+    """Estimated peak bytes of :func:`mlp_gradient_report` for a model of these sizes.
+
+    Eight float64 arrays of the parameters' size live at once: the float64 copy, the reference
+    model's parameters and our gradients, the Tensor engine's parameters and gradients, torch's
+    parameters and gradients, and one perturbed copy for the finite differences; plus the
+    activations of the batch in each of the three engines.
+    """
+    n_in, n_hidden, n_out, batch = int(n_in), int(n_hidden), int(n_out), int(batch)
+    parameters = n_hidden * n_in + n_hidden + n_out * n_hidden + n_out
+    activations = batch * (n_in + 4 * n_hidden + 3 * n_out)  # per engine; three engines
+    return 8 * (8 * parameters + 3 * activations)
+
+
 def mlp_gradient_report(
     model: TwoLayerMLP, X: np.ndarray, y: np.ndarray, n_fd: int = 20, seed: int = 0
 ) -> dict[str, float]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from biaslab.config import require_positive
+from biaslab.config import check_memory, check_range
 from biaslab.data.mnist import QUICK_SIZES, MnistSizes, mnist_splits_for
 from biaslab.nn import MLP
 from biaslab.registry import experiment
@@ -29,8 +29,16 @@ class AdamVsSGDConfig(LoopConfig, MnistSizes):
     adam_lr: float = 1e-3
 
     def __post_init__(self):
+        check_range(self, "hidden", 1)
+        check_range(self, "adam_lr", 0, open_low=True)
         super().__post_init__()
-        require_positive(self, "hidden", "adam_lr")
+        # The NumPy MLP trained by SGD, and its copy in PyTorch trained by Adam as run() does.
+        adam = TrainConfig.of(self, lr=self.adam_lr, optimizer="adam")
+        check_memory(
+            f"hidden={self.hidden}, batch_size={self.batch_size}",
+            self.mlp_memory(784, self.hidden, 10) + adam.mlp_memory((784, self.hidden, 10)),
+            f"two 784-{self.hidden}-10 MLPs (NumPy and PyTorch)",
+        )
 
 
 def epochs_to(history, key: str, target: float):
@@ -64,7 +72,10 @@ def run(ctx) -> None:
         seed=ctx.seed_for("shuffle"),
     )
     adam = fit_classifier(
-        adam_model, splits, TrainConfig.of(cfg, lr=cfg.adam_lr, optimizer="adam"), ctx.training("torch-adam")
+        adam_model,
+        splits,
+        TrainConfig.of(cfg, lr=cfg.adam_lr, optimizer="adam"),
+        ctx.training("torch-adam", lr_key="adam_lr"),
     )
     sgd_history, sgd_test = sgd.history, sgd.test["accuracy"]
     adam_history, adam_test = adam.history, adam.test["accuracy"]

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from biaslab.config import check_range
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.scratch import (
@@ -30,11 +31,29 @@ from biaslab.scratch.trace import NOTES_EXAMPLE
 NOTES = "notes, Day 2 (automatic differentiation)"
 
 
+# z = 2·x0 + x0·sin(x1) + x1³ and its derivatives stay finite in float64 for |x| <= 1e100
+# (x1³ overflows near 5.6e102, and Python's float power then raises).
+X_LIMIT = 1e100
+
+
 @dataclass(frozen=True)
 class GradientsConfig:
     x0: float = 1.0
     x1: float = 2.0
     step_size: float = 0.1  # the gradient-descent step on x1² + 3·x2²
+
+    def __post_init__(self):
+        why = "z = 2·x0 + x0·sin(x1) + x1³ and its derivatives must stay finite in float64"
+        check_range(self, "x0", -X_LIMIT, X_LIMIT, why)
+        check_range(self, "x1", -X_LIMIT, X_LIMIT, why)
+        check_range(
+            self,
+            "step_size",
+            0,
+            X_LIMIT,
+            "gradient descent steps against the gradient, and f after the step must stay finite",
+            open_low=True,
+        )
 
 
 def bowl(x):

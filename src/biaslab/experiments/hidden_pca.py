@@ -8,22 +8,34 @@ projection of the raw pixels. Cluster separation is the mean silhouette coeffici
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
-from biaslab.config import require_positive
-from biaslab.data.mnist import QUICK_SIZES, MnistSizes, mnist_splits_for
+from biaslab.config import check_memory, check_range
+from biaslab.data.mnist import N_TEST_IMAGES, QUICK_SIZES, MnistSizes, mnist_splits_for
 from biaslab.evaluate import cluster_separation, knn_accuracy, pca_project
 from biaslab.nn import MLP
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.train import TrainConfig
-from biaslab.train.config import Schedule
+from biaslab.train.config import CLASSIFIER_MONITOR_KEYS, Schedule
 from biaslab.train.recipes import fit_classifier
+
+# A silhouette score needs at least 2 classes and fewer classes than points: 11 points always
+# hold fewer than 11 of the 10 digits (and the first 11 test images hold 7 of them).
+SILHOUETTE_MIN = 11
+SILHOUETTE_WHY = "a silhouette score needs more points than the 10 digits"
 
 
 @dataclass(frozen=True)
 class HiddenPCAConfig(TrainConfig, MnistSizes):
+    MONITOR_KEYS: ClassVar[tuple[str, ...]] = CLASSIFIER_MONITOR_KEYS
+    MIN_SIZES: ClassVar[dict[str, tuple[int, str]]] = {
+        "n_train": (5, "the 5-nearest-neighbour vote in the PCA plane needs 5 training images"),
+        "n_test": (SILHOUETTE_MIN, SILHOUETTE_WHY),
+    }
+
     hidden: int = 256
     epochs: int = 5
     batch_size: int = 256
@@ -32,8 +44,18 @@ class HiddenPCAConfig(TrainConfig, MnistSizes):
     silhouette_points: int = 5000  # random test points the silhouette is computed on
 
     def __post_init__(self):
+        check_range(self, "hidden", 2, why="PCA projects the hidden layer onto 2 components")
+        check_range(self, "silhouette_points", SILHOUETTE_MIN, N_TEST_IMAGES, SILHOUETTE_WHY)
         super().__post_init__()
-        require_positive(self, "hidden", "silhouette_points")
+        # Besides the MLP: the hidden activations of the training and test sets (float32), the
+        # ReLU's input beside each while they are computed, and PCA's centred copy of h_train.
+        n_train, n_test = self.training_set()[0], self.n_test or N_TEST_IMAGES
+        activations = 4 * self.hidden * (3 * n_train + 2 * n_test)
+        check_memory(
+            f"hidden={self.hidden}, batch_size={self.batch_size}",
+            self.mlp_memory((784, self.hidden, 10)) + activations,
+            f"the 784-{self.hidden}-10 MLP and its hidden activations",
+        )
 
 
 @experiment(

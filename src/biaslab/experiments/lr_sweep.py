@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from biaslab.config import require_positive
+from biaslab.config import check_memory, check_range
 from biaslab.data.mnist import MnistSizes, mnist_splits_for
 from biaslab.data.transforms import corrupt_labels
 from biaslab.errors import ConfigError
@@ -26,6 +26,7 @@ from biaslab.nn import MLP
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.train import TrainConfig
+from biaslab.train.config import CLASSIFIER_MONITOR_KEYS
 from biaslab.train.recipes import fit_classifier
 
 # The shape the notes promise for each learning rate.
@@ -35,6 +36,8 @@ EXPECTED = {1e-1: "diverging", 1e-2: "overfitting", 1e-3: "healthy", 1e-4: "unde
 @dataclass(frozen=True)
 class LRSweepConfig(TrainConfig, MnistSizes):
     UNUSED_KEYS: ClassVar[dict[str, str]] = {"lr": "the sweep trains once per value of learning_rates"}
+    MONITOR_KEYS: ClassVar[tuple[str, ...]] = CLASSIFIER_MONITOR_KEYS
+    MIN_SIZES: ClassVar[dict[str, tuple[int, str]]] = {"n_val": (1, "lr-sweep reads the validation curves")}
 
     learning_rates: tuple[float, ...] = (1e-1, 1e-2, 1e-3, 1e-4)
     hidden: int = 256
@@ -46,10 +49,22 @@ class LRSweepConfig(TrainConfig, MnistSizes):
     label_noise: float = 0.2  # fraction of training labels replaced by random ones
 
     def __post_init__(self):
+        check_range(self, "learning_rates", 0, open_low=True)
+        check_range(self, "hidden", 1)
+        check_range(self, "label_noise", 0, 1, "the fraction of training labels replaced")
         super().__post_init__()
-        require_positive(self, "learning_rates", "hidden")
-        if not 0.0 <= self.label_noise <= 1.0:
-            raise ConfigError(f"label_noise={self.label_noise}: must be in [0, 1]")
+        tags = [f"{lr:g}" for lr in self.learning_rates]  # each names a training: lr{tag}
+        if len(set(tags)) < len(tags):
+            twice = next(t for t in tags if tags.count(t) > 1)
+            raise ConfigError(
+                f"learning_rates={','.join(tags)}: each value must differ from the others "
+                f"({twice} is given twice; each rate names its own training)"
+            )
+        check_memory(
+            f"hidden={self.hidden}, batch_size={self.batch_size}",
+            self.mlp_memory((784, self.hidden, 10)),
+            f"the 784-{self.hidden}-10 MLP",
+        )
 
 
 @experiment(

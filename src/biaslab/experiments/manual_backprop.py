@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from biaslab.config import require_positive
+from biaslab.config import check_memory, check_range
 from biaslab.data.mnist import QUICK_SIZES, MnistSizes, mnist_splits_for
-from biaslab.evaluate.gradcheck import mlp_gradient_report
+from biaslab.evaluate.gradcheck import mlp_gradient_report, report_memory_bytes
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.scratch import SGD, TwoLayerMLP
@@ -24,8 +24,16 @@ class ManualBackpropConfig(LoopConfig, MnistSizes):
     hidden: int = 256
 
     def __post_init__(self):
+        check_range(self, "hidden", 1)
         super().__post_init__()
-        require_positive(self, "hidden")
+        # The trained model, the probe the gradient check reads (built alike) and the check.
+        model = self.mlp_memory(784, self.hidden, 10)
+        probe = TwoLayerMLP.memory_bytes(784, self.hidden, 10, 0)
+        check_memory(
+            f"hidden={self.hidden}, batch_size={self.batch_size}",
+            model + probe + report_memory_bytes(784, self.hidden, 10),
+            f"the 784-{self.hidden}-10 NumPy MLP and its gradient check",
+        )
 
 
 @experiment(
@@ -54,11 +62,10 @@ def run(ctx) -> None:
         seed=ctx.seed_for("shuffle"),
     )
     history, (test_loss, test_acc) = fit.history, (fit.test["loss"], fit.test["accuracy"])
-    seconds = fit.train_time
+    ctx.timing(train_seconds=fit.train_time)
     ctx.metric(
         test_accuracy=test_acc,
         test_loss=test_loss,
-        train_seconds=round(seconds, 2),
         epochs=len(history),
         parameters=model.parameter_count(),
         **report,
@@ -105,5 +112,5 @@ def run(ctx) -> None:
         "learning_curves",
         plots.learning_curves({"NumPy MLP, SGD": history}, keys=("train_loss", "val_loss", "val_accuracy")),
         f"Plain SGD (η = {cfg.lr:g}, batch {cfg.batch_size}) with the hand-written backward "
-        f"pass; test accuracy {test_acc:.4f} after {len(history)} epochs ({seconds:.1f} s).",
+        f"pass; test accuracy {test_acc:.4f} after {len(history)} epochs.",
     )

@@ -8,8 +8,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from biaslab.config import check_range
+from biaslab.errors import ConfigError
 from biaslab.formatting import format_duration
-from biaslab.registry import all_experiments, experiment, workshop_order
+from biaslab.registry import DAY_TITLES, all_experiments, experiment, workshop_order
 from biaslab.report.html import render_index
 from biaslab.runner import run as run_experiment
 from biaslab.runs import RunDir, Tally, tally
@@ -18,6 +20,16 @@ from biaslab.runs import RunDir, Tally, tally
 @dataclass(frozen=True)
 class WorkshopConfig:
     days: tuple[int, ...] = (1, 2, 3, 4, 5)  # which workshop days to run
+
+    def __post_init__(self):
+        # Day 0 is the workshop itself, which would run itself again.
+        check_range(self, "days", 1, max(DAY_TITLES), "the workshop's days; 0 is the workshop itself")
+        with_labs = sorted({e.day for e in all_experiments() if e.day})
+        if not set(self.days) & set(with_labs):
+            raise ConfigError(
+                f"days={','.join(map(str, self.days))}: no lab belongs to these days "
+                f"(labs exist for days {', '.join(map(str, with_labs))})"
+            )
 
 
 @experiment(
@@ -47,13 +59,13 @@ def run(ctx) -> None:
             [
                 exp.day,
                 exp.name,
-                round(seconds, 2),
                 counts.passed,
                 counts.failed,
                 counts.notes_wrong,
                 counts.unjudged,
             ]
         )
+        ctx.timing(**{exp.name: seconds})
         ctx.echo(f"  {exp.name:<16} {format_duration(seconds):>12}   claims {counts.short()}")
     ctx.metric(
         labs=len(labs),
@@ -62,7 +74,7 @@ def run(ctx) -> None:
         claims_failed=total.failed,
         claims_notes_wrong=total.notes_wrong,
     )
-    columns = ["day", "lab", "seconds", "passed", "failed", "notes wrong", "not checked"]
+    columns = ["day", "lab", "passed", "failed", "notes wrong", "not checked"]
     ctx.table("Labs of this workshop run", columns, rows)
     _echo_table(ctx, columns, rows)
     ctx.echo(f"workshop: {total.describe()}")

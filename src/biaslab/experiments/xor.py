@@ -8,24 +8,30 @@ bends the boundary (eq. 1.5) and separates the classes perfectly.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 import torch
 
-from biaslab.config import require_positive
+from biaslab.config import check_memory, check_range
 from biaslab.data import Splits
 from biaslab.data.synthetic import xor
-from biaslab.errors import ConfigError
 from biaslab.nn import MLP
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.train import TrainConfig
+from biaslab.train.config import CLASSIFIER_MONITOR_KEYS
 from biaslab.train.recipes import fit_classifier
+
+# Bytes one XOR point costs over a run: the generator's float64 draws, the float32 arrays and
+# their torch copies, the trainer's shuffled buffer and the scatter of the test points.
+BYTES_PER_POINT = 200
 
 
 @dataclass(frozen=True)
 class XorConfig(TrainConfig):
+    MONITOR_KEYS: ClassVar[tuple[str, ...]] = CLASSIFIER_MONITOR_KEYS
+
     n_train: int = 400
     n_test: int = 400  # also the size of the validation set
     noise: float = 0.15
@@ -36,10 +42,23 @@ class XorConfig(TrainConfig):
     lr: float = 0.02
 
     def __post_init__(self):
+        check_range(self, "n_train", 1)
+        check_range(self, "n_test", 1, why="the size of the validation and of the test set")
+        check_range(self, "noise", 0, 100, "standard deviation of the blobs around the corners at ±1")
+        check_range(self, "hidden", 1)
         super().__post_init__()
-        require_positive(self, "n_train", "n_test", "hidden")
-        if not 0 <= self.noise < float("inf"):
-            raise ConfigError(f"noise={self.noise!r}: must be a finite number >= 0")
+        points = self.n_train + 2 * self.n_test  # training, validation and test points
+        key = f"n_train={self.n_train}, n_test={self.n_test}"
+        check_memory(key, points * BYTES_PER_POINT, f"{points} XOR points")
+        check_memory(
+            f"hidden={self.hidden}, batch_size={self.batch_size}",
+            self.mlp_memory((2, self.hidden, 2)),
+            f"the 2-{self.hidden}-2 MLP",
+        )
+
+    def training_set(self) -> tuple[int, str]:
+        """The training points and the key that sets them (batch_size is checked against it)."""
+        return self.n_train, f"n_train={self.n_train}"
 
 
 # The four corners of the truth table, on the data's (±1, ±1) scale.

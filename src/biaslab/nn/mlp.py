@@ -9,6 +9,7 @@ With ``sizes=(784, 256, 10)`` this is the notes' two-layer MNIST classifier with
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
 
 import numpy as np
 import torch
@@ -96,3 +97,28 @@ class MLP(nn.Module):
 def count_parameters(model: nn.Module) -> int:
     """Number of trainable scalars."""
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+def mlp_memory_bytes(
+    sizes: Sequence[int], batch: int, *, optimizer_states: int = 2, itemsize: int = 4
+) -> int:
+    """Estimated peak bytes of training an :class:`MLP` with layer widths ``sizes``.
+
+    The weights and biases, their gradients and ``optimizer_states`` more tensors of their shape
+    (Adam and AdamW keep 2 moments, SGD with momentum 1, plain SGD 0), plus the activations of
+    ``batch`` rows through every layer: each layer's output, its activation and the gradient
+    flowing back (3 values per unit and row). An estimate to refuse sizes that cannot fit before
+    anything is allocated, not an exact count: allocator overhead and the data are left out.
+
+    Args:
+        sizes: layer widths, input first, as for :class:`MLP`.
+        batch: the most rows pushed through at once (a training batch or an evaluation chunk).
+        optimizer_states: tensors the optimizer keeps per parameter.
+        itemsize: bytes per value (4 for float32, PyTorch's default).
+
+    Example: ``mlp_memory_bytes((784, 256, 10), 2048)`` is 203,530 parameters x 4 tensors x 4
+    bytes + 2048 x 1050 units x 3 x 4 bytes, about 29 MB.
+    """
+    sizes = [int(s) for s in sizes]
+    parameters = sum(n_in * n_out + n_out for n_in, n_out in pairwise(sizes))
+    return itemsize * (parameters * (2 + optimizer_states) + 3 * int(batch) * sum(sizes))

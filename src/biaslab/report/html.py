@@ -23,7 +23,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from biaslab.errors import BiaslabError
 from biaslab.fileio import atomic_write_text
 from biaslab.formatting import format_duration, format_value
-from biaslab.runs import INDEX, REPORT, VERDICTS, RunDir, find_runs, tally, verdict_of
+from biaslab.runs import INDEX, REPORT, TIMINGS, VERDICTS, RunDir, find_runs, tally, verdict_of
 
 __all__ = ["FAIL_COLOUR", "PASS_COLOUR", "UNCHECKED_COLOUR", "render_index", "render_report"]
 
@@ -109,6 +109,7 @@ def _claim(c) -> dict:
         "measured": format_value(c.get("measured")),
         "measured_num": _is_number(c.get("measured")),
         "computation": None if computation is None else format_value(computation),
+        "timing": c.get("timing") is True,
         "verdict": VERDICTS[verdict_of(c)],
     }
 
@@ -249,6 +250,7 @@ def _report_context(run_dir: Path, complete: bool | None, order: Sequence[str] |
     ]
     claims = res.get("claims") or []
     metrics = _as_dict(res.get("metrics"))
+    timings = _as_dict(res.get(TIMINGS))
     labs = rundir.labs_dir
     return {
         "title": format_value(res.get("title") or res.get("experiment") or run_dir.name),
@@ -259,6 +261,7 @@ def _report_context(run_dir: Path, complete: bool | None, order: Sequence[str] |
         "claims": [_claim(c) for c in claims],
         "tally": tally(claims).describe(),
         "metrics": _table(["Metric", "Value"], metrics.items()) if metrics else None,
+        "timings": _table(["Timing", "Seconds"], timings.items()) if timings else None,
         "figures": [_figure(run_dir, f) for f in res.get("figures") or [] if isinstance(f, dict)],
         "tables": [
             {

@@ -22,10 +22,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from biaslab.errors import ConfigError, DivergenceError
-from biaslab.scratch.mlp import cross_entropy
+from biaslab.config import check_batch_fits, check_range
+from biaslab.errors import DivergenceError
+from biaslab.scratch.mlp import TwoLayerMLP, cross_entropy
 
 __all__ = ["LoopConfig", "evaluate", "fit", "iterate_minibatches", "train_epoch"]
+
+
+EVAL_BATCH = 4096  # rows evaluate() takes at once (and LoopConfig's memory estimate counts)
 
 
 @dataclass(frozen=True)
@@ -43,11 +47,20 @@ class LoopConfig:
     lr: float = 0.1
 
     def __post_init__(self):
-        if self.epochs < 1 or self.batch_size < 1:
-            raise ConfigError(f"epochs={self.epochs}, batch_size={self.batch_size}: both must be >= 1")
-        if not 0 < self.lr < math.inf:
-            raise ConfigError(f"lr={self.lr!r}: must be a positive finite number")
+        check_range(self, "epochs", 1)
+        check_range(self, "batch_size", 1)
+        check_range(self, "lr", 0, open_low=True)
         getattr(super(), "__post_init__", lambda: None)()  # cooperative: e.g. MnistSizes' checks
+        check_batch_fits(self)  # relations last: every field has been checked on its own
+
+    def mlp_memory(self, n_in: int, n_hidden: int, n_out: int) -> int:
+        """Estimated peak bytes of a :class:`TwoLayerMLP` (float32) trained by :func:`fit`.
+
+        :meth:`TwoLayerMLP.memory_bytes` with plain SGD (no optimizer state), for the larger of
+        a training batch and the ``EVAL_BATCH`` rows :func:`evaluate` takes at once. A lab's config passes
+        the sum of what its run holds to :func:`~biaslab.config.check_memory`.
+        """
+        return TwoLayerMLP.memory_bytes(n_in, n_hidden, n_out, max(self.batch_size, EVAL_BATCH))
 
 
 def iterate_minibatches(
@@ -95,7 +108,7 @@ def train_epoch(model, optimizer, X, y, batch_size: int, rng: np.random.Generato
     return total / max(count, 1)
 
 
-def evaluate(model, X, y, batch_size: int = 4096) -> tuple[float, float]:
+def evaluate(model, X, y, batch_size: int = EVAL_BATCH) -> tuple[float, float]:
     """Mean cross-entropy and accuracy of ``model`` on ``(X, y)``, in chunks of ``batch_size``.
 
     Returns:

@@ -201,6 +201,28 @@ class TwoLayerMLP:
         """Number of scalar parameters: H*D + H + C*H + C (203,530 for 784-256-10)."""
         return int(sum(p.size for p in self.params.values()))
 
+    @staticmethod
+    def memory_bytes(
+        n_in: int, n_hidden: int, n_out: int, batch: int, *, dtype=np.float32, optimizer_states: int = 0
+    ) -> int:
+        """Estimated peak bytes of building and training a model of these sizes.
+
+        Building draws every parameter in float64 before casting it to ``dtype`` (both exist for
+        a moment); training holds the parameters, a gradient of each and ``optimizer_states``
+        more arrays of their shape (plain SGD 0, momentum 1, Adam 2), and for a batch of
+        ``batch`` rows the cast input, h and its gradient, and logits, shifted logits and p
+        (D + 2H + 3C values per row). An estimate to refuse sizes that cannot fit before
+        anything is allocated, not an exact count.
+
+        Example: 784-256-10 in float32 with batches of 4096 rows: 203,530 parameters x 12 bytes
+        (building) + 4096 x 1326 x 4 bytes, about 24 MB.
+        """
+        itemsize = np.dtype(dtype).itemsize
+        n_in, n_hidden, n_out, batch = int(n_in), int(n_hidden), int(n_out), int(batch)
+        parameters = n_hidden * n_in + n_hidden + n_out * n_hidden + n_out
+        weights = parameters * max(8 + itemsize, itemsize * (2 + optimizer_states))
+        return weights + batch * (n_in + 2 * n_hidden + 3 * n_out) * itemsize
+
     def state_dict(self) -> dict[str, np.ndarray]:
         """A copy of the parameters."""
         return {k: v.copy() for k, v in self.params.items()}

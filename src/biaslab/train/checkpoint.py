@@ -41,8 +41,14 @@ def save(path: Path, state: dict[str, Any]) -> None:
     atomic_write(path, lambda f: torch.save(state, f))
 
 
-def load(path: Path, expected_fingerprint: str, tag: str) -> dict[str, Any]:
-    """The state saved at ``path``; a corrupt file or another training's is a CheckpointError."""
+def load(
+    path: Path, expected_fingerprint: str, tag: str, required: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The state saved at ``path``; a corrupt file or another training's is a CheckpointError.
+
+    ``required`` maps keys the state must hold to their type (a type or tuple of types, as for
+    ``isinstance``); a state that lacks one or holds another type is refused too.
+    """
     try:
         state = torch.load(path, weights_only=True)
     except Exception as exc:  # any unpickling failure means the file is unusable
@@ -55,4 +61,31 @@ def load(path: Path, expected_fingerprint: str, tag: str) -> dict[str, Any]:
             f"checkpoint {path} does not match this run (different model, config or seed); "
             "resume with the run's own config or start a new run"
         )
+    wrong = [key for key, kind in (required or {}).items() if not isinstance(state.get(key), kind)]
+    if wrong:
+        raise CheckpointError(
+            f"checkpoint {path} lacks or has malformed {', '.join(wrong)}; "
+            f"delete it to restart '{tag}' from scratch"
+        )
     return state
+
+
+# What a Trainer's checkpoint must hold (``Trainer.state_dict``), and of which type.
+TRAINER_STATE: dict[str, type | tuple[type, ...]] = {
+    "model": dict,
+    "optimizer": dict,
+    "scheduler": (dict, type(None)),
+    "step": int,
+    "epoch": int,
+    "finished": bool,
+    "diverged": bool,
+    "train_time": (int, float),
+    "batch_in_epoch": int,
+    "epoch_gen_state": torch.Tensor,
+    "epoch_loss_sum": (int, float),
+    "epoch_count": int,
+    "shuffle_gen": torch.Tensor,
+    "rng": dict,
+    "early_stopping": dict,
+    "history": list,
+}

@@ -8,20 +8,26 @@ of that lab, declared once here; :meth:`TrainConfig.of` takes the training part 
 from __future__ import annotations
 
 import dataclasses
-import math
 import typing
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 import torch
 
-from biaslab.config import require_positive
+from biaslab.config import check_batch_fits, check_range
 from biaslab.errors import ConfigError
+from biaslab.nn.mlp import mlp_memory_bytes
 
 Optimizer = Literal["sgd", "adam", "adamw"]
 Schedule = Literal["constant", "cosine", "onecycle", "step"]
 OPTIMIZERS: tuple[str, ...] = typing.get_args(Optimizer)
 SCHEDULES: tuple[str, ...] = typing.get_args(Schedule)
+# Rows Trainer.evaluate pushes through the model at once (its default batch_size): with the
+# training batch, the largest batch a memory estimate must allow for.
+EVAL_BATCH = 2048
+# The history keys of a training by fit_classifier (cross-entropy, accuracy on validation).
+CLASSIFIER_MONITOR_KEYS = ("train_loss", "val_loss", "val_accuracy")
 
 
 @dataclass(frozen=True)
@@ -66,23 +72,66 @@ class TrainConfig:
     max_grad_norm: float | None = None
     checkpoint_every: int = 0
 
+    # The history keys early stopping can watch in this config's trainings (``monitor``): every
+    # training logs train_loss and, with a validation set, val_loss; a lab whose trainings log
+    # more extends it (fit_classifier: val_accuracy; a step function: val_<term>).
+    MONITOR_KEYS: ClassVar[tuple[str, ...]] = ("train_loss", "val_loss")
+
     def __post_init__(self):
+        # 1. each field on its own
         if self.optimizer not in OPTIMIZERS:
-            raise ConfigError(f"optimizer '{self.optimizer}' unknown (choose from {', '.join(OPTIMIZERS)})")
+            raise ConfigError(f"optimizer='{self.optimizer}': choose one of {', '.join(OPTIMIZERS)}")
         if self.schedule not in SCHEDULES:
-            raise ConfigError(f"schedule '{self.schedule}' unknown (choose from {', '.join(SCHEDULES)})")
-        require_positive(self, "epochs", "batch_size", "max_grad_norm")
-        if not (self.lr > 0 and math.isfinite(self.lr)):
-            raise ConfigError(f"lr must be a positive finite number, got {self.lr}")
-        for name in ("momentum", "weight_decay", "min_delta"):
-            value = getattr(self, name)
-            if not (value >= 0 and math.isfinite(value)):
-                raise ConfigError(f"{name}={value!r}: must be a finite number >= 0")
-        if not 0.0 < self.warmup < 1.0:
-            raise ConfigError(f"warmup={self.warmup!r}: must be between 0 and 1 (a fraction of the steps)")
-        if self.patience < 0 or self.checkpoint_every < 0:
-            raise ConfigError("patience and checkpoint_every must be >= 0 (0 switches them off)")
-        getattr(super(), "__post_init__", lambda: None)()  # cooperative: e.g. MnistSizes' checks
+            raise ConfigError(f"schedule='{self.schedule}': choose one of {', '.join(SCHEDULES)}")
+        check_range(self, "epochs", 1)
+        check_range(self, "batch_size", 1)
+        check_range(self, "lr", 0, open_low=True)
+        check_range(
+            self, "momentum", 0, 1, "the fraction of the last step kept; 1 never forgets one", open_high=True
+        )
+        check_range(self, "weight_decay", 0)
+        check_range(self, "warmup", 0, 1, "a fraction of the steps", open_low=True, open_high=True)
+        check_range(self, "patience", 0, why="0 switches early stopping off")
+        check_range(self, "min_delta", 0)
+        check_range(self, "max_grad_norm", 0, why="or none: no clipping", open_low=True)
+        check_range(self, "checkpoint_every", 0, why="0: once per epoch")
+        # A bare TrainConfig is the training part TrainConfig.of takes of a lab's config, which
+        # has checked ``monitor`` against its own trainings' keys.
+        if type(self) is not TrainConfig and self.monitor not in self.MONITOR_KEYS:
+            raise ConfigError(
+                f"monitor='{self.monitor}': choose one of {', '.join(self.MONITOR_KEYS)} "
+                "(the keys this lab's trainings log each epoch)"
+            )
+        # 2. the inherited fields (e.g. MnistSizes')
+        getattr(super(), "__post_init__", lambda: None)()
+        # 3. relations
+        if self.optimizer != "sgd" and (self.momentum or self.nesterov):
+            key = "momentum" if self.momentum else "nesterov"
+            raise ConfigError(
+                f"{key}={_shown(getattr(self, key))}: only optimizer=sgd uses it "
+                f"(optimizer={self.optimizer} keeps its own moment estimates); add --set optimizer=sgd"
+            )
+        if self.nesterov and not self.momentum:
+            raise ConfigError("nesterov=true: needs momentum > 0 (momentum=0.0); set momentum, e.g. 0.9")
+        check_batch_fits(self)
+
+    def optimizer_states(self) -> int:
+        """Tensors of the parameters' shape the optimizer keeps (Adam's 2 moments, SGD's momentum)."""
+        if self.optimizer == "sgd":
+            return 1 if self.momentum else 0
+        return 2
+
+    def mlp_memory(self, *mlps: Sequence[int]) -> int:
+        """Estimated peak bytes of training these MLPs together with this config.
+
+        :func:`~biaslab.nn.mlp.mlp_memory_bytes` of each (an autoencoder's encoder and decoder
+        are two) with this optimizer's state, for the larger of a training batch and the chunk
+        the trainer evaluates at once (``EVAL_BATCH``). A lab's config passes the sum of what
+        its run holds to :func:`~biaslab.config.check_memory`.
+        """
+        batch = max(self.batch_size, EVAL_BATCH)
+        states = self.optimizer_states()
+        return sum(mlp_memory_bytes(sizes, batch, optimizer_states=states) for sizes in mlps)
 
     @classmethod
     def of(cls, cfg, **overrides) -> TrainConfig:
@@ -97,6 +146,10 @@ class TrainConfig:
         if unknown:
             raise TypeError(f"TrainConfig has no field(s) {', '.join(sorted(unknown))}")
         return cls(**{**values, **overrides})
+
+
+def _shown(value) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def make_optimizer(cfg: TrainConfig, params) -> torch.optim.Optimizer:

@@ -9,7 +9,7 @@ epoch means).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,3 +82,16 @@ def batch_size_of(batch: Any) -> int:
         first = next(iter(batch.values()))
         return batch_size_of(first) if isinstance(first, torch.Tensor) else len(first)
     return 1
+
+
+def holds_nonfinite(batch) -> bool:
+    """Whether any floating-point tensor of ``batch`` (a tensor, a tuple, list or mapping of
+    them, or a PyG batch via its ``to_dict()``) holds nan or inf."""
+    if isinstance(batch, torch.Tensor):
+        return batch.is_floating_point() and not bool(torch.isfinite(batch).all())
+    if isinstance(batch, (tuple, list)):
+        return any(holds_nonfinite(b) for b in batch)
+    if isinstance(batch, Mapping):
+        return any(holds_nonfinite(b) for b in batch.values())
+    to_dict = getattr(batch, "to_dict", None)
+    return holds_nonfinite(to_dict()) if callable(to_dict) else False

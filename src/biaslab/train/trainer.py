@@ -31,7 +31,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -42,13 +42,14 @@ from torch.utils.data import DataLoader, Dataset
 from biaslab.errors import CheckpointError, DivergenceError
 from biaslab.train import checkpoint
 from biaslab.train.callbacks import EarlyStopping, progress_bar
-from biaslab.train.config import TrainConfig, make_optimizer, make_scheduler
+from biaslab.train.config import EVAL_BATCH, TrainConfig, make_optimizer, make_scheduler
 from biaslab.train.seed import derive_seed, rng_state, set_rng_state
 from biaslab.train.steps import (
     StepFn,
     StepOutput,
     as_step_output,
     batch_size_of,
+    holds_nonfinite,
     scalar,
 )
 
@@ -71,19 +72,6 @@ def accuracy(outputs: torch.Tensor, targets: torch.Tensor) -> float:
     """
     hits = outputs.argmax(dim=-1) == targets
     return int(hits.sum()) / hits.numel() if hits.numel() else math.nan
-
-
-def _holds_nonfinite(batch) -> bool:
-    """Whether any floating-point tensor of ``batch`` (a tensor, a tuple, list or mapping of
-    them, or a PyG batch via its ``to_dict()``) holds nan or inf."""
-    if isinstance(batch, torch.Tensor):
-        return batch.is_floating_point() and not bool(torch.isfinite(batch).all())
-    if isinstance(batch, (tuple, list)):
-        return any(_holds_nonfinite(b) for b in batch)
-    if isinstance(batch, Mapping):
-        return any(_holds_nonfinite(b) for b in batch.values())
-    to_dict = getattr(batch, "to_dict", None)
-    return _holds_nonfinite(to_dict()) if callable(to_dict) else False
 
 
 class Trainer:
@@ -292,7 +280,7 @@ class Trainer:
         return as_step_output(self.step_fn(self.model, batch, generator)), batch_size_of(batch)
 
     def _diverge(self, value: float, batch) -> None:
-        if _holds_nonfinite(batch):  # the data, not the learning rate, made the loss blow up
+        if holds_nonfinite(batch):  # the data, not the learning rate, made the loss blow up
             raise ValueError(
                 f"training '{self.tag}': a batch holds nan or inf values, so its loss is {value}; "
                 "the data are at fault, not the learning rate"
@@ -339,7 +327,7 @@ class Trainer:
         self._save()
 
     @torch.no_grad()
-    def evaluate(self, data: Batch | Dataset, batch_size: int = 2048) -> dict[str, float]:
+    def evaluate(self, data: Batch | Dataset, batch_size: int = EVAL_BATCH) -> dict[str, float]:
         """Loss, step terms and every metric over ``data``, in eval mode.
 
         The loss (and each term) is the batch-size-weighted mean of the per-batch values; each
@@ -424,7 +412,7 @@ class Trainer:
             checkpoint.save(self.checkpoint, self.state_dict())
 
     def _load(self, path: Path) -> None:
-        state = checkpoint.load(path, self.fingerprint, self.tag)
+        state = checkpoint.load(path, self.fingerprint, self.tag, required=checkpoint.TRAINER_STATE)
         try:
             self.model.load_state_dict(state["model"])
             self.optimizer.load_state_dict(state["optimizer"])
@@ -435,13 +423,17 @@ class Trainer:
                 self.step_gen.set_state(state["step_gen"])
             set_rng_state(state["rng"])
             self.early_stopping.load_state_dict(state["early_stopping"])
-        except (KeyError, RuntimeError, ValueError, TypeError) as exc:
-            raise CheckpointError(f"checkpoint {path} is incomplete or mismatched ({exc})") from None
+        except (KeyError, RuntimeError, ValueError, TypeError, IndexError) as exc:
+            raise CheckpointError(
+                f"checkpoint {path} is incomplete or mismatched "
+                f"({type(exc).__name__}: {' '.join(str(exc).split())}); "
+                f"delete it to restart '{self.tag}' from scratch"
+            ) from None
         self.step, self.epoch = state["step"], state["epoch"]
         self.finished, self.diverged = state["finished"], state["diverged"]
-        self.train_time = state["train_time"]
+        self.train_time = float(state["train_time"])
         self._batch_in_epoch = state["batch_in_epoch"]
         self._epoch_gen_state = state["epoch_gen_state"]
-        self._epoch_loss_sum, self._epoch_count = state["epoch_loss_sum"], state["epoch_count"]
+        self._epoch_loss_sum, self._epoch_count = float(state["epoch_loss_sum"]), state["epoch_count"]
         self._epoch_term_sums = dict(state.get("epoch_term_sums", {}))
         self.history = list(state["history"])

@@ -1,0 +1,151 @@
+"""What results.json holds, read the same way everywhere: verdicts, their tally, timings.
+
+A claim's verdict (pass / fail / unjudged / notes-wrong) has one vocabulary, used by the runner's
+summary, ``biaslab show``, the report and the index. Wall-clock measurements are kept apart
+(``timings``, claims marked ``timing``): :func:`reproducible` is the part a seed fixes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "TIMINGS",
+    "TIMING_KEYS",
+    "VERDICTS",
+    "Tally",
+    "Verdict",
+    "reproducible",
+    "reproducible_record",
+    "tally",
+    "verdict_of",
+]
+
+
+# -- verdicts ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Verdict:
+    """How a claim came out, in every place that shows it.
+
+    Attributes:
+        key: the word stored in results.json (``pass``, ``fail``, ``unjudged``, ``notes-wrong``).
+        word: four letters for the terminal (``PASS``, ``FAIL``, ``----``, ``NOTE``).
+        label: the report's wording.
+        colour: the report's background colour for the verdict cell.
+    """
+
+    key: str
+    word: str
+    label: str
+    colour: str
+
+
+VERDICTS: dict[str, Verdict] = {
+    v.key: v
+    for v in (
+        Verdict("pass", "PASS", "\u2713 PASS", "#c8f7c5"),
+        Verdict("fail", "FAIL", "\u2717 FAIL", "#f7c5c5"),
+        Verdict("unjudged", "----", "not checked", "#e0e0e0"),
+        # biaslab computes the value right and an exact computation shows the notes' figure is a slip
+        Verdict("notes-wrong", "NOTE", "notes' figure is wrong", "#c9dcf5"),
+    )
+}
+
+
+def verdict_of(claim: Any) -> str:
+    """The verdict key of one claim from results.json.
+
+    A claim stores ``passed`` (True, False or None); a claim whose notes' figure an exact
+    computation proved wrong also stores ``verdict: "notes-wrong"``. Anything malformed is
+    ``unjudged``.
+    """
+    if not isinstance(claim, dict):
+        return "unjudged"
+    if claim.get("verdict") == "notes-wrong":
+        return "notes-wrong"
+    return {True: "pass", False: "fail"}.get(claim.get("passed"), "unjudged")
+
+
+@dataclass(frozen=True)
+class Tally:
+    """How many claims of a run came out each way."""
+
+    passed: int = 0
+    failed: int = 0
+    unjudged: int = 0
+    notes_wrong: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.passed + self.failed + self.unjudged + self.notes_wrong
+
+    @property
+    def judged(self) -> int:
+        """Claims held against a measurement: passed or failed."""
+        return self.passed + self.failed
+
+    def __add__(self, other: Tally) -> Tally:
+        return Tally(
+            self.passed + other.passed,
+            self.failed + other.failed,
+            self.unjudged + other.unjudged,
+            self.notes_wrong + other.notes_wrong,
+        )
+
+    def describe(self) -> str:
+        """``"5 of 7 claims passed, 1 failed, 1 notes' figure wrong"`` (zero counts left out)."""
+        if not self.total:
+            return "no claims"
+        text = f"{self.passed} of {self.total} claim{'s' if self.total != 1 else ''} passed"
+        if self.failed:
+            text += f", {self.failed} failed"
+        if self.notes_wrong:
+            text += f", {self.notes_wrong} notes' figure{'s' if self.notes_wrong != 1 else ''} wrong"
+        if self.unjudged:
+            text += f", {self.unjudged} not checked in this profile"
+        return text
+
+    def short(self) -> str:
+        """``"5/6"``, plus what is neither passed nor failed: ``"5/6 (1 notes wrong)"``."""
+        text = f"{self.passed}/{self.total}"
+        extra = [
+            f"{n} {what}"
+            for n, what in ((self.notes_wrong, "notes wrong"), (self.unjudged, "not checked"))
+            if n
+        ]
+        return text + (f" ({', '.join(extra)})" if extra else "")
+
+
+def tally(claims: Iterable[Any] | None) -> Tally:
+    """Count the verdicts of ``claims`` (results.json entries)."""
+    counts = {key: 0 for key in VERDICTS}
+    for claim in claims or ():
+        counts[verdict_of(claim)] += 1
+    return Tally(counts["pass"], counts["fail"], counts["unjudged"], counts["notes-wrong"])
+
+
+# -- timings: wall-clock measurements, outside what a seed fixes -------------------------------
+TIMINGS = "timings"  # results.json: name -> seconds, as the experiment measured them
+TIMING_KEYS = frozenset({"time", "seconds", "elapsed_s"})  # such keys anywhere in a run's files
+
+
+def reproducible(results: dict) -> dict:
+    """The part of results.json that a seed fixes bit for bit (for a given machine's arithmetic).
+
+    Left out: ``elapsed_s``, the ``timings``, and the measured value and verdict of every claim
+    marked ``timing`` (judged on a documented time budget, so machine-dependent).
+    """
+    out = {k: v for k, v in results.items() if k not in TIMING_KEYS and k != TIMINGS}
+    out["claims"] = [
+        {k: v for k, v in c.items() if k not in ("measured", "passed")} if c.get("timing") else c
+        for c in results.get("claims") or []
+        if isinstance(c, dict)
+    ]
+    return out
+
+
+def reproducible_record(record: dict) -> dict:
+    """A metrics.jsonl record without its timing keys (the time stamp, an epoch's seconds)."""
+    return {k: v for k, v in record.items() if k not in TIMING_KEYS}

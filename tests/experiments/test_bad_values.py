@@ -1,0 +1,226 @@
+"""Bad values are refused before a run directory exists.
+
+Every lab's config checks each value against the data and the machine it will meet (in the
+dataclasses' ``__post_init__``), so ``biaslab run LAB --set key=value`` with a value that would
+crash the lab deep inside NumPy, scikit-learn or torch is one line on stderr naming the key,
+exit status 2, and no run directory. These checks happen before any data is loaded: this file
+needs no MNIST (except the test that recomputes a constant from it) and runs in seconds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import biaslab.config
+from biaslab import registry
+from biaslab.cli import main
+from biaslab.data.availability import require_data
+from biaslab.errors import BiaslabError
+
+GIB = 2**30
+LABS = [
+    e
+    for e in registry.all_experiments()
+    if e.fn.__module__.startswith(f"{registry.EXPERIMENTS_PACKAGE}.")  # not a test's fake lab
+]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def mnist_available():
+    """Overrides the conftest's: config errors come before the data check, so no MNIST needed."""
+
+
+@pytest.fixture
+def memory(monkeypatch):
+    """``memory(gib)``: pretend this machine has ``gib`` GiB free (16 unless set)."""
+
+    def set_free(gib: float) -> None:
+        monkeypatch.setattr(biaslab.config, "available_memory", lambda: int(gib * GIB))
+
+    set_free(16)
+    return set_free
+
+
+# (lab, --set values, substrings the one-line message must hold: the key(s), the range, why)
+CASES = [
+    # -- xor: every TrainConfig key, and its own
+    ("xor", ["epochs=0"], ["epochs=0", ">= 1"]),
+    ("xor", ["batch_size=0"], ["batch_size=0", ">= 1"]),
+    ("xor", ["lr=0"], ["lr=0.0", "> 0"]),
+    ("xor", ["lr=-0.1"], ["lr=-0.1", "> 0"]),
+    ("xor", ["lr=inf"], ["lr=", "finite"]),
+    ("xor", ["lr=nan"], ["lr=", "finite"]),
+    ("xor", ["noise=-0.1"], ["noise=-0.1", "0..100"]),
+    ("xor", ["noise=1e6"], ["noise=1000000.0", "0..100"]),
+    ("xor", ["n_train=0"], ["n_train=0", ">= 1"]),
+    ("xor", ["n_test=0"], ["n_test=0", ">= 1", "validation"]),
+    ("xor", ["hidden=0"], ["hidden=0", ">= 1"]),
+    ("xor", ["n_train=10"], ["batch_size=32", "n_train=10", "<= 10"]),
+    ("xor", ["batch_size=1000"], ["batch_size=1000", "n_train=200", "<= 200"]),
+    ("xor", ["momentum=0.9"], ["momentum=0.9", "optimizer=sgd"]),
+    ("xor", ["optimizer=sgd", "momentum=1"], ["momentum=1.0", ">= 0 and < 1"]),
+    ("xor", ["optimizer=sgd", "nesterov=true"], ["nesterov=true", "momentum > 0"]),
+    ("xor", ["optimizer=adamw", "nesterov=true"], ["nesterov=true", "optimizer=sgd"]),
+    ("xor", ["schedule=onecycle", "warmup=0"], ["warmup=0.0", "> 0 and < 1"]),
+    ("xor", ["warmup=1"], ["warmup=1.0", "> 0 and < 1"]),
+    ("xor", ["patience=-1"], ["patience=-1", ">= 0"]),
+    ("xor", ["monitor=val_acc"], ["monitor='val_acc'", "val_accuracy"]),
+    ("xor", ["max_grad_norm=0"], ["max_grad_norm=0.0", "> 0"]),
+    ("xor", ["weight_decay=-1"], ["weight_decay=-1.0", ">= 0"]),
+    ("xor", ["min_delta=-0.5"], ["min_delta=-0.5", ">= 0"]),
+    ("xor", ["checkpoint_every=-1"], ["checkpoint_every=-1", ">= 0"]),
+    ("xor", ["hidden=100000000"], ["hidden=100000000", "GiB"]),
+    ("xor", ["n_test=10000000000"], ["n_test=10000000000", "GiB"]),
+    # -- mnist-mlp: MnistSizes, the batch against the training set, the model's memory
+    ("mnist-mlp", ["n_val=0"], ["n_val=0", "1..59999", "mnist-mlp reports validation accuracy"]),
+    ("mnist-mlp", ["n_val=60000"], ["n_val=60000", "1..59999", "60000 training images"]),
+    ("mnist-mlp", ["n_train=0"], ["n_train=0", "1..59500"]),
+    ("mnist-mlp", ["n_train=60000"], ["n_train=60000", "1..59500", "n_val=500"]),
+    ("mnist-mlp", ["n_test=0"], ["n_test=0", "1..10000"]),
+    ("mnist-mlp", ["n_test=10001"], ["n_test=10001", "1..10000"]),
+    ("mnist-mlp", ["n_train=100"], ["batch_size=256", "n_train=100", "<= 100"]),
+    ("mnist-mlp", ["n_train=none", "n_val=59900"], ["batch_size=256", "<= 100", "n_val=59900"]),
+    ("mnist-mlp", ["hidden=-5"], ["hidden=-5", ">= 1"]),
+    ("mnist-mlp", ["hidden=100000000"], ["hidden=100000000", "784-100000000-10", "GiB"]),
+    ("mnist-mlp", ["epochs=-1"], ["epochs=-1", ">= 1"]),
+    # -- hidden-pca: what PCA, the 5-NN vote and silhouette scores need
+    ("hidden-pca", ["n_train=1"], ["n_train=1", "5..59500", "5-nearest-neighbour"]),
+    ("hidden-pca", ["n_test=5"], ["n_test=5", "11..10000", "silhouette"]),
+    ("hidden-pca", ["silhouette_points=2"], ["silhouette_points=2", "11..10000", "silhouette"]),
+    ("hidden-pca", ["silhouette_points=20000"], ["silhouette_points=20000", "11..10000"]),
+    ("hidden-pca", ["hidden=1"], ["hidden=1", ">= 2", "PCA"]),
+    ("hidden-pca", ["hidden=50000000"], ["hidden=50000000", "GiB"]),
+    ("hidden-pca", ["n_val=0"], ["n_val=0", "1..59995"]),
+    # -- autoencoder-2d: the interpolation's digits, PCA-2, the figure, the model's memory
+    ("autoencoder-2d", ["n_test=5"], ["n_test=5", "62..10000", "every digit"]),
+    ("autoencoder-2d", ["n_test=61"], ["n_test=61", "62..10000"]),
+    ("autoencoder-2d", ["n_train=1"], ["n_train=1", "2..59500", "PCA-2"]),
+    ("autoencoder-2d", ["steps=1"], ["steps=1", "2..25"]),
+    ("autoencoder-2d", ["steps=1000"], ["steps=1000", "2..25"]),
+    ("autoencoder-2d", ["hidden=64,0"], ["hidden=64,0", "each value must be >= 1"]),
+    ("autoencoder-2d", ["hidden="], ["hidden=", "at least one value"]),
+    ("autoencoder-2d", ["hidden=100000,100000"], ["hidden=100000,100000", "autoencoder", "GiB"]),
+    ("autoencoder-2d", ["monitor=val_accuracy"], ["monitor='val_accuracy'", "train_loss, val_loss"]),
+    # -- lr-sweep: every rate, distinct rates, the noise fraction
+    ("lr-sweep", ["learning_rates=0.1,0"], ["learning_rates=0.1,0.0", "each value must be > 0"]),
+    ("lr-sweep", ["learning_rates=0.1,-1"], ["learning_rates=0.1,-1.0", "> 0"]),
+    ("lr-sweep", ["learning_rates=0.1,inf"], ["learning_rates=", "finite"]),
+    ("lr-sweep", ["learning_rates="], ["learning_rates=", "at least one value"]),
+    ("lr-sweep", ["learning_rates=0.1,1e-1"], ["learning_rates=0.1,0.1", "twice"]),
+    ("lr-sweep", ["label_noise=1.5"], ["label_noise=1.5", "0..1"]),
+    ("lr-sweep", ["label_noise=-0.1"], ["label_noise=-0.1", "0..1"]),
+    ("lr-sweep", ["label_noise=nan"], ["label_noise=", "finite"]),
+    ("lr-sweep", ["n_val=0"], ["n_val=0", "lr-sweep reads the validation curves"]),
+    ("lr-sweep", ["batch_size=500"], ["batch_size=500", "n_train=200"]),
+    ("lr-sweep", ["hidden=100000000"], ["hidden=100000000", "GiB"]),
+    # -- gradients: float64 must hold z, its derivatives and the step
+    ("gradients", ["x1=1e200"], ["x1=1e+200", "-1e+100..1e+100"]),
+    ("gradients", ["x0=-1e101"], ["x0=-1e+101", "-1e+100..1e+100"]),
+    ("gradients", ["x0=nan"], ["x0=", "finite"]),
+    ("gradients", ["step_size=0"], ["step_size=0.0", "> 0 and <= 1e+100"]),
+    ("gradients", ["step_size=-0.1"], ["step_size=-0.1", "> 0"]),
+    ("gradients", ["step_size=inf"], ["step_size=", "finite"]),
+    # -- manual-backprop: LoopConfig, MnistSizes, the NumPy model and its gradient check
+    ("manual-backprop", ["epochs=0"], ["epochs=0", ">= 1"]),
+    ("manual-backprop", ["lr=0"], ["lr=0.0", "> 0"]),
+    ("manual-backprop", ["batch_size=5000"], ["batch_size=5000", "n_train=2000"]),
+    ("manual-backprop", ["hidden=0"], ["hidden=0", ">= 1"]),
+    ("manual-backprop", ["hidden=2000000"], ["hidden=2000000", "NumPy MLP", "GiB"]),
+    ("manual-backprop", ["n_val=0"], ["n_val=0", "1..59999"]),
+    # -- adam-vs-sgd
+    ("adam-vs-sgd", ["adam_lr=0"], ["adam_lr=0.0", "> 0"]),
+    ("adam-vs-sgd", ["adam_lr=inf"], ["adam_lr=", "finite"]),
+    ("adam-vs-sgd", ["batch_size=0"], ["batch_size=0", ">= 1"]),
+    ("adam-vs-sgd", ["hidden=5000000"], ["hidden=5000000", "GiB"]),
+    ("adam-vs-sgd", ["n_test=0"], ["n_test=0", "1..10000"]),
+    # -- workshop: its days (0 is the workshop itself)
+    ("workshop", ["days=0"], ["days=0", "1..7", "the workshop itself"]),
+    ("workshop", ["days=8"], ["days=8", "1..7"]),
+    ("workshop", ["days=6"], ["days=6", "no lab"]),
+    ("workshop", ["days="], ["days=", "at least one value"]),
+]
+
+
+def case_id(case) -> str:
+    lab, sets, _ = case
+    return f"{lab}:{'+'.join(sets)}"
+
+
+@pytest.mark.parametrize("lab, sets, needles", CASES, ids=[case_id(c) for c in CASES])
+def test_bad_value_is_one_line_and_no_run_directory(
+    tmp_path, monkeypatch, capsys, memory, lab, sets, needles
+):
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "r"
+    args = ["run", lab, "--quick", "--no-progress", "--out", str(out)]
+    for value in sets:
+        args += ["--set", value]
+    assert main(args) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and captured.err.endswith("\n"), captured.err
+    assert lines[0].startswith("biaslab: error: "), lines[0]
+    for needle in needles:
+        assert needle in lines[0], f"{needle!r} not in {lines[0]!r}"
+    assert not out.exists() and not (tmp_path / "runs").exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_every_lab_has_bad_value_cases():
+    """Each lab has cases here; a new lab should get its own."""
+    assert {e.name for e in LABS} <= {lab for lab, _, _ in CASES}
+    assert len(CASES) >= 40
+
+
+@pytest.mark.parametrize("profile", registry.PROFILES)
+@pytest.mark.parametrize("exp", LABS, ids=[e.name for e in LABS])
+def test_shipped_profiles_are_valid_on_a_small_machine(memory, exp, profile):
+    """The checks never refuse what the labs ship, even with 2 GiB free."""
+    memory(2)
+    cfg = exp.make_config(profile)
+    assert type(cfg) is exp.config
+
+
+@pytest.mark.parametrize(
+    "lab, overrides",
+    [
+        ("xor", {"n_train": "32", "n_test": "1", "noise": "100", "hidden": "1"}),
+        ("xor", {"optimizer": "sgd", "momentum": "0.9", "nesterov": "true"}),
+        ("xor", {"monitor": "val_accuracy", "patience": "3"}),
+        ("mnist-mlp", {"n_train": "256", "n_val": "1", "n_test": "1"}),
+        ("mnist-mlp", {"n_train": "none", "n_val": "59744"}),  # 256 training images left
+        ("hidden-pca", {"n_train": "5", "batch_size": "5", "n_test": "11", "silhouette_points": "11"}),
+        ("hidden-pca", {"hidden": "2", "silhouette_points": "10000"}),
+        ("autoencoder-2d", {"n_test": "62", "n_train": "2", "batch_size": "2", "steps": "2"}),
+        ("autoencoder-2d", {"steps": "25", "hidden": "8,4,2", "monitor": "train_loss"}),
+        ("lr-sweep", {"learning_rates": "1e-300,1e30", "label_noise": "1"}),
+        ("gradients", {"x0": "-1e100", "x1": "1e100", "step_size": "1e100"}),
+        ("manual-backprop", {"n_train": "1", "batch_size": "1"}),
+        ("adam-vs-sgd", {"adam_lr": "1e-9", "n_train": "64"}),
+        ("workshop", {"days": "1,6"}),
+    ],
+)
+def test_edge_values_are_accepted(memory, lab, overrides):
+    """The smallest and largest allowed values pass (the ranges are not stricter than needed)."""
+    exp = registry.get(lab)
+    assert type(exp.make_config("quick", overrides)) is exp.config
+
+
+def test_min_test_for_pairs_is_the_first_prefix_of_the_test_set_holding_every_digit():
+    """autoencoder-2d's MIN_TEST_FOR_PAIRS, recomputed from the real MNIST test labels."""
+    try:
+        require_data(("mnist",))
+    except BiaslabError as exc:
+        pytest.skip(str(exc))
+    from biaslab.data.mnist import load_mnist
+    from biaslab.experiments.autoencoder_2d import MIN_TEST_FOR_PAIRS, PAIRS
+
+    labels = load_mnist().y_test
+    digits = {d for pair in PAIRS for d in pair}
+    first = max(int(np.flatnonzero(labels == d)[0]) for d in digits) + 1
+    assert MIN_TEST_FOR_PAIRS == max(first, 8)  # 8: the reconstructions figure's images
+    # hidden-pca's silhouette minimum: its first 11 test images hold at least 2 digits
+    from biaslab.experiments.hidden_pca import SILHOUETTE_MIN
+
+    assert 2 <= len(set(labels[:SILHOUETTE_MIN].tolist())) < SILHOUETTE_MIN
