@@ -169,7 +169,8 @@ def fit(
     history: list[dict] = []
     for epoch in range(1, epochs + 1):
         start = time.perf_counter()
-        train_loss = train_epoch(model, optimizer, X_train, y_train, batch_size, rng)
+        with np.errstate(over="ignore", invalid="ignore"):  # a blow-up is caught just below
+            train_loss = train_epoch(model, optimizer, X_train, y_train, batch_size, rng)
         seconds = time.perf_counter() - start
         diverged = not math.isfinite(train_loss)
         if diverged and on_divergence == "raise":
