@@ -124,10 +124,10 @@ def test_storage_failure_is_one_line_and_resume_completes(
 
 def test_cache_path_that_is_a_directory(capsys, monkeypatch, in_tmp):
     data = in_tmp / "data"
-    (data / "mnist.npz").mkdir(parents=True)
+    (data / "mnist-raw.npz").mkdir(parents=True)
     monkeypatch.setenv("BIASLAB_DATA", str(data))
     line = one_line_error(capsys, main(["run", "mnist-mlp", "--quick", "--out", str(in_tmp / "r")]))
-    assert str(data / "mnist.npz") in line and "directory is in the way" in line
+    assert str(data / "mnist-raw.npz") in line and "directory is in the way" in line
     assert not (in_tmp / "r").exists()
 
 

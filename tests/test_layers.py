@@ -2,7 +2,7 @@
 
 Layers, bottom up (docs/architecture.md):
 
-    errors, fileio, formatting, locking, results, version  ->  scratch, nn, data, config
+    errors, fileio, formatting, hardware, locking, results, version  ->  scratch, nn, data, config
     ->  train, evaluate, generative  ->  runs, registry  ->  report  ->  runner  ->  experiments
     ->  cli (and the package root)
 
@@ -19,7 +19,7 @@ import biaslab
 
 ROOT = Path(biaslab.__file__).resolve().parent
 LAYERS = [
-    {"errors", "fileio", "formatting", "locking", "results", "version"},
+    {"errors", "fileio", "formatting", "hardware", "locking", "results", "version"},
     {"scratch", "nn", "data", "config"},
     {"train", "evaluate", "generative"},
     {"runs", "registry"},

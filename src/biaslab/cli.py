@@ -86,6 +86,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         help="override a config value; repeatable (see 'biaslab config NAME')",
     )
+    p.add_argument(
+        "--threads",
+        metavar="N|auto",
+        help="CPU threads for torch and NumPy: a number, or 'auto' for the cores idle when the run "
+        "starts (default: every core). Recorded in config.json; a seed fixes a run bit for bit "
+        "for a given thread count",
+    )
     p.add_argument("--resume", metavar="DIR", help="continue an unfinished run from its checkpoints")
     p.add_argument("--no-progress", action="store_true", help="never show progress bars")
 
@@ -149,6 +156,7 @@ def cmd_run(args, argv: list[str]) -> int:
             progress=False if args.no_progress else None,
             command=command,
             echo=sys.stdout,
+            threads=args.threads,
             **overrides,
         )
     except KeyboardInterrupt:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
@@ -24,6 +25,7 @@ from biaslab.data.availability import require_data
 from biaslab.errors import BiaslabError, CheckpointError, ConfigError, StorageError
 from biaslab.fileio import atomic_write, write_traceback
 from biaslab.formatting import format_value
+from biaslab.hardware import resolve_threads, use_threads
 from biaslab.runs import TIMINGS, TRACEBACK, VERDICTS, RunDir, tally, verdict_of
 from biaslab.train.recipes import TrainSetup
 from biaslab.train.seed import derive_seed, rng_state, seed_everything, set_rng_state
@@ -90,6 +92,7 @@ class RunContext:
         self.figures: list[dict[str, str]] = []
         self.tables: list[dict[str, Any]] = []
         self._echo = echo
+        self.threads: int | None = None  # the CPU threads the run computes on (set by the runner)
         self._trained: list[str] = []  # tags of the trainings set up so far
 
     @property
@@ -294,6 +297,7 @@ def run(
     progress: bool | None = None,
     command: str | None = None,
     echo: TextIO | None = None,
+    threads: int | str | None = None,
     **overrides: Any,
 ) -> Result:
     """Run experiment ``name`` and return its :class:`Result`.
@@ -308,6 +312,9 @@ def run(
         progress: progress bars (default: only on a terminal).
         command: the command line recorded in config.json (default: the equivalent CLI call).
         echo: a stream for progress lines (the workshop prints one per lab); default silent.
+        threads: CPU threads for torch and NumPy: a number, ``"auto"`` (the cores idle now) or
+            None (default: every core). Recorded in config.json; a resume reuses it, since a
+            seed fixes a run bit for bit for a given thread count and precision.
         **overrides: config values, e.g. ``epochs=3`` (strings are parsed as by ``--set``).
 
     Raises:
@@ -318,9 +325,12 @@ def run(
             whose path the exception carries as ``details_path``.
     """
     if resume is not None:
+        if threads is not None:
+            raise BiaslabError("--threads cannot be combined with --resume (the run keeps its thread count)")
         rundir = RunDir.open(resume)  # locked from here on
         try:
             exp, cfg, profile, seed = _resumed(rundir, name, overrides)
+            threads = _saved_threads(rundir)
         except BaseException:
             rundir.release()
             raise
@@ -329,6 +339,7 @@ def run(
             return Result(rundir.path, rundir.read_results())
     else:
         exp, cfg = _checked_request(name, profile, seed, overrides)
+        threads = resolve_threads(threads)
         rundir = RunDir.create(exp.name, seed, out=out, runs_dir=runs_dir)  # locked
     try:
         if resume is not None:
@@ -340,8 +351,14 @@ def run(
                 seed,
                 to_dict(cfg),
                 command or _python_command(exp.name, profile, seed, overrides),
+                threads=threads,
             )
-        return _execute(exp, cfg, seed, profile, rundir, progress, echo)
+        warming = _warm_up_imports()
+        try:
+            with use_threads(threads):
+                return _execute(exp, cfg, seed, profile, rundir, progress, echo, threads)
+        finally:
+            warming.join()  # never leave an import half-done at interpreter exit
     except BiaslabError as exc:
         kept = not rundir.discard_if_unused()  # failed before writing anything worth resuming
         if isinstance(exc, StorageError) and kept and rundir.is_run:
@@ -410,10 +427,45 @@ def _resumed(rundir: RunDir, name: str | None, overrides: dict[str, Any]):
     return exp, cfg, saved["profile"], saved["seed"]
 
 
-def _execute(exp, cfg, seed: int, profile: str, rundir: RunDir, progress, echo) -> Result:
+def _warm_up_imports() -> threading.Thread:
+    """Start importing, on a background thread, what a run pays for on first use: torch._dynamo
+    (torch's first optimizer imports it, ~1.2 s here; no public option avoids that) and
+    matplotlib (the first figure, ~0.75 s). They overlap the data loading and the training
+    instead of adding to the run's time. Imports consume no random numbers: a run's results
+    stay the same."""
+
+    def work() -> None:
+        try:
+            import torch._dynamo  # noqa: F401
+
+            from biaslab.report.plots import pyplot
+
+            pyplot()
+        except Exception:  # the main thread imports them again and reports any failure
+            pass
+
+    thread = threading.Thread(target=work, name="biaslab-warm-imports", daemon=True)
+    thread.start()
+    return thread
+
+
+def _saved_threads(rundir: RunDir) -> int:
+    """The thread count config.json records (a run from before threads were recorded: the
+    default, every core)."""
+    saved = rundir.read_config().get("threads")
+    if saved is None:
+        return resolve_threads(None)
+    try:
+        return resolve_threads(saved)
+    except ConfigError as exc:
+        raise CheckpointError(f"{rundir.config_path}: {exc}; cannot resume") from None
+
+
+def _execute(exp, cfg, seed: int, profile: str, rundir: RunDir, progress, echo, threads: int) -> Result:
     """Run the experiment in a written, locked run directory; results, report, then COMPLETE."""
     seed_everything(seed)
     ctx = RunContext(exp, cfg, seed, profile, rundir, progress, echo)
+    ctx.threads = threads
     start = time.perf_counter()
     exp.fn(ctx)
     results = {

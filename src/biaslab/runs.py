@@ -307,13 +307,18 @@ class RunDir:
         """``"complete"`` or ``"unfinished"``."""
         return "complete" if self.is_complete else "unfinished"
 
-    def write_config(self, experiment: str, profile: str, seed: int, config: dict, command: str) -> None:
+    def write_config(
+        self, experiment: str, profile: str, seed: int, config: dict, command: str, threads: int | None = None
+    ) -> None:
+        """Write config.json: what fixes the run (experiment, profile, seed, config, and the
+        thread count, for a seed fixes a CPU run bit for bit for a given count), with versions."""
         write_json(
             self.config_path,
             {
                 "experiment": experiment,
                 "profile": profile,
                 "seed": seed,
+                **({} if threads is None else {"threads": threads}),
                 "config": config,
                 "versions": package_versions(),
                 "created": datetime.now().isoformat(timespec="seconds"),

@@ -56,9 +56,9 @@ def test_conversion_values(csv_dir):
 def test_cache_created_once_and_reused(csv_dir, tmp_path):
     csv_dir, _ = csv_dir
     first = load_mnist(source_dir=csv_dir)
-    cache = tmp_path / "cache" / "mnist.npz"
+    cache = tmp_path / "cache" / "mnist-raw.npz"
     assert cache.is_file()
-    assert sorted(p.name for p in cache.parent.iterdir()) == ["mnist.npz"]
+    assert sorted(p.name for p in cache.parent.iterdir()) == ["mnist-raw.npz"]
     stamp = cache.stat().st_mtime_ns
     for csv in csv_dir.iterdir():
         csv.unlink()  # a second call must not need the CSV files any more
@@ -88,8 +88,8 @@ def test_cache_from_other_source_is_rebuilt(csv_dir, tmp_path):
 def test_explicit_cache_dir(csv_dir, tmp_path):
     csv_dir, _ = csv_dir
     load_mnist(cache_dir=tmp_path / "elsewhere", source_dir=csv_dir)
-    assert (tmp_path / "elsewhere" / "mnist.npz").is_file()
-    assert not (tmp_path / "cache" / "mnist.npz").exists()
+    assert (tmp_path / "elsewhere" / "mnist-raw.npz").is_file()
+    assert not (tmp_path / "cache" / "mnist-raw.npz").exists()
 
 
 def test_missing_package(monkeypatch, tmp_path):
@@ -103,8 +103,8 @@ def test_missing_package(monkeypatch, tmp_path):
 
 def test_corrupt_cache(csv_dir, tmp_path):
     (tmp_path / "cache").mkdir()
-    (tmp_path / "cache" / "mnist.npz").write_bytes(b"garbage")
-    with pytest.raises(DataFormatError, match="mnist.npz"):
+    (tmp_path / "cache" / "mnist-raw.npz").write_bytes(b"garbage")
+    with pytest.raises(DataFormatError, match="mnist-raw.npz"):
         load_mnist()
 
 
@@ -186,8 +186,8 @@ def test_real_package_data(tmp_path, monkeypatch):
     train_counts, test_counts = np.bincount(data.y_train, minlength=10), np.bincount(data.y_test)
     assert train_counts.sum() == 60000 and test_counts.sum() == 10000
     assert train_counts.min() > 5000 and test_counts.min() > 800  # MNIST is roughly balanced
-    assert data.x_train.max() == 255 and (tmp_path / "mnist.npz").is_file()
-    assert mnist_module.CACHE_NAME == "mnist.npz"
+    assert data.x_train.max() == 255 and (tmp_path / "mnist-raw.npz").is_file()
+    assert mnist_module.CACHE_NAME == "mnist-raw.npz"
 
 
 def test_splits_with_an_empty_validation_set():

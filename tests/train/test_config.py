@@ -96,3 +96,28 @@ def test_optimizer_states_and_mlp_memory():
     big = TrainConfig(batch_size=4096, optimizer="sgd")
     both = sum(mlp_memory_bytes(s, 4096, optimizer_states=0) for s in (sizes, sizes[::-1]))
     assert big.mlp_memory(sizes, sizes[::-1]) == both
+
+
+def test_optimizers_are_fused_on_cpu():
+    import torch
+
+    from biaslab.train.config import TrainConfig, make_optimizer
+
+    params = [torch.nn.Parameter(torch.randn(3, 3))]
+    for name in ("sgd", "adam", "adamw"):
+        opt = make_optimizer(TrainConfig(optimizer=name), params)
+        assert opt.defaults["fused"] is True, name
+
+
+def test_precision_is_a_config_key_refused_without_bf16(monkeypatch):
+    import pytest
+
+    from biaslab.errors import ConfigError
+    from biaslab.train import config as train_config
+
+    assert train_config.TrainConfig().precision == "fp32"
+    monkeypatch.setattr(train_config, "bf16_supported", lambda: False)
+    with pytest.raises(ConfigError, match="precision=bf16: this CPU has no native bfloat16"):
+        train_config.TrainConfig(precision="bf16")
+    with pytest.raises(ConfigError, match="choose one of fp32, bf16"):
+        train_config.TrainConfig.of(train_config.TrainConfig(), precision="fp16")

@@ -190,3 +190,28 @@ def test_no_progress_bar_when_not_a_terminal(capsys, monkeypatch):
     assert trainer.progress is False  # pytest captures stderr: not a terminal
     trainer.fit((torch.randn(30, 2), torch.randint(0, 2, (30,))))
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.skipif(
+    not __import__("biaslab.train.config").train.config.bf16_supported(), reason="no bf16 CPU"
+)
+def test_bf16_autocast_is_deterministic_and_differs_from_fp32():
+    """bf16 runs under autocast: the same seed gives the same bits within one precision."""
+    from biaslab.train import TrainConfig, Trainer
+
+    x = torch.randn(256, 20, generator=torch.Generator().manual_seed(0))
+    y = (x[:, 0] > 0).long()
+
+    def train(precision):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(20, 32), torch.nn.ReLU(), torch.nn.Linear(32, 2))
+        trainer = Trainer(
+            model, config=TrainConfig(epochs=2, batch_size=64, precision=precision), progress=False
+        )
+        history = trainer.fit((x, y), (x, y))
+        return history, model.state_dict()
+
+    (h1, w1), (h2, w2), (h3, _) = train("bf16"), train("bf16"), train("fp32")
+    assert h1 == h2 and all(torch.equal(w1[k], w2[k]) for k in w1)
+    assert all(v.dtype == torch.float32 for v in w1.values())  # weights stay fp32
+    assert h1[-1]["val_loss"] != h3[-1]["val_loss"]

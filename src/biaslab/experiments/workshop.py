@@ -50,7 +50,12 @@ def run(ctx) -> None:
             result = run_experiment(resume=lab.path, progress=ctx.progress)
         else:
             result = run_experiment(
-                exp.name, profile=ctx.profile, seed=ctx.seed, out=lab.path, progress=ctx.progress
+                exp.name,
+                profile=ctx.profile,
+                seed=ctx.seed,
+                out=lab.path,
+                progress=ctx.progress,
+                threads=ctx.threads,
             )
         seconds = time.perf_counter() - start
         counts = tally(result.claims)

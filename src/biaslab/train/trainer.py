@@ -272,12 +272,14 @@ class Trainer:
 
         With ``loss_fn`` the batch is ``(*inputs, targets)`` and its weight ``len(targets)``;
         a step function gets the batch as collated and ``generator`` to draw from.
+        With ``precision="bf16"`` both run under CPU autocast in bfloat16.
         """
-        if self.step_fn is None:
-            *inputs, targets = batch
-            outputs = self.model(*inputs)
-            return StepOutput(self.loss_fn(outputs, targets), {}, outputs, targets), len(targets)
-        return as_step_output(self.step_fn(self.model, batch, generator)), batch_size_of(batch)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.config.precision == "bf16"):
+            if self.step_fn is None:
+                *inputs, targets = batch
+                outputs = self.model(*inputs)
+                return StepOutput(self.loss_fn(outputs, targets), {}, outputs, targets), len(targets)
+            return as_step_output(self.step_fn(self.model, batch, generator)), batch_size_of(batch)
 
     def _diverge(self, value: float, batch) -> None:
         if holds_nonfinite(batch):  # the data, not the learning rate, made the loss blow up

@@ -1,0 +1,122 @@
+"""Thread counts: --threads N|auto, recorded in config.json, reused on resume; idle-core sampling."""
+
+import json
+
+import pytest
+import torch
+
+import biaslab
+from biaslab.cli import main
+from biaslab.errors import BiaslabError, ConfigError
+from biaslab.hardware import available_cores, idle_cores, resolve_threads, use_threads
+from biaslab.runs import read_json
+from tests.test_runner import comparable_metrics, comparable_results
+
+
+@pytest.fixture(autouse=True)
+def in_tmp(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_resolve_threads():
+    cores = available_cores()
+    assert resolve_threads(None) == cores  # the default: a fixed count, every core
+    assert resolve_threads(1) == 1 and resolve_threads("2") == 2
+    assert 1 <= resolve_threads("auto") <= cores
+    for bad in (0, -1, "x", "1.5", 1.5, True, 10**6):
+        with pytest.raises(ConfigError, match="threads="):
+            resolve_threads(bad)
+
+
+@pytest.mark.parametrize(
+    "idle_share, expected_of_two",
+    [(1.0, 2), (0.5, 1), (0.0, 1), (0.74, 1), (0.76, 2)],
+)
+def test_idle_cores_counts_the_idle_share_within_bounds(monkeypatch, idle_share, expected_of_two):
+    """Two cores, a fraction of their time idle over the sample: that many cores, at least 1."""
+    import biaslab.hardware as hw
+
+    monkeypatch.setattr(hw, "available_cores", lambda: 2)
+    monkeypatch.setattr(hw.os, "cpu_count", lambda: 2)
+    samples = iter([(0, 0), (round(idle_share * 1000), 1000)])
+    assert idle_cores(sample_s=0, cpu_times=lambda: next(samples)) == expected_of_two
+
+
+def test_idle_cores_without_proc_stat_uses_the_load_average(monkeypatch):
+    import biaslab.hardware as hw
+
+    monkeypatch.setattr(hw, "available_cores", lambda: 4)
+    monkeypatch.setattr(hw.os, "getloadavg", lambda: (3.2, 0, 0))
+    assert idle_cores(sample_s=0, cpu_times=lambda: None) == 1
+
+
+def test_use_threads_sets_and_restores():
+    before = torch.get_num_threads()
+    with use_threads(1):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+
+
+def test_threads_are_recorded_and_reused_on_resume(in_tmp):
+    run = in_tmp / "run"
+    real_log = biaslab.runs.RunDir.log
+    seen = []
+
+    def log_then_stop(self, record):
+        real_log(self, record)
+        seen.append(torch.get_num_threads())
+        if len(seen) == 3:
+            raise KeyboardInterrupt
+
+    biaslab.runs.RunDir.log = log_then_stop
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            biaslab.run("xor", profile="quick", out=run, threads=1, epochs=3)
+    finally:
+        biaslab.runs.RunDir.log = real_log
+    assert read_json(run / "config.json")["threads"] == 1 and set(seen) == {1}
+
+    observed = []
+    real_fit = biaslab.train.trainer.Trainer.fit
+
+    def fit(self, *a, **k):
+        observed.append(torch.get_num_threads())
+        return real_fit(self, *a, **k)
+
+    biaslab.train.trainer.Trainer.fit = fit
+    try:
+        biaslab.run(resume=run)
+    finally:
+        biaslab.train.trainer.Trainer.fit = real_fit
+    assert observed and set(observed) == {1}  # the recorded count, not every core
+
+
+def test_threads_cannot_change_on_resume(capsys, in_tmp):
+    assert main(["run", "--resume", str(in_tmp), "--threads", "1"]) == 2
+    assert "--threads cannot be combined with --resume" in capsys.readouterr().err
+
+
+def test_cli_threads_option(capsys, in_tmp):
+    assert (
+        main(
+            ["run", "xor", "--quick", "--no-progress", "--threads", "auto", "--out", "a", "--set", "epochs=1"]
+        )
+        == 0
+    )
+    assert 1 <= read_json(in_tmp / "a" / "config.json")["threads"] <= available_cores()
+    assert main(["run", "xor", "--quick", "--threads", "zero", "--out", "b"]) == 2
+    assert "threads='zero'" in capsys.readouterr().err and not (in_tmp / "b").exists()
+    with pytest.raises(BiaslabError):
+        biaslab.run("xor", profile="quick", threads=0)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_seed_fixes_a_run_for_a_given_thread_count(in_tmp, threads):
+    runs = [
+        biaslab.run("xor", profile="quick", out=in_tmp / f"r{i}", threads=threads, epochs=3).run_dir
+        for i in (1, 2)
+    ]
+    assert comparable_results(runs[0]) == comparable_results(runs[1])
+    assert comparable_metrics(runs[0]) == comparable_metrics(runs[1])
+    assert json.loads((runs[0] / "config.json").read_text())["threads"] == threads
