@@ -29,9 +29,11 @@ class MnistMLPConfig(TrainConfig, MnistSizes):
     batch_size: int = 256
     lr: float = 3e-3
     schedule: Schedule = "onecycle"
+    label_smoothing: float = 0.0  # fraction of each target spread over all classes
 
     def __post_init__(self):
         check_range(self, "hidden", 1)
+        check_range(self, "label_smoothing", 0, 1, "a fraction of each target", open_high=True)
         super().__post_init__()
         check_memory(
             f"hidden={self.hidden}, batch_size={self.batch_size}",
@@ -54,13 +56,15 @@ def run(ctx) -> None:
     cfg: MnistMLPConfig = ctx.cfg
     splits = mnist_splits_for(cfg, ctx.seed_for("split"), standardize=True)
     model = ctx.init_model(lambda: MLP((784, cfg.hidden, 10)), "mlp")
-    fit = fit_classifier(model, splits, TrainConfig.of(cfg), ctx.training("mlp"))
+    fit = fit_classifier(
+        model, splits, TrainConfig.of(cfg), ctx.training("mlp"), label_smoothing=cfg.label_smoothing
+    )
     n_params = count_parameters(model)
     best_val = max(r["val_accuracy"] for r in fit.history)
     ctx.metric(
         parameters=n_params,
         test_accuracy=fit.test["accuracy"],
-        test_loss=fit.test["loss"],
+        test_loss=fit.test.get("nll", fit.test["loss"]),  # plain cross-entropy
         best_val_accuracy=best_val,
         epochs=len(fit.history),
         n_train=len(splits.x_train),

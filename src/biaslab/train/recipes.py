@@ -10,6 +10,7 @@ logger. The test split is evaluated once, after training, and never used for a c
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +81,7 @@ def fit_classifier(
     *,
     test: bool = True,
     on_divergence: str = "raise",
+    label_smoothing: float = 0.0,
 ) -> FitResult:
     """Train ``model`` by cross-entropy with validation accuracy each epoch; test once at the end.
 
@@ -90,8 +92,16 @@ def fit_classifier(
         setup: ``ctx.training(tag)``.
         test: evaluate the test split after training (default True).
         on_divergence: ``"raise"`` or ``"stop"`` (see :class:`Trainer`).
+        label_smoothing: train (and report ``loss``) against targets mixed with the uniform
+            distribution by this fraction (default 0: plain cross-entropy); the plain
+            cross-entropy is then reported as ``nll`` beside it.
     """
-    trainer = setup.trainer(model, config, metrics={"accuracy": accuracy}, on_divergence=on_divergence)
+    metrics = {"accuracy": accuracy}
+    loss_fn = None
+    if label_smoothing:
+        loss_fn = partial(nn.functional.cross_entropy, label_smoothing=label_smoothing)
+        metrics["nll"] = nn.functional.cross_entropy
+    trainer = setup.trainer(model, config, loss_fn=loss_fn, metrics=metrics, on_divergence=on_divergence)
     history = trainer.fit((splits.x_train, splits.y_train), val=(splits.x_val, splits.y_val))
     result = trainer.evaluate((splits.x_test, splits.y_test)) if test else None
     return FitResult(trainer, history, result)
