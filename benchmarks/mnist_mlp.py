@@ -105,7 +105,11 @@ def time_to_target(splits, seed: int, recipe: dict, watch: str) -> dict:
     watched = (splits.x_val, splits.y_val) if watch == "val" else (splits.x_test, splits.y_test)
     trainer.fit((splits.x_train, splits.y_train), val=watched)
     hits = [t for t, acc in clock.points if acc >= TARGET]
-    return {"seconds_to_target": hits[0] if hits else None, "final_accuracy": clock.points[-1][1]}
+    return {
+        "seconds_to_target": hits[0] if hits else None,
+        "final_accuracy": clock.points[-1][1],
+        "points": clock.points,
+    }
 
 
 # -- throughput contenders: the same model, data in memory and fused Adam ----------------------
@@ -208,20 +212,29 @@ def warn_if_busy() -> float:
 
 
 def select_recipe(splits, seeds) -> None:
-    print(
-        f"choosing on the validation split ({len(splits.x_val)} images); "
-        f"time to {TARGET:.0%} validation accuracy"
-    )
+    """Each candidate's median time to the validation accuracy the old recipe ends with.
+
+    98% *test* accuracy is the target, but the test set chooses nothing; the validation split
+    (carved from the training images) runs harder than the test set here, so 98% on it is
+    reached by no candidate. The criterion is therefore the old recipe's own median final
+    validation accuracy: a recipe qualifies when it reaches that on every seed, and the fastest
+    (median training seconds) is chosen.
+    """
     results = {name: [] for name in CANDIDATES}
     for seed in seeds:
         for name, recipe in CANDIDATES.items():  # interleaved: every candidate once per seed
             results[name].append(time_to_target(splits, seed, recipe, watch="val"))
+    target = statistics.median(r["final_accuracy"] for r in results[next(iter(CANDIDATES))])
+    print(
+        f"choosing on the validation split ({len(splits.x_val)} images): time to {target:.4f} "
+        "validation accuracy (the old recipe's median final value)"
+    )
     best = None
     for name, runs in results.items():
-        times = [r["seconds_to_target"] for r in runs]
+        times = [next((t for t, acc in r["points"] if acc >= target), None) for r in runs]
         reached = all(t is not None for t in times)
         median = statistics.median(times) if reached else None
-        shown = f"{median:6.2f} s" if reached else "  never on every seed"
+        shown = f"{median:6.2f} s" if reached else "  not on every seed"
         finals = " ".join(f"{r['final_accuracy']:.4f}" for r in runs)
         print(f"  {name:<44} {shown}   final val acc {finals}")
         if reached and (best is None or median < best[1]):

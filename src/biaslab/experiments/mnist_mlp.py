@@ -24,12 +24,16 @@ class MnistMLPConfig(TrainConfig, MnistSizes):
     MONITOR_KEYS: ClassVar[tuple[str, ...]] = CLASSIFIER_MONITOR_KEYS
     MIN_SIZES: ClassVar[dict[str, tuple[int, str]]] = {"n_val": (1, "mnist-mlp reports validation accuracy")}
 
+    # The recipe chosen on the validation split by `benchmarks/mnist_mlp.py --select-recipe`:
+    # it reaches the previous recipe's (8 epochs, 25% warm-up, no smoothing) final validation
+    # accuracy in 0.77x its training time (3.93 s vs 5.12 s, median of 3 seeds, 2026-11-22).
     hidden: int = 256
-    epochs: int = 8
+    epochs: int = 5
     batch_size: int = 256
     lr: float = 3e-3
     schedule: Schedule = "onecycle"
-    label_smoothing: float = 0.0  # fraction of each target spread over all classes
+    warmup: float = 0.15
+    label_smoothing: float = 0.1  # fraction of each target spread over all classes
 
     def __post_init__(self):
         check_range(self, "hidden", 1)
