@@ -189,7 +189,7 @@ def check_range(
         return
     each = "each value " if isinstance(value, tuple) else ""
     raise ConfigError(
-        f"{name}={_shown(value)}: {each}must be {_allowed(low, high, open_low, open_high)}"
+        f"{name}={shown_value(value)}: {each}must be {_allowed(low, high, open_low, open_high)}"
         + (f" ({why})" if why else "")
     )
 
@@ -210,9 +210,10 @@ def _allowed(low, high, open_low: bool, open_high: bool) -> str:
     return lower or upper or "a value"
 
 
-def _shown(value) -> str:
+def shown_value(value) -> str:
+    """A config value as a user types it on the command line (``true``, ``none``, ``1,2``)."""
     if isinstance(value, tuple):
-        return ",".join(map(_shown, value))
+        return ",".join(map(shown_value, value))
     if isinstance(value, bool):
         return str(value).lower()
     return "none" if value is None else str(value)

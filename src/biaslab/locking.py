@@ -25,7 +25,7 @@ __all__ = ["DirectoryLock"]
 
 
 class DirectoryLock:
-    """``DirectoryLock(path).acquire(message)`` ... ``release()``; also a context manager.
+    """``DirectoryLock(path).acquire(message)`` ... ``release()``.
 
     Args:
         path: the lock file (created if missing; left in place, emptied, on release).
@@ -75,10 +75,3 @@ class DirectoryLock:
             except OSError:
                 pass
             os.close(fd)
-
-    def __enter__(self) -> DirectoryLock:
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self.release()

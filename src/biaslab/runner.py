@@ -329,8 +329,7 @@ def run(
             raise BiaslabError("--threads cannot be combined with --resume (the run keeps its thread count)")
         rundir = RunDir.open(resume)  # locked from here on
         try:
-            exp, cfg, profile, seed = _resumed(rundir, name, overrides)
-            threads = _saved_threads(rundir)
+            exp, cfg, profile, seed, threads = _resumed(rundir, name, overrides)
         except BaseException:
             rundir.release()
             raise
@@ -392,7 +391,8 @@ def _checked_request(name: Any, profile: Any, seed: Any, overrides: dict[str, An
 
 
 def _resumed(rundir: RunDir, name: str | None, overrides: dict[str, Any]):
-    """Experiment, config, profile and seed of the run in ``rundir``, checked for ``--resume``."""
+    """Experiment, config, profile, seed and thread count of the run in ``rundir``, checked for
+    ``--resume``. A run from before threads were recorded gets the default (every core)."""
     path = rundir.config_path
     saved = rundir.read_config()
     missing = [k for k in ("experiment", "profile", "seed", "config") if k not in saved]
@@ -424,7 +424,11 @@ def _resumed(rundir: RunDir, name: str | None, overrides: dict[str, Any]):
         cfg = from_dict(exp.config, saved["config"])
     except ConfigError as exc:
         raise CheckpointError(f"{path}: {exc}; fix the file or start a new run") from None
-    return exp, cfg, saved["profile"], saved["seed"]
+    try:
+        threads = resolve_threads(saved.get("threads"))
+    except ConfigError as exc:
+        raise CheckpointError(f"{path}: {exc}; cannot resume") from None
+    return exp, cfg, saved["profile"], saved["seed"], threads
 
 
 def _warm_up_imports() -> threading.Thread:
@@ -447,18 +451,6 @@ def _warm_up_imports() -> threading.Thread:
     thread = threading.Thread(target=work, name="biaslab-warm-imports", daemon=True)
     thread.start()
     return thread
-
-
-def _saved_threads(rundir: RunDir) -> int:
-    """The thread count config.json records (a run from before threads were recorded: the
-    default, every core)."""
-    saved = rundir.read_config().get("threads")
-    if saved is None:
-        return resolve_threads(None)
-    try:
-        return resolve_threads(saved)
-    except ConfigError as exc:
-        raise CheckpointError(f"{rundir.config_path}: {exc}; cannot resume") from None
 
 
 def _execute(exp, cfg, seed: int, profile: str, rundir: RunDir, progress, echo, threads: int) -> Result:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import platform
 import time
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
@@ -154,6 +155,7 @@ class RunDir:
             where = Path(runs_dir) if out is None else Path(out)
             raise BiaslabError(f"cannot write to output directory {where}: {exc.strerror or exc}") from None
         run = cls(path)
+        run._made = [path] if made_root else []
         try:
             run.acquire()
             if run.config_path.exists():
@@ -166,14 +168,13 @@ class RunDir:
                     f"{path} holds files of another run ({', '.join(leftovers)}) but no config.json; "
                     "remove them or choose another --out"
                 )
-            made = [p for p in (path / FIGURES, path / CHECKPOINTS) if not p.exists()]
+            run._made += [p for p in (run.figures_dir, run.checkpoints_dir) if not p.exists()]
             run._make_dirs("output directory", probe=True)
         except BaseException:
+            if run._lock is not None:  # never undo a directory another process holds
+                run.discard_if_unused()
             run.release()
-            if made_root:
-                _remove_empty_tree(path)
             raise
-        run._made = ([path] if made_root else []) + made
         return run
 
     @classmethod
@@ -217,12 +218,6 @@ class RunDir:
             self._lock.release()
             self._lock = None
 
-    def __enter__(self) -> RunDir:
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self.release()
-
     def _make_dirs(self, what: str, probe: bool = False) -> None:
         """Make figures/ and checkpoints/ (and the run directory); optionally prove it writable."""
         try:
@@ -254,7 +249,8 @@ class RunDir:
             self.config_path.unlink(missing_ok=True)
             (self.path / LOCK).unlink(missing_ok=True)
             for d in reversed(self._made):  # subdirectories first, then the run directory
-                d.rmdir()
+                if d.exists():  # (create may have failed before making them all)
+                    d.rmdir()
         except OSError:
             return False
         self._made = []
@@ -359,8 +355,8 @@ class RunDir:
         except OSError as exc:
             raise (as_storage_error(exc, self.metrics_path) or exc) from None
 
-    def _metrics_lines(self) -> list[str]:
-        """metrics.jsonl's complete lines, each checked to be a JSON object.
+    def _metrics_records(self) -> list[tuple[str, dict]]:
+        """metrics.jsonl's complete lines, each with the JSON object it holds.
 
         A last line without its newline (a kill cut it short) is left out; any other bad line,
         or bytes that are not UTF-8, is a one-line DataFormatError naming the file and the line.
@@ -373,11 +369,12 @@ class RunDir:
             raise (as_storage_error(exc, self.metrics_path, "read") or exc) from None
         lines = data.split(b"\n")
         lines.pop()  # after the last newline: empty, or a line cut short
-        kept = []
+        records = []
         for number, raw in enumerate(lines, start=1):
             try:
                 text = raw.decode("utf-8")
-                if not isinstance(json.loads(text), dict):
+                record = json.loads(text)
+                if not isinstance(record, dict):
                     raise ValueError("not a JSON object")
             except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
                 what = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else "not a JSON object"
@@ -386,15 +383,21 @@ class RunDir:
                     "that line (or the file, losing the log) and resume with: "
                     f"biaslab run --resume {self.path}"
                 ) from None
-            kept.append(text)
-        return kept
+            records.append((text, record))
+        return records
+
+    def _keep_metrics(self, keep: Callable[[dict], bool]) -> None:
+        """Rewrite metrics.jsonl with the complete records ``keep`` accepts (a line cut short
+        by a kill never is); the file is left alone when that would change nothing."""
+        if not self.metrics_path.exists():
+            return
+        kept = [text for text, record in self._metrics_records() if keep(record)]
+        if self.metrics_path.stat().st_size != sum(len(text.encode()) + 1 for text in kept):
+            atomic_write_text(self.metrics_path, "".join(text + "\n" for text in kept))
 
     def repair_metrics(self) -> None:
         """Drop a last line that a kill cut short (it would glue onto the next record)."""
-        if self.metrics_path.exists():
-            kept = self._metrics_lines()
-            if self.metrics_path.stat().st_size != sum(len(k.encode()) + 1 for k in kept):
-                atomic_write_text(self.metrics_path, "".join(k + "\n" for k in kept))
+        self._keep_metrics(lambda record: True)
 
     def rewind_metrics(self, tag: str | None, step: int) -> None:
         """Drop records of ``tag`` logged after ``step`` (work that a resume will redo).
@@ -402,37 +405,18 @@ class RunDir:
         ``tag=None`` drops every record without a tag (``ctx.log``'s, which no checkpoint
         covers: a resumed experiment logs them again).
         """
-        if not self.metrics_path.exists():
-            return
-        kept = []
-        for line in self._metrics_lines():
-            rec = json.loads(line)
-            if tag is None and "tag" not in rec:
-                continue
-            if tag is not None and rec.get("tag") == tag and rec.get("step", 0) > step:
-                continue
-            kept.append(line)
-        atomic_write_text(self.metrics_path, "".join(k + "\n" for k in kept))
+        if tag is None:
+            self._keep_metrics(lambda record: "tag" in record)
+        else:
+            self._keep_metrics(lambda record: record.get("tag") != tag or record.get("step", 0) <= step)
 
     def read_metrics(self) -> list[dict]:
         """Every record of metrics.jsonl (a last line cut short by a kill is left out)."""
-        return [json.loads(line) for line in self._metrics_lines()]
+        return [record for _, record in self._metrics_records()]
 
 
 def _empty_dir(path: Path) -> bool:
     return path.is_dir() and not any(path.iterdir())
-
-
-def _remove_empty_tree(path: Path) -> None:
-    """Remove ``path`` and the empty folders and lock file in it (best effort)."""
-    try:
-        (path / LOCK).unlink(missing_ok=True)
-        for sub in (path / FIGURES, path / CHECKPOINTS):
-            if _empty_dir(sub):
-                sub.rmdir()
-        path.rmdir()
-    except OSError:
-        pass
 
 
 def find_runs(root: Path, depth: int = 3) -> list[Path]:

@@ -15,7 +15,7 @@ from typing import ClassVar, Literal
 
 import torch
 
-from biaslab.config import check_batch_fits, check_range
+from biaslab.config import check_batch_fits, check_range, shown_value
 from biaslab.errors import ConfigError
 from biaslab.nn.mlp import mlp_memory_bytes
 
@@ -117,7 +117,7 @@ class TrainConfig:
         if self.optimizer != "sgd" and (self.momentum or self.nesterov):
             key = "momentum" if self.momentum else "nesterov"
             raise ConfigError(
-                f"{key}={_shown(getattr(self, key))}: only optimizer=sgd uses it "
+                f"{key}={shown_value(getattr(self, key))}: only optimizer=sgd uses it "
                 f"(optimizer={self.optimizer} keeps its own moment estimates); add --set optimizer=sgd"
             )
         if self.nesterov and not self.momentum:
@@ -157,10 +157,6 @@ class TrainConfig:
         if unknown:
             raise TypeError(f"TrainConfig has no field(s) {', '.join(sorted(unknown))}")
         return cls(**{**values, **overrides})
-
-
-def _shown(value) -> str:
-    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def bf16_supported() -> bool:
