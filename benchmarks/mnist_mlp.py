@@ -37,6 +37,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from biaslab.data.mnist import mnist_splits
 from biaslab.experiments.mnist_mlp import MnistMLPConfig
+from biaslab.hardware import busy_warning
 from biaslab.nn import MLP
 from biaslab.train import TrainConfig, Trainer, accuracy
 from biaslab.train.config import make_optimizer
@@ -202,12 +203,9 @@ def _timed(fn) -> float:
 
 def warn_if_busy() -> float:
     load = os.getloadavg()[0]
-    cores = os.cpu_count() or 1
-    if load > 0.5:
-        print(
-            f"WARNING: load average {load:.2f} on {cores} cores: the machine is busy; "
-            "absolute figures mean little"
-        )
+    warning = busy_warning(load=load)
+    if warning:
+        print(warning)
     return load
 
 

@@ -8,7 +8,7 @@ import torch
 import biaslab
 from biaslab.cli import main
 from biaslab.errors import BiaslabError, ConfigError
-from biaslab.hardware import available_cores, idle_cores, resolve_threads, use_threads
+from biaslab.hardware import available_cores, busy_warning, idle_cores, resolve_threads, use_threads
 from biaslab.runs import read_json
 from tests.test_runner import comparable_metrics, comparable_results
 
@@ -49,6 +49,13 @@ def test_idle_cores_without_proc_stat_uses_the_load_average(monkeypatch):
     monkeypatch.setattr(hw, "available_cores", lambda: 4)
     monkeypatch.setattr(hw.os, "getloadavg", lambda: (3.2, 0, 0))
     assert idle_cores(sample_s=0, cpu_times=lambda: None) == 1
+
+
+def test_busy_warning_only_above_the_threshold():
+    assert busy_warning(load=0.3) is None
+    warning = busy_warning(load=1.7)
+    assert warning.startswith("WARNING: load average 1.70 on ") and "busy" in warning
+    assert busy_warning(threshold=2.0, load=1.7) is None
 
 
 def test_use_threads_sets_and_restores():

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 
 from biaslab.errors import ConfigError
 
-__all__ = ["available_cores", "idle_cores", "resolve_threads", "use_threads"]
+__all__ = ["available_cores", "busy_warning", "idle_cores", "resolve_threads", "use_threads"]
 
 
 def available_cores() -> int:
@@ -29,6 +29,25 @@ def available_cores() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
         return max(1, os.cpu_count() or 1)
+
+
+def busy_warning(threshold: float = 0.5, load: float | None = None) -> str | None:
+    """A warning when the 1-minute load average exceeds ``threshold``, else None.
+
+    Benchmarks print it: timings taken while other work runs say little about this machine.
+    ``load`` defaults to ``os.getloadavg()[0]`` (it lingers for a minute after a job ends).
+    """
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except OSError:  # not available on this system
+            return None
+    if load <= threshold:
+        return None
+    return (
+        f"WARNING: load average {load:.2f} on {available_cores()} cores: the machine is busy; "
+        "absolute figures mean little"
+    )
 
 
 def _cpu_times() -> tuple[int, int] | None:

@@ -13,6 +13,7 @@ from biaslab.config import check_batch_fits, check_range
 from biaslab.data import MNIST, load_mnist, mnist_splits
 from biaslab.data import mnist as mnist_module
 from biaslab.data.mnist import MnistSizes
+from biaslab.data.transforms import standardize
 from biaslab.errors import BiaslabError, ConfigError, DataFormatError, DataMissingError
 
 HEADER = "label," + ",".join(f"{r}x{c}" for r in range(1, 29) for c in range(1, 29))
@@ -160,6 +161,19 @@ def test_splits_determinism_and_seed():
     torch.testing.assert_close(a.x_val, b.x_val)
     torch.testing.assert_close(a.x_train, b.x_train)
     assert not np.array_equal(a.val_index, c.val_index)
+
+
+def test_standardized_splits_use_the_training_statistics_and_match_the_out_of_place_transform():
+    data = small_mnist()
+    plain = mnist_splits(n_val=20, seed=3, data=data)
+    fast = mnist_splits(n_val=20, seed=3, data=data, standardize=True)  # standardized in place
+    expected, (mean, std) = standardize(plain)
+    for key in ("x_train", "x_val", "x_test"):
+        assert torch.equal(getattr(fast, key), getattr(expected, key)), key  # bit for bit
+        assert not torch.equal(getattr(plain, key), getattr(expected, key))  # plain left as it was
+    assert mean == pytest.approx(float(plain.x_train.mean())) and std > 0
+    assert abs(float(fast.x_train.mean())) < 1e-5 and float(fast.x_train.std()) == pytest.approx(1, abs=1e-5)
+    assert abs(float(fast.x_val.mean())) > 1e-4  # the validation set brings no statistics of its own
 
 
 def test_splits_subsets_and_unflattened():
