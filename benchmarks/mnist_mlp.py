@@ -11,6 +11,7 @@ Prints, each figure a median over interleaved repeats in this one run:
 2. training throughput at batch 256 of the biaslab Trainer, a hand-written sliced loop, a
    ``DataLoader`` loop and, when the optional ``lightning`` package is installed, Lightning's
    Trainer: same data in memory, same model, same fused Adam, rotated through ``--repeats`` rounds;
+   on a CPU with native bfloat16, also the Trainer with ``precision="bf16"``;
 3. the achieved GFLOP/s of the Trainer against a matmul ceiling measured here.
 
 It ends with one line:
@@ -26,10 +27,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
+import logging
 import os
 import statistics
 import time
+import warnings
 
 import torch
 from torch import nn
@@ -40,7 +44,7 @@ from biaslab.experiments.mnist_mlp import MnistMLPConfig
 from biaslab.hardware import busy_warning
 from biaslab.nn import MLP
 from biaslab.train import TrainConfig, Trainer, accuracy
-from biaslab.train.config import make_optimizer
+from biaslab.train.config import bf16_supported, make_optimizer
 
 TARGET = 0.98
 # The recipe mnist-mlp shipped before issue 14: 8 epochs of one-cycle (25% warm-up), lr 3e-3.
@@ -114,8 +118,9 @@ def time_to_target(splits, seed: int, recipe: dict, watch: str) -> dict:
 
 
 # -- throughput contenders: the same model, data in memory and fused Adam ----------------------
-def run_trainer(model, x, y, batch: int, epochs: int) -> float:
-    trainer = Trainer(model, config=TrainConfig(epochs=epochs, batch_size=batch, lr=1e-3), progress=False)
+def run_trainer(model, x, y, batch: int, epochs: int, precision: str = "fp32") -> float:
+    config = TrainConfig(epochs=epochs, batch_size=batch, lr=1e-3, precision=precision)
+    trainer = Trainer(model, config=config, progress=False)
     t0 = time.perf_counter()
     trainer.fit((x, y))
     return time.perf_counter() - t0
@@ -157,6 +162,8 @@ def lightning_runner():
         import lightning as L
     except ImportError:
         return None
+    logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)  # no banners between rounds
+    warnings.filterwarnings("ignore", module="lightning")
 
     class Module(L.LightningModule):
         def __init__(self, model):
@@ -273,6 +280,8 @@ def main() -> None:
 
     print("\n2. throughput at batch 256, 2 epochs, fused Adam (examples/s, median)")
     contenders = {"trainer": run_trainer, "sliced loop": run_sliced, "DataLoader": run_dataloader}
+    if bf16_supported():  # opt-in reduced precision: --set precision=bf16
+        contenders["trainer bf16"] = functools.partial(run_trainer, precision="bf16")
     lightning = lightning_runner()
     if lightning is not None:
         contenders["Lightning"] = lightning
@@ -285,6 +294,8 @@ def main() -> None:
     medians = {k: statistics.median(v) for k, v in rates.items()}
     for name, rate in medians.items():
         print(f"   {name:<12} {rate:9.0f} ex/s   trainer/{name} = {medians['trainer'] / rate:.2f}")
+    if "trainer bf16" not in medians:
+        print("   trainer bf16 not measured: this CPU lacks native bfloat16 matmul")
     if lightning is None:
         print("   Lightning    not installed (pip install lightning; optional)")
 
