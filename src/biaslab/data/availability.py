@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from biaslab.data import mnist
+from biaslab.data import mnist, mnist1d
 from biaslab.errors import BiaslabError
 
 # data set name -> a function that raises a one-line DataMissingError when it cannot be loaded
-CHECKS = {"mnist": mnist.check_available}
+CHECKS = {"mnist": mnist.check_available, "mnist1d": mnist1d.check_available}
 
 
 def require_data(names) -> None:

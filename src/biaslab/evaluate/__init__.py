@@ -1,4 +1,5 @@
-"""Evaluation: classification metrics over whole sets, representation scores, curve shapes."""
+"""Evaluation: classification metrics over whole sets, representation scores, curve shapes, and
+the symmetry verifier (``equivariance_error``)."""
 
 from biaslab.evaluate.curves import SHAPES, CurveReading, classify_curve
 from biaslab.evaluate.metrics import (
@@ -12,6 +13,7 @@ from biaslab.evaluate.metrics import (
     precision_recall_f1,
     roc_auc,
 )
+from biaslab.evaluate.symmetry import equivariance_error, invariance_error
 
 __all__ = [
     "SHAPES",
@@ -20,6 +22,8 @@ __all__ = [
     "classify_curve",
     "cluster_separation",
     "confusion_matrix",
+    "equivariance_error",
+    "invariance_error",
     "knn_accuracy",
     "log_loss",
     "pca_project",
