@@ -26,6 +26,26 @@ def standardize(splits, eps: float = 1e-8, *, in_place: bool = False):
     return dataclasses.replace(splits, **scaled), (float(mean), float(std))
 
 
+def translate(images: torch.Tensor, dx: int = 0, dy: int = 0) -> torch.Tensor:
+    """Shift images by whole pixels, ``dx`` to the right and ``dy`` down, filling with zeros.
+
+    Not cyclic: what leaves the frame is lost, as when a digit is written off-centre. (The
+    symmetry verifier's ``cyclic_shift`` is the wrap-around version, under which circular
+    convolution is exactly equivariant.)
+
+    Shapes:
+        images ``(..., H, W)`` -> the same shape.
+    """
+    height, width = images.shape[-2:]
+    out = torch.zeros_like(images)
+    if abs(dx) >= width or abs(dy) >= height:
+        return out
+    rows_to, rows_from = slice(max(dy, 0), height + min(dy, 0)), slice(max(-dy, 0), height - max(dy, 0))
+    cols_to, cols_from = slice(max(dx, 0), width + min(dx, 0)), slice(max(-dx, 0), width - max(dx, 0))
+    out[..., rows_to, cols_to] = images[..., rows_from, cols_from]
+    return out
+
+
 def flatten_images(x: torch.Tensor) -> torch.Tensor:
     """(N, C, H, W) or (N, H, W) -> (N, C*H*W)."""
     return x.reshape(len(x), -1)

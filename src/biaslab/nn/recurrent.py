@@ -48,7 +48,7 @@ def _step(
         h_r, h_z, h_n = gh.chunk(3, dim=-1)  # 3 x (N, H)
         r, z = torch.sigmoid(i_r + h_r), torch.sigmoid(i_z + h_z)
         n = torch.tanh(i_n + r * h_n)  # the reset gate scales U_n h + b_hn, as in torch
-        return ((1 - z) * n + z * state[0],)
+        return (z * n + (1 - z) * state[0],)
     return (_NONLINEARITIES[mode](gi + gh),)  # eq. 5.6
 
 

@@ -1,0 +1,114 @@
+"""Synthetic sequence tasks whose difficulty is a dial: how far back the answer lies, and whether
+it is found by position or by content.
+
+* :func:`adding_problem` (Hochreiter & Schmidhuber 1997): T random numbers, two of them marked;
+  the target is their sum. The first mark lies in the first half, so the information needed
+  travels up to T steps — the classic test of vanishing gradients in recurrent networks.
+* :func:`recall_task`: T random symbols; the target is the one at position 0, so the answer is
+  exactly T − 1 steps back (chance accuracy 1 / vocab).
+* :func:`retrieval_task`: key–value pairs followed by a query key; the target is the value
+  paired with the query. The answer is found by *content*, wherever it sits: what attention's
+  learned, content-dependent relevance is for.
+
+Each generator takes an explicit ``seed`` (``np.random.default_rng``) and returns torch tensors.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from biaslab.errors import BiaslabError
+
+__all__ = ["ADDING_TOLERANCE", "adding_problem", "recall_task", "retrieval_task"]
+
+ADDING_TOLERANCE = 0.04  # an adding-problem answer counts as right within this (Le et al. 2015)
+
+
+def _check(name: str, value: int, least: int) -> None:
+    if isinstance(value, bool) or int(value) != value or value < least:
+        raise BiaslabError(f"{name} must be an integer >= {least}, got {value!r}")
+
+
+def adding_problem(n: int, length: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """The adding problem: the sum of the two marked numbers of a sequence.
+
+    Args:
+        n: number of sequences.
+        length: T, the sequence length (at least 2).
+        seed: random seed.
+
+    Returns:
+        ``(x, y)``: x float32 (n, T, 2) — channel 0 the numbers, uniform in [0, 1), channel 1
+        the marks (exactly two ones: one in the first half, one in the second); y float32 (n,)
+        the sum of the two marked numbers, in [0, 2). Predicting 1 always gives MSE 1/6.
+    """
+    _check("n", n, 1)
+    _check("length", length, 2)
+    rng = np.random.default_rng(seed)
+    values = rng.random((n, length)).astype(np.float32)
+    half = length // 2
+    first = rng.integers(0, half, n)
+    second = rng.integers(half, length, n)
+    marks = np.zeros((n, length), dtype=np.float32)
+    rows = np.arange(n)
+    marks[rows, first] = marks[rows, second] = 1.0
+    x = np.stack([values, marks], axis=-1)  # (n, T, 2)
+    y = values[rows, first] + values[rows, second]
+    return torch.from_numpy(x), torch.from_numpy(y)
+
+
+def recall_task(n: int, length: int, vocab: int = 8, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Recall the first symbol of a sequence after ``length − 1`` distractors.
+
+    Args:
+        n: number of sequences.
+        length: T, the sequence length (at least 2).
+        vocab: the number of symbols (at least 2); chance accuracy is 1 / vocab.
+        seed: random seed.
+
+    Returns:
+        ``(tokens, y)``: tokens int64 (n, T) in 0..vocab−1, y int64 (n,) = tokens[:, 0].
+    """
+    _check("n", n, 1)
+    _check("length", length, 2)
+    _check("vocab", vocab, 2)
+    tokens = np.random.default_rng(seed).integers(0, vocab, (n, length))
+    return torch.from_numpy(tokens), torch.from_numpy(tokens[:, 0].copy())
+
+
+def retrieval_task(
+    n: int, pairs: int = 4, keys: int = 16, values: int = 16, seed: int = 0
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Content-based retrieval: ``k_1 v_1 k_2 v_2 … k_P v_P q`` → the value paired with key q.
+
+    Keys are distinct within a sequence and the query is one of them, drawn uniformly; values
+    are drawn independently. Token ids: keys ``0..keys−1``, values ``keys..keys+values−1``.
+
+    Args:
+        n: number of sequences.
+        pairs: P, key–value pairs per sequence (1..keys).
+        keys: the size of the key vocabulary.
+        values: the size of the value vocabulary; chance accuracy is 1 / values.
+        seed: random seed.
+
+    Returns:
+        ``(tokens, y)``: tokens int64 (n, 2P + 1) over a vocabulary of ``keys + values``,
+        y int64 (n,) in 0..values−1 (the value's index, not its token id).
+    """
+    _check("n", n, 1)
+    _check("keys", keys, 1)
+    _check("values", values, 2)
+    _check("pairs", pairs, 1)
+    if pairs > keys:
+        raise BiaslabError(f"pairs={pairs} needs at least as many distinct keys, got keys={keys}")
+    rng = np.random.default_rng(seed)
+    key_ids = np.argsort(rng.random((n, keys)), axis=1)[:, :pairs]  # (n, P) distinct keys
+    value_ids = rng.integers(0, values, (n, pairs))  # (n, P)
+    asked = rng.integers(0, pairs, n)
+    rows = np.arange(n)
+    tokens = np.empty((n, 2 * pairs + 1), dtype=np.int64)
+    tokens[:, 0:-1:2] = key_ids
+    tokens[:, 1:-1:2] = keys + value_ids
+    tokens[:, -1] = key_ids[rows, asked]
+    return torch.from_numpy(tokens), torch.from_numpy(value_ids[rows, asked].astype(np.int64))

@@ -1,0 +1,52 @@
+"""Tests for biaslab.data.sequences: each task's target follows from its inputs by the stated rule."""
+
+import pytest
+import torch
+
+from biaslab.data.sequences import adding_problem, recall_task, retrieval_task
+from biaslab.errors import BiaslabError
+
+
+def test_adding_problem_marks_and_targets():
+    x, y = adding_problem(500, 40, seed=1)
+    assert x.shape == (500, 40, 2) and y.shape == (500,) and x.dtype == torch.float32
+    marks = x[..., 1]
+    assert torch.equal(marks.sum(1), torch.full((500,), 2.0))
+    assert (marks[:, :20].sum(1) == 1).all() and (marks[:, 20:].sum(1) == 1).all()
+    torch.testing.assert_close(y, (x[..., 0] * marks).sum(1))
+    baseline = ((y - 1.0) ** 2).mean()  # predicting 1: MSE 1/6 for a sum of two uniforms
+    assert baseline == pytest.approx(1 / 6, abs=0.03)
+    assert torch.equal(adding_problem(5, 10, seed=2)[0], adding_problem(5, 10, seed=2)[0])
+
+
+def test_recall_task_targets_the_first_symbol():
+    tokens, y = recall_task(300, 50, vocab=5, seed=3)
+    assert tokens.shape == (300, 50) and torch.equal(y, tokens[:, 0])
+    assert tokens.min() >= 0 and tokens.max() == 4
+
+
+def test_retrieval_task_answers_the_query_by_content():
+    tokens, y = retrieval_task(400, pairs=4, keys=10, values=6, seed=4)
+    assert tokens.shape == (400, 9)
+    keys, values, query = tokens[:, 0:-1:2], tokens[:, 1:-1:2] - 10, tokens[:, -1]
+    assert (keys < 10).all() and (values >= 0).all() and (values < 6).all()
+    for row in range(400):
+        assert len(set(keys[row].tolist())) == 4  # distinct keys
+        position = keys[row].tolist().index(int(query[row]))
+        assert y[row] == values[row, position]
+    assert len(set((tokens[:, -1] == tokens[:, 0]).tolist())) == 2  # the query is not always first
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: adding_problem(0, 10),
+        lambda: adding_problem(4, 1),
+        lambda: recall_task(4, 10, vocab=1),
+        lambda: retrieval_task(4, pairs=5, keys=4),
+        lambda: retrieval_task(4, values=1),
+    ],
+)
+def test_bad_sizes_are_refused(call):
+    with pytest.raises(BiaslabError):
+        call()

@@ -1,0 +1,34 @@
+"""Tests for biaslab.data.transforms: translation against a NumPy reference, standardization."""
+
+import numpy as np
+import pytest
+import torch
+
+from biaslab.data.transforms import translate
+
+
+def numpy_translate(image: np.ndarray, dx: int, dy: int) -> np.ndarray:
+    """Pixel by pixel: out[r, c] = image[r - dy, c - dx] where that lies inside, else 0."""
+    height, width = image.shape
+    out = np.zeros_like(image)
+    for r in range(height):
+        for c in range(width):
+            if 0 <= r - dy < height and 0 <= c - dx < width:
+                out[r, c] = image[r - dy, c - dx]
+    return out
+
+
+@pytest.mark.parametrize("dx, dy", [(0, 0), (2, 0), (0, -3), (4, 5), (-6, 1), (7, -7), (8, 0), (-9, 9)])
+def test_translate_matches_a_pixel_by_pixel_reference(dx, dy):
+    images = torch.rand(3, 1, 8, 8, generator=torch.Generator().manual_seed(0))
+    shifted = translate(images, dx, dy)
+    assert shifted.shape == images.shape
+    for k in range(3):
+        np.testing.assert_array_equal(shifted[k, 0].numpy(), numpy_translate(images[k, 0].numpy(), dx, dy))
+
+
+def test_translate_loses_what_leaves_the_frame_and_undoes_inside_it():
+    images = torch.rand(2, 28, 28, generator=torch.Generator().manual_seed(1))
+    there_and_back = translate(translate(images, 3, -2), -3, 2)
+    assert torch.equal(there_and_back[:, 2:, :25], images[:, 2:, :25])  # the part that stayed
+    assert there_and_back[:, :2].abs().sum() == 0 and there_and_back[:, :, 25:].abs().sum() == 0
