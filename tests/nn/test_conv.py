@@ -6,7 +6,15 @@ import pytest
 import torch
 from torch import nn
 
-from biaslab.nn.conv import CNN, conv_output_size, conv_parameter_count, effective_stride, receptive_field
+from biaslab.nn.conv import (
+    CNN,
+    conv_operation_count,
+    conv_output_size,
+    conv_parameter_count,
+    effective_stride,
+    receptive_field,
+)
+from biaslab.nn.mlp import linear_parameter_count
 
 
 @pytest.mark.parametrize("d", [1, 2])
@@ -221,3 +229,37 @@ def test_pooling_keeps_equivariance_only_for_shifts_by_its_stride():
 def test_bad_arguments_raise_a_clear_value_error(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def count_operations_by_hand(height, width, kernel_h, kernel_w, channels_in):
+    """Walk every output of a valid convolution and count its multiplications and additions."""
+    operations = 0
+    for _ in range(height - kernel_h + 1):
+        for _ in range(width - kernel_w + 1):
+            products = channels_in * kernel_h * kernel_w
+            operations += products + (products - 1)
+    return operations
+
+
+@pytest.mark.parametrize(
+    "size, kernel, channels", [((5, 7), (1, 2), 1), ((6, 6), (3, 3), 2), ((4, 9), (2, 3), 3)]
+)
+def test_conv_operation_count_matches_a_hand_count(size, kernel, channels):
+    expected = count_operations_by_hand(*size, *kernel, channels)
+    assert conv_operation_count(size, kernel, in_channels=channels) == expected
+    with_bias = conv_operation_count(size, kernel, in_channels=channels, bias=True, out_channels=2)
+    outputs = (size[0] - kernel[0] + 1) * (size[1] - kernel[1] + 1)
+    assert with_bias == 2 * (expected + outputs)
+
+
+def test_the_notes_horizontal_difference_costs_319_by_280_by_3():
+    assert conv_operation_count((280, 320), (1, 2)) == 319 * 280 * 3 == 267_960
+
+
+def test_linear_parameter_count_matches_torch():
+    for n_in, n_out in [(1, 1), (288, 10), (784, 256)]:
+        layer = nn.Linear(n_in, n_out)
+        assert linear_parameter_count(n_in, n_out) == sum(p.numel() for p in layer.parameters())
+        assert linear_parameter_count(n_in, n_out, bias=False) == layer.weight.numel()
+    with pytest.raises(ValueError, match="in_features"):
+        linear_parameter_count(0, 3)

@@ -9,8 +9,8 @@ import torch_geometric.nn as pyg
 from torch_geometric.data import Batch, Data
 
 from biaslab.nn._scatter import scatter, segment_softmax
+from biaslab.nn.blocks import GNN
 from biaslab.nn.graph import (
-    GNN,
     GATConv,
     GCNConv,
     MessagePassing,

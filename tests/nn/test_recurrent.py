@@ -7,6 +7,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from biaslab.nn.blocks import SequenceClassifier, SequenceTagger
 from biaslab.nn.recurrent import (
     GRU,
     LSTM,
@@ -14,8 +15,6 @@ from biaslab.nn.recurrent import (
     ElmanCell,
     GRUCell,
     LSTMCell,
-    SequenceClassifier,
-    SequenceTagger,
     copy_from_torch,
 )
 

@@ -1,5 +1,54 @@
-"""PyTorch primitives, one inductive bias per file."""
+"""PyTorch primitives, one inductive bias per file: ``mlp`` (none), ``conv`` (locality and
+translation equivariance), ``recurrent`` (order), ``sets`` and ``graph`` (permutation symmetry),
+``attention`` / ``transformer`` (learned, content-dependent relevance); ``blocks`` assembles
+models from them."""
 
-from biaslab.nn.mlp import MLP, count_parameters, mlp_memory_bytes
+from biaslab.nn.attention import MultiHeadAttention, scaled_dot_product_attention
+from biaslab.nn.blocks import GNN, SequenceClassifier, SequenceTagger
+from biaslab.nn.conv import CNN, conv_operation_count, conv_output_size, conv_parameter_count, receptive_field
+from biaslab.nn.graph import GATConv, GCNConv, MessagePassing, MPNNConv, SAGEConv
+from biaslab.nn.mlp import MLP, count_parameters, linear_parameter_count, mlp_memory_bytes
+from biaslab.nn.recurrent import GRU, LSTM, RNN, ElmanCell, GRUCell, LSTMCell
+from biaslab.nn.sets import DeepSets, DeepSetsLayer
+from biaslab.nn.transformer import (
+    EncoderBlock,
+    LearnedPositionalEncoding,
+    SinusoidalPositionalEncoding,
+    TransformerConfig,
+    TransformerEncoder,
+)
 
-__all__ = ["MLP", "count_parameters", "mlp_memory_bytes"]
+__all__ = [
+    "CNN",
+    "GNN",
+    "GRU",
+    "LSTM",
+    "MLP",
+    "RNN",
+    "DeepSets",
+    "DeepSetsLayer",
+    "ElmanCell",
+    "EncoderBlock",
+    "GATConv",
+    "GCNConv",
+    "GRUCell",
+    "LSTMCell",
+    "LearnedPositionalEncoding",
+    "MPNNConv",
+    "MessagePassing",
+    "MultiHeadAttention",
+    "SAGEConv",
+    "SequenceClassifier",
+    "SequenceTagger",
+    "SinusoidalPositionalEncoding",
+    "TransformerConfig",
+    "TransformerEncoder",
+    "conv_operation_count",
+    "conv_output_size",
+    "conv_parameter_count",
+    "count_parameters",
+    "linear_parameter_count",
+    "mlp_memory_bytes",
+    "receptive_field",
+    "scaled_dot_product_attention",
+]

@@ -135,6 +135,34 @@ def conv_parameter_count(
     return in_channels * out_channels * math.prod(kernel) + (out_channels if bias else 0)
 
 
+def conv_operation_count(
+    input_size: Sequence[int],
+    kernel_size: int | Sequence[int],
+    in_channels: int = 1,
+    out_channels: int = 1,
+    stride: int = 1,
+    padding: int = 0,
+    bias: bool = False,
+) -> int:
+    """Arithmetic operations of one convolution's forward pass: multiplications plus additions.
+
+    Each output value is a dot product of the kernel (in·Πk weights) with its window: in·Πk
+    multiplications and in·Πk − 1 additions, plus one for a bias. The number of outputs per
+    channel is Π_d :func:`conv_output_size` along each dimension.
+
+    Example: the horizontal difference y[r, c] = x[r, c+1] − x[r, c], a 1x2 kernel on a 320x280
+    (width x height) image, costs 319·280 outputs x 3 = 267,960 operations.
+    """
+    sizes = tuple(_check_int("input_size", n, 1) for n in input_size)
+    kernel = (kernel_size,) * len(sizes) if isinstance(kernel_size, int) else tuple(kernel_size)
+    if len(kernel) != len(sizes):
+        raise ValueError(f"kernel_size {kernel} and input_size {sizes} need one entry per dimension")
+    outputs = math.prod(conv_output_size(n, k, stride, padding) for n, k in zip(sizes, kernel))
+    window = _check_int("in_channels", in_channels, 1) * math.prod(kernel)
+    per_output = 2 * window - 1 + (1 if bias else 0)
+    return outputs * _check_int("out_channels", out_channels, 1) * per_output
+
+
 class CNN(nn.Module):
     """Convolution → activation → pooling blocks, a global pool (or a flatten), then an MLP head.
 

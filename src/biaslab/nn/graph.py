@@ -22,8 +22,6 @@ are PyG's, so ``layer.load_state_dict(pyg_layer.state_dict())`` copies them.
 
 from __future__ import annotations
 
-from itertools import pairwise
-
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -41,7 +39,18 @@ from biaslab.nn._scatter import (
     segment_softmax,
     with_self_loops,
 )
-from biaslab.nn.mlp import ACTIVATIONS, MLP
+from biaslab.nn.mlp import MLP
+
+__all__ = [
+    "GATConv",
+    "GCNConv",
+    "MPNNConv",
+    "MessagePassing",
+    "SAGEConv",
+    "global_add_pool",  # graph pooling, eq. 5.12 (written in _scatter.py)
+    "global_max_pool",
+    "global_mean_pool",
+]
 
 
 class MessagePassing(nn.Module):
@@ -353,98 +362,3 @@ class SAGEConv(MessagePassing):
     def update(self, aggregated: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         out = self.lin_l(aggregated)
         return out if self.lin_r is None else out + self.lin_r(x)
-
-
-POOLS = {"add": global_add_pool, "sum": global_add_pool, "mean": global_mean_pool, "max": global_max_pool}
-CONVS = ("gcn", "gat", "mpnn", "sage")
-
-
-class GNN(nn.Module):
-    """A graph classifier: ``num_layers`` convolutions with an activation (and dropout) after each,
-    an optional graph pooling, and a linear head.
-
-    Without ``pool`` it classifies nodes (``(N, out_channels)``); with it, graphs (``(B, out_channels)``).
-
-    Args:
-        in_channels: features per input node.
-        hidden_channels: width of every convolution's output.
-        out_channels: number of classes (or outputs).
-        num_layers: number of convolutions (default 2).
-        conv: ``"gcn"`` (default), ``"gat"``, ``"mpnn"`` or ``"sage"``.
-        pool: None (default, node-level), ``"add"``, ``"mean"`` or ``"max"`` (graph-level).
-        heads: attention heads for ``"gat"``, concatenated; must divide ``hidden_channels`` (default 1).
-        edge_dim: features per edge, required for ``"mpnn"`` (default None).
-        activation: the non-linearity, as for :class:`MLP` (default ``"relu"``).
-        dropout: dropout after each activation (default 0.0).
-
-    Shapes:
-        ``x`` ``(N, in_channels)``, ``edge_index`` ``(2, E)``, ``edge_attr`` ``(E, edge_dim)`` for
-        ``"mpnn"`` (or ``(E,)`` edge weights for ``"gcn"``), ``batch`` ``(N,)`` when pooling
-        several graphs -> ``(N, out_channels)`` or ``(B, out_channels)``.
-    """
-
-    def __init__(
-        self,
-        in_channels: int,
-        hidden_channels: int,
-        out_channels: int,
-        num_layers: int = 2,
-        conv: str = "gcn",
-        pool: str | None = None,
-        heads: int = 1,
-        edge_dim: int | None = None,
-        activation: str = "relu",
-        dropout: float = 0.0,
-    ):
-        super().__init__()
-        if conv not in CONVS:
-            raise ValueError(f"conv must be one of {CONVS}, got {conv!r}")
-        if pool is not None and pool not in POOLS:
-            raise ValueError(f"pool must be None or one of {sorted(POOLS)}, got {pool!r}")
-        if conv == "mpnn" and edge_dim is None:
-            raise ValueError("conv='mpnn' needs edge_dim, the number of edge features")
-        if conv == "gat" and hidden_channels % heads:
-            raise ValueError(f"heads ({heads}) must divide hidden_channels ({hidden_channels})")
-        if num_layers < 1 or activation not in ACTIVATIONS:
-            raise ValueError(f"need num_layers >= 1 and an activation in {sorted(ACTIVATIONS)}")
-        self.conv, self.pool = conv, pool
-        make = {
-            "gcn": lambda n_in, n_out: GCNConv(n_in, n_out),
-            "gat": lambda n_in, n_out: GATConv(n_in, n_out // heads, heads=heads),
-            "mpnn": lambda n_in, n_out: MPNNConv(n_in, n_out, edge_dim),
-            "sage": lambda n_in, n_out: SAGEConv(n_in, n_out),
-        }[conv]
-        widths = [in_channels] + [hidden_channels] * num_layers
-        self.convs = nn.ModuleList(make(n_in, n_out) for n_in, n_out in pairwise(widths))
-        self.activation = ACTIVATIONS[activation]()
-        self.dropout = nn.Dropout(dropout)
-        self.head = nn.Linear(hidden_channels, out_channels)
-
-    def reset_parameters(self) -> None:
-        for conv in self.convs:
-            conv.reset_parameters()
-        self.head.reset_parameters()
-
-    def embed(
-        self,
-        x: torch.Tensor,
-        edge_index: torch.Tensor,
-        edge_attr: torch.Tensor | None = None,
-        batch: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        """The representation before the head: node features, or graph features when pooling."""
-        if edge_attr is not None and self.conv in ("gat", "sage"):
-            raise ValueError(f"conv={self.conv!r} uses no edge features; pass edge_attr=None")
-        for conv in self.convs:
-            x = conv(x, edge_index, edge_attr) if self.conv in ("gcn", "mpnn") else conv(x, edge_index)
-            x = self.dropout(self.activation(x))
-        return x if self.pool is None else POOLS[self.pool](x, batch)
-
-    def forward(
-        self,
-        x: torch.Tensor,
-        edge_index: torch.Tensor,
-        edge_attr: torch.Tensor | None = None,
-        batch: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        return self.head(self.embed(x, edge_index, edge_attr, batch))

@@ -99,6 +99,16 @@ def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
+def linear_parameter_count(in_features: int, out_features: int, bias: bool = True) -> int:
+    """Parameters of a dense layer y = W x + b: in·out weights (one per input–output pair),
+    plus ``out`` biases. For an image flattened to ``in_features`` pixels this is what a fully
+    connected layer pays for having no locality prior."""
+    for name, value in (("in_features", in_features), ("out_features", out_features)):
+        if isinstance(value, bool) or int(value) != value or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(in_features) * int(out_features) + (int(out_features) if bias else 0)
+
+
 def mlp_memory_bytes(
     sizes: Sequence[int], batch: int, *, optimizer_states: int = 2, itemsize: int = 4
 ) -> int:

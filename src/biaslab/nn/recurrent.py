@@ -48,7 +48,7 @@ def _step(
         h_r, h_z, h_n = gh.chunk(3, dim=-1)  # 3 x (N, H)
         r, z = torch.sigmoid(i_r + h_r), torch.sigmoid(i_z + h_z)
         n = torch.tanh(i_n + r * h_n)  # the reset gate scales U_n h + b_hn, as in torch
-        return (z * n + (1 - z) * state[0],)
+        return ((1 - z) * n + z * state[0],)
     return (_NONLINEARITIES[mode](gi + gh),)  # eq. 5.6
 
 
@@ -222,9 +222,10 @@ class _Recurrent(_TorchLayout, nn.Module):
 
     def _scan(self, gi, state: _State, w_hh, b_hh, reverse: bool, mask) -> tuple[torch.Tensor, _State]:
         """The same cell at every step, forward or backward in time; ``gi`` is ``(T, N, G*H)``."""
-        outputs: list[torch.Tensor] = [gi] * len(gi)
-        for t in reversed(range(len(gi))) if reverse else range(len(gi)):
-            new = _step(self.mode, gi[t], state, w_hh, b_hh)
+        steps = gi.unbind(0)  # T x (N, G*H); one backward for all (indexing gi[t] would cost T² memory)
+        outputs: list[torch.Tensor | None] = [None] * len(steps)  # filled in time order or reversed
+        for t in reversed(range(len(steps))) if reverse else range(len(steps)):
+            new = _step(self.mode, steps[t], state, w_hh, b_hh)
             if mask is not None:  # past a sequence's end the state is held and the output is 0
                 new = tuple(torch.where(mask[t], n, s) for n, s in zip(new, state))
                 outputs[t] = torch.where(mask[t], new[0], 0.0)
@@ -384,81 +385,3 @@ def copy_from_torch(module: nn.Module, torch_module: nn.Module) -> nn.Module:
     with torch.no_grad():
         module.load_state_dict(torch_module.state_dict())
     return module
-
-
-class _SequenceHead(nn.Module):
-    def __init__(
-        self,
-        input_size: int,
-        hidden_size: int,
-        output_size: int,
-        *,
-        cell: str = "lstm",
-        num_layers: int = 1,
-        bidirectional: bool = False,
-        dropout: float = 0.0,
-    ):
-        super().__init__()
-        if cell not in RECURRENT:
-            raise ValueError(f"cell must be one of {sorted(RECURRENT)}, got {cell!r}")
-        _check_sizes(output_size=output_size)
-        self.cell, self.input_size = cell, input_size
-        kwargs = {"bidirectional": bidirectional, "dropout": dropout, "batch_first": True}
-        self.rnn = RECURRENT[cell](input_size, hidden_size, num_layers, **kwargs)
-        self.head = nn.Linear(self.rnn.num_directions * hidden_size, output_size)
-
-    def reset_parameters(self) -> None:
-        self.rnn.reset_parameters()
-        self.head.reset_parameters()
-
-    def _run(self, x: torch.Tensor, lengths) -> tuple[torch.Tensor, torch.Tensor]:
-        if x.dim() == 2 and self.input_size == 1:
-            x = x.unsqueeze(-1)  # (N, T) -> (N, T, 1): a signal is a sequence of scalars
-        output, state = self.rnn(x, lengths=lengths)
-        return output, state[0] if self.cell == "lstm" else state  # (N, T, D*H), h_n (D*L, N, H)
-
-
-class SequenceClassifier(_SequenceHead):
-    """Sequence to one: a recurrent network reads the sequence, a ``Linear`` reads its last state.
-
-    Args:
-        input_size: features I of each step (1 for a signal given as ``(N, T)``).
-        hidden_size: state size H.
-        output_size: classes C.
-        cell: ``"rnn"``, ``"lstm"`` (default) or ``"gru"``.
-        num_layers: stacked layers (default 1).
-        bidirectional: concatenate the backward direction's final state (after reading x_1) to the
-            forward one's (after x_T) (default False).
-        dropout: between stacked layers (default 0.0).
-
-    Shapes:
-        ``x (N, T, I)`` (or ``(N, T)`` when I = 1), ``lengths (N,)`` optional -> logits ``(N, C)``.
-        The forward state is taken at each sequence's last step (``lengths[n] - 1``).
-    """
-
-    def forward(self, x: torch.Tensor, lengths: Sequence[int] | None = None) -> torch.Tensor:
-        _, h_n = self._run(x, lengths)
-        last = h_n[-self.rnn.num_directions :].transpose(0, 1)  # (D, N, H) -> (N, D, H)
-        return self.head(last.flatten(1))  # (N, D*H) -> (N, C)
-
-
-class SequenceTagger(_SequenceHead):
-    """Sequence to sequence: the same ``Linear`` on the recurrent output of every step.
-
-    Args:
-        input_size: features I of each step (1 for a signal given as ``(N, T)``).
-        hidden_size: state size H.
-        output_size: outputs C per step.
-        cell: ``"rnn"``, ``"lstm"`` (default) or ``"gru"``.
-        num_layers: stacked layers (default 1).
-        bidirectional: each step also sees the steps after it (default False: causal).
-        dropout: between stacked layers (default 0.0).
-
-    Shapes:
-        ``x (N, T, I)`` (or ``(N, T)`` when I = 1), ``lengths (N,)`` optional -> ``(N, T, C)``;
-        with ``lengths`` the outputs past a sequence's end are the bias alone (mask them in a loss).
-    """
-
-    def forward(self, x: torch.Tensor, lengths: Sequence[int] | None = None) -> torch.Tensor:
-        output, _ = self._run(x, lengths)
-        return self.head(output)  # (N, T, D*H) -> (N, T, C)

@@ -149,3 +149,75 @@ def sweep_curves(
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
     return fig
+
+
+def power_law(x: Sequence[float], y: Sequence[float], law, fitted_from: float, xlabel: str, ylabel: str):
+    """Measurements on log–log axes with a fitted power law (``evaluate.scaling.PowerLaw``)
+    drawn over the range it was fitted on (x ≥ ``fitted_from``) and extended dotted below it."""
+    fig, (ax,) = subplots(1, size=(6.0, 4.2))
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    ax.loglog(x, y, "o", color="C0", label="measured")
+    grid = np.geomspace(x.min(), x.max(), 100)
+    inside = grid >= fitted_from
+    ax.loglog(grid[inside], law(grid[inside]), "-", color="C1", label=f"fit: exponent {law.exponent:.2f}")
+    ax.loglog(grid[~inside], law(grid[~inside]), ":", color="C1")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def curves(
+    x: Sequence[float],
+    series: dict[str, Sequence[float]],
+    xlabel: str,
+    ylabel: str,
+    spread: dict[str, Sequence[float]] | None = None,
+    reference: float | None = None,
+    logx: bool = False,
+):
+    """One line per model over a shared x (accuracy against shift, length, ...), with an optional
+    ± ``spread`` band per series and a dotted horizontal ``reference`` (chance level)."""
+    fig, (ax,) = subplots(1, size=(6.5, 4.4))
+    for label, values in series.items():
+        line = ax.plot(x, values, marker="o", ms=4, label=label)[0]
+        if spread and label in spread:
+            low = np.asarray(values) - np.asarray(spread[label])
+            high = np.asarray(values) + np.asarray(spread[label])
+            ax.fill_between(x, low, high, color=line.get_color(), alpha=0.2)
+    if reference is not None:
+        ax.axhline(reference, color="grey", lw=1, ls=":", label="chance")
+    if logx:
+        ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def heatmap(
+    values: np.ndarray,
+    rows: Sequence[str],
+    columns: Sequence[str],
+    title: str = "",
+    log: bool = False,
+    fmt: str = "{:.2g}",
+    cmap: str = "viridis",
+):
+    """A matrix as coloured cells with its numbers written in (a table-heatmap). NaN cells (not
+    applicable) stay blank; ``log`` colours by log10 of the values (errors spanning decades)."""
+    values = np.asarray(values, dtype=float)
+    fig, (ax,) = subplots(1, size=(1.1 * len(columns) + 2.5, 0.5 * len(rows) + 1.6))
+    shown = np.log10(np.clip(values, 1e-16, None)) if log else values
+    image = ax.imshow(np.ma.masked_invalid(shown), cmap=cmap, aspect="auto")
+    ax.set_xticks(range(len(columns)), columns, rotation=30, ha="right", fontsize=8)
+    ax.set_yticks(range(len(rows)), rows, fontsize=8)
+    for (r, c), value in np.ndenumerate(values):
+        if np.isfinite(value):
+            ax.text(c, r, fmt.format(value), ha="center", va="center", fontsize=7, color="white")
+    bar = fig.colorbar(image, ax=ax)
+    bar.set_label("log10" if log else "")
+    ax.set_title(title, fontsize=9)
+    return fig

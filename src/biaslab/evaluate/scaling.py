@@ -1,0 +1,50 @@
+"""Scaling laws from measurements: fit y ≈ a·x^k on log–log axes.
+
+The notes state costs as powers: attention costs O(T²·C) in the sequence length T, a dense layer
+on an n-pixel image O(n²) weights. A measured cost confirms such a claim when the exponent of the
+fitted power law, over the large-x end where lower-order terms have faded, is the one stated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["PowerLaw", "fit_power_law"]
+
+
+@dataclass(frozen=True)
+class PowerLaw:
+    """y ≈ prefactor · x^exponent, fitted by least squares on (log x, log y)."""
+
+    exponent: float
+    prefactor: float
+    r_squared: float  # of the straight-line fit on log–log axes
+
+    def __call__(self, x):
+        return self.prefactor * np.asarray(x, dtype=float) ** self.exponent
+
+
+def fit_power_law(x, y) -> PowerLaw:
+    """Least-squares line through (log x, log y): log y = log a + k·log x.
+
+    Args:
+        x, y: positive measurements, at least two distinct x.
+
+    Returns:
+        A :class:`PowerLaw` with the exponent k, the prefactor a and the fit's R².
+    """
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError(f"x and y must be 1-D and of equal length, got {x.shape} and {y.shape}")
+    if len(np.unique(x)) < 2:
+        raise ValueError("a power law needs at least two distinct x values")
+    if (x <= 0).any() or (y <= 0).any():
+        raise ValueError("a power law is fitted on log axes: every x and y must be positive")
+    log_x, log_y = np.log(x), np.log(y)
+    exponent, intercept = np.polyfit(log_x, log_y, 1)
+    residual = log_y - (intercept + exponent * log_x)
+    spread = ((log_y - log_y.mean()) ** 2).sum()
+    r_squared = 1.0 - (residual**2).sum() / spread if spread > 0 else 1.0
+    return PowerLaw(float(exponent), float(np.exp(intercept)), float(r_squared))
