@@ -136,6 +136,7 @@ def arithmetic_claims(ctx) -> None:
 def run(ctx) -> None:
     cfg: ClaimsConfig = ctx.cfg
     arithmetic_claims(ctx)
+    time_attention(cfg.lengths[0], cfg.channels, 1, seed=0)  # warm-up: first-call allocations
     seconds = [
         time_attention(t, cfg.channels, cfg.repeats, ctx.seed_for("attention", str(t))) for t in cfg.lengths
     ]
@@ -163,5 +164,5 @@ def run(ctx) -> None:
         ),
         f"Self-attention's wall-clock cost against the sequence length T (C = {cfg.channels}) on log "
         f"axes, with the power law fitted over the largest {cfg.fit_points} lengths; the notes' "
-        "O(T^2·C) predicts an exponent of 2. Machine-dependent, like every clock reading.",
+        "O(T^2·C) predicts an exponent of 2. Clock readings depend on the machine.",
     )

@@ -216,7 +216,16 @@ def heatmap(
     ax.set_yticks(range(len(rows)), rows, fontsize=8)
     for (r, c), value in np.ndenumerate(values):
         if np.isfinite(value):
-            ax.text(c, r, fmt.format(value), ha="center", va="center", fontsize=7, color="white")
+            bright = image.norm(shown[r, c]) > 0.6  # dark text on the bright end of the colour map
+            ax.text(
+                c,
+                r,
+                fmt.format(value),
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="black" if bright else "white",
+            )
     bar = fig.colorbar(image, ax=ax)
     bar.set_label("log10" if log else "")
     ax.set_title(title, fontsize=9)
