@@ -17,7 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from biaslab.config import check_range
+from biaslab.config import check_memory, check_range
+from biaslab.errors import ConfigError
 from biaslab.evaluate.scaling import fit_power_law
 from biaslab.nn.attention import scaled_dot_product_attention
 from biaslab.nn.conv import conv_operation_count, conv_parameter_count
@@ -32,23 +33,33 @@ SOURCE = "notes, Day 4 (convolution)"
 class ClaimsConfig:
     """Sizes of the attention timing; the arithmetic claims take no settings."""
 
-    lengths: tuple[int, ...] = (256, 512, 1024, 2048, 4096)
+    # The fit takes the largest lengths, where the T x T score matrix (64 MB at T = 4096) lives in
+    # main memory: there time grows as T^2, like the arithmetic (exponent 2.0-2.2 over
+    # 4096-8192 here, 2.07 over 4096-16384). Between 1024 and 4096 the matrix outgrows the
+    # caches and the time jumps ~6x per doubling, which a fit across that step would mistake for
+    # a steeper law. 8192 keeps the peak memory near 1 GB.
+    lengths: tuple[int, ...] = (512, 1024, 2048, 4096, 8192)
     channels: int = 64  # C: the width of each query, key and value
-    repeats: int = 5  # the fastest of this many timings per length
-    fit_points: int = 3  # the power law is fitted over the largest lengths
+    batch: int = 1  # sequences per pass
+    repeats: int = 3  # the fastest of this many timings per length
+    fit_points: int = 2  # the power law is fitted over the largest lengths
 
     def __post_init__(self):
-        if sorted(self.lengths) != list(self.lengths) or self.lengths[0] < 2:
-            raise ValueError("lengths must be increasing and at least 2")
+        if sorted(set(self.lengths)) != list(self.lengths) or self.lengths[0] < 2:
+            raise ConfigError(f"lengths={self.lengths}: must be increasing, each at least 2")
         check_range(self, "channels", 1, 4096)
+        check_range(self, "batch", 1, 1024)
         check_range(self, "repeats", 1, 100)
         check_range(self, "fit_points", 2, len(self.lengths), "points of the power-law fit")
+        scores = self.batch * self.lengths[-1] ** 2 * 4  # one float32 T x T matrix per sequence
+        key = f"lengths={self.lengths[-1]}, batch={self.batch}"
+        check_memory(key, 4 * scores, "attention's score matrices")
 
 
-def time_attention(length: int, channels: int, repeats: int, seed: int) -> float:
+def time_attention(length: int, channels: int, batch: int, repeats: int, seed: int) -> float:
     """The fastest of ``repeats`` forward passes of self-attention over ``length`` tokens."""
     gen = torch.Generator().manual_seed(seed)
-    q, k, v = (torch.randn(1, length, channels, generator=gen) for _ in range(3))  # (B, T, C)
+    q, k, v = (torch.randn(batch, length, channels, generator=gen) for _ in range(3))  # (B, T, C)
     best = float("inf")
     with torch.no_grad():
         for _ in range(repeats):
@@ -131,14 +142,16 @@ def arithmetic_claims(ctx) -> None:
     config=ClaimsConfig,
     title="The notes' arithmetic on architectures",
     summary="parameter and operation counts of convolution vs dense layers; attention's T^2 cost",
-    quick={"lengths": (64, 128, 256), "repeats": 2, "fit_points": 2},
+    quick={"lengths": (64, 128, 256), "batch": 2, "repeats": 2, "fit_points": 2},
 )
 def run(ctx) -> None:
     cfg: ClaimsConfig = ctx.cfg
     arithmetic_claims(ctx)
-    time_attention(cfg.lengths[0], cfg.channels, 1, seed=0)  # warm-up: first-call allocations
+    ctx.settle()  # no background imports while the clock runs
+    time_attention(cfg.lengths[0], cfg.channels, cfg.batch, 1, seed=0)  # warm-up: first-call allocations
     seconds = [
-        time_attention(t, cfg.channels, cfg.repeats, ctx.seed_for("attention", str(t))) for t in cfg.lengths
+        time_attention(t, cfg.channels, cfg.batch, cfg.repeats, ctx.seed_for("attention", str(t)))
+        for t in cfg.lengths
     ]
     law = fit_power_law(cfg.lengths[-cfg.fit_points :], seconds[-cfg.fit_points :])
     ctx.timing(**{f"attention_T{t}_seconds": s for t, s in zip(cfg.lengths, seconds)})
