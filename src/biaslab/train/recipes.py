@@ -17,6 +17,7 @@ from typing import Any
 from torch import nn
 
 from biaslab.train.config import TrainConfig
+from biaslab.train.steps import StepOutput
 from biaslab.train.trainer import Logger, Trainer, accuracy
 
 
@@ -105,6 +106,39 @@ def fit_classifier(
     history = trainer.fit((splits.x_train, splits.y_train), val=(splits.x_val, splits.y_val))
     result = trainer.evaluate((splits.x_test, splits.y_test)) if test else None
     return FitResult(trainer, history, result)
+
+
+def fit_node_classifier(
+    model: nn.Module, graph, masks, config: TrainConfig, setup: TrainSetup, *, uses_edges: bool = True
+) -> FitResult:
+    """Train ``model`` to classify the nodes of one graph, full batch: each epoch is one step on
+    the cross-entropy of the training nodes; validation each epoch and the test once at the end
+    look at their own nodes only (the semi-supervised setting: every node's features and edges
+    are seen, only the training nodes' labels).
+
+    Args:
+        model: ``model(x, edge_index) -> (N, classes)`` logits, or ``model(x)`` when
+            ``uses_edges`` is False (an MLP on the node features alone).
+        graph: has ``x`` (N, F), ``y`` (N,) and ``edge_index`` (2, E) (a torch-geometric ``Data``).
+        masks: boolean ``(train, val, test)`` node masks, each (N,).
+        config: the training hyper-parameters; ``epochs`` is the number of full-graph steps.
+        setup: ``ctx.training(tag)``.
+    """
+    train_mask, val_mask, test_mask = masks
+
+    def step(model: nn.Module, mask, generator) -> StepOutput:
+        logits = model(graph.x, graph.edge_index) if uses_edges else model(graph.x)  # (N, C)
+        loss = nn.functional.cross_entropy(logits[mask], graph.y[mask])
+        return StepOutput(loss, {}, logits[mask], graph.y[mask])
+
+    # A "data set" of one item, the mask; each batch is that one mask.
+    trainer = setup.trainer(model, config, step=step, metrics={"accuracy": accuracy}, collate_fn=_first)
+    history = trainer.fit([train_mask], val=[val_mask])
+    return FitResult(trainer, history, trainer.evaluate([test_mask]))
+
+
+def _first(items: list):
+    return items[0]
 
 
 def fit_reconstruction(
