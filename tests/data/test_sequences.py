@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from biaslab.data.sequences import adding_problem, recall_task, retrieval_task
+from biaslab.data.sequences import adding_problem, recall_task, retrieval_task, retrieval_vocabulary
 from biaslab.errors import BiaslabError
 
 
@@ -26,7 +26,7 @@ def test_recall_task_targets_the_first_symbol():
 
 
 def test_retrieval_task_answers_the_query_by_content():
-    tokens, y = retrieval_task(400, pairs=4, keys=10, values=6, seed=4)
+    tokens, y = retrieval_task(400, pairs=4, keys=10, values=6, seed=4, paired=False)
     assert tokens.shape == (400, 9)
     keys, values, query = tokens[:, 0:-1:2], tokens[:, 1:-1:2] - 10, tokens[:, -1]
     assert (keys < 10).all() and (values >= 0).all() and (values < 6).all()
@@ -35,6 +35,16 @@ def test_retrieval_task_answers_the_query_by_content():
         position = keys[row].tolist().index(int(query[row]))
         assert y[row] == values[row, position]
     assert len(set((tokens[:, -1] == tokens[:, 0]).tolist())) == 2  # the query is not always first
+
+
+def test_paired_layout_holds_the_same_pairs_one_token_each():
+    interleaved, y = retrieval_task(300, pairs=3, keys=7, values=5, seed=5, paired=False)
+    paired, y_paired = retrieval_task(300, pairs=3, keys=7, values=5, seed=5)
+    assert paired.shape == (300, 4) and torch.equal(y, y_paired)
+    keys, values = interleaved[:, 0:-1:2], interleaved[:, 1:-1:2] - 7
+    assert torch.equal(paired[:, :-1], keys * 5 + values)
+    assert torch.equal(paired[:, -1], 7 * 5 + interleaved[:, -1])
+    assert int(paired.max()) < retrieval_vocabulary(7, 5) and retrieval_vocabulary(7, 5, paired=False) == 12
 
 
 @pytest.mark.parametrize(

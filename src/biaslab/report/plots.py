@@ -265,3 +265,22 @@ def graph_drawing(positions: np.ndarray, edge_index, panels: dict[str, np.ndarra
         ax.set_xticks([])
         ax.set_yticks([])
     return fig
+
+
+def heatmap_pair(matrices: dict[str, np.ndarray], labels: Sequence[str]):
+    """Square matrices side by side on one colour scale [0, 1] (attention weights: row = query
+    position, column = key position), each cell annotated."""
+    fig, axes = subplots(len(matrices), size=(4.2, 3.9))
+    for ax, (title, matrix) in zip(axes, matrices.items()):
+        image = ax.imshow(matrix, vmin=0, vmax=1, cmap="Blues")
+        ticks = range(len(labels))
+        ax.set_xticks(ticks, labels, fontsize=8, rotation=45)
+        ax.set_yticks(ticks, labels, fontsize=8)
+        for (r, c), value in np.ndenumerate(matrix):
+            colour = "black" if value < 0.6 else "white"
+            ax.text(c, r, f"{value:.2f}", ha="center", va="center", fontsize=6, color=colour)
+        ax.set_xlabel("key position")
+        ax.set_ylabel("query position")
+        ax.set_title(title, fontsize=9)
+    fig.colorbar(image, ax=axes[-1], fraction=0.046)
+    return fig
