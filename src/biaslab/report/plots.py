@@ -284,3 +284,24 @@ def heatmap_pair(matrices: dict[str, np.ndarray], labels: Sequence[str]):
         ax.set_title(title, fontsize=9)
     fig.colorbar(image, ax=axes[-1], fraction=0.046)
     return fig
+
+
+def grouped_bars(
+    groups: dict[str, Sequence[float]],
+    labels: Sequence[str],
+    errors: dict[str, Sequence[float]] | None = None,
+    ylabel: str = "",
+):
+    """Bars per label, one colour per group (e.g. models x data variants), with error bars."""
+    fig, (ax,) = subplots(1, size=(1.1 * len(labels) + 2.5, 4.2))
+    width = 0.8 / len(groups)
+    positions = np.arange(len(labels))
+    for i, (group, values) in enumerate(groups.items()):
+        spread = errors.get(group) if errors else None
+        offset = (i - (len(groups) - 1) / 2) * width
+        ax.bar(positions + offset, values, width, yerr=spread, capsize=3, label=group)
+    ax.set_xticks(positions, labels)
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=8)
+    return fig
