@@ -176,12 +176,13 @@ def curves(
     spread: dict[str, Sequence[float]] | None = None,
     reference: float | None = None,
     logx: bool = False,
+    log_y: bool = False,
 ):
     """One line per model over a shared x (accuracy against shift, length, ...), with an optional
     ± ``spread`` band per series and a dotted horizontal ``reference`` (chance level)."""
     fig, (ax,) = subplots(1, size=(6.5, 4.4))
     for label, values in series.items():
-        line = ax.plot(x, values, marker="o", ms=4, label=label)[0]
+        line = ax.plot(x, values, marker="o" if len(x) <= 30 else None, ms=4, label=label)[0]
         if spread and label in spread:
             low = np.asarray(values) - np.asarray(spread[label])
             high = np.asarray(values) + np.asarray(spread[label])
@@ -190,6 +191,8 @@ def curves(
         ax.axhline(reference, color="grey", lw=1, ls=":", label="chance")
     if logx:
         ax.set_xscale("log")
+    if log_y:
+        ax.set_yscale("log")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3)
