@@ -1,6 +1,7 @@
 """Recurrent cells and sequence modules, gate by gate, against torch's fused implementations."""
 
 import itertools
+import math
 
 import pytest
 import torch
@@ -307,3 +308,33 @@ def test_long_sequences_run_and_pass_gradients_to_the_first_step(cell):
 def test_bad_arguments_raise_value_error(build, message):
     with pytest.raises(ValueError, match=message):
         build()
+
+
+def test_chrono_init_sets_gate_biases_and_keeps_the_gradient_alive():
+    from biaslab.nn.recurrent import chrono_init
+
+    torch.manual_seed(0)
+    hidden, length = 16, 100
+    lstm = LSTM(3, hidden, num_layers=2, bidirectional=True).double()
+    chrono_init(lstm, length, torch.Generator().manual_seed(1))
+    for name, bias in lstm.named_parameters():
+        if name.startswith("bias_ih"):
+            forget, input_gate = bias[hidden : 2 * hidden], bias[:hidden]
+            assert (forget >= 0).all() and (forget <= math.log(length - 1)).all()
+            assert torch.equal(input_gate, -forget)
+        elif name.startswith("bias_hh"):
+            assert not bias[: 2 * hidden].any()
+
+    def first_over_last(model):
+        x = torch.randn(8, length, 3, dtype=torch.float64, requires_grad=True)
+        model(x)[0][:, -1].sum().backward()
+        norms = x.grad.norm(dim=-1).mean(0)
+        return float(norms[0] / norms[-1])
+
+    torch.manual_seed(0)
+    default = LSTM(3, hidden).double()
+    torch.manual_seed(0)
+    chrono = chrono_init(LSTM(3, hidden).double(), length)
+    assert first_over_last(default) < 1e-6 < 1e-3 < first_over_last(chrono)
+    with pytest.raises(ValueError, match="max_length"):
+        chrono_init(LSTM(3, hidden), 2)

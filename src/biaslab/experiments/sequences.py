@@ -5,7 +5,9 @@ the information needed lies T − 1 steps back. An Elman RNN (eq. 5.6) carries i
 multiplications by its recurrent Jacobian, and the gradient that should teach it to keep the
 symbol shrinks geometrically on the way back (vanishing gradients): it learns short sequences
 and fails on long ones. The LSTM's additive cell state c_t = f ⊙ c_{t−1} + i ⊙ g keeps a path
-along which the gradient need not vanish; a Transformer reaches position 0 from every position
+along which the gradient need not vanish — provided the forget gates start near 1 (chrono
+initialisation, ``nn.recurrent.chrono_init``; with torch's default biases f ≈ 1/2 and the LSTM
+failed here like the RNN: 0.127 at T = 100); a Transformer reaches position 0 from every position
 in one attention step, at O(T²) cost.
 
 Figures: test accuracy against T for the three models, and the norm of the loss gradient with
@@ -26,6 +28,7 @@ from biaslab.data.sequences import recall_task
 from biaslab.data.splits import Splits
 from biaslab.errors import ConfigError
 from biaslab.nn import SequenceClassifier, TransformerConfig, TransformerEncoder, count_parameters
+from biaslab.nn.recurrent import chrono_init
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.train import TrainConfig
@@ -48,7 +51,7 @@ class SequencesConfig(TrainConfig):
     n_test: int = 2000
     hidden: int = 64
     epochs: int = 20
-    lr: float = 3e-3
+    lr: float = 1e-2  # the LSTM at T = 100 needs it (3e-3: 0.59 after 20 epochs, 1e-2: 1.00)
     schedule: Schedule = "onecycle"
 
     def __post_init__(self):
@@ -72,7 +75,10 @@ def build(name: str, cfg: SequencesConfig, length: int) -> nn.Module:
         config = TransformerConfig(vocab_size=cfg.vocab, dim=cfg.hidden, heads=4, layers=1, max_len=length)
         return TransformerEncoder(replace(config, positional="learned", num_classes=cfg.vocab, pool="mean"))
     cell = {"RNN": "rnn", "LSTM": "lstm"}[name]
-    return OneHot(SequenceClassifier(cfg.vocab, cfg.hidden, cfg.vocab, cell=cell), cfg.vocab)
+    model = SequenceClassifier(cfg.vocab, cfg.hidden, cfg.vocab, cell=cell)
+    if cell == "lstm":  # forget gates near 1 from the start: memory over the whole sequence
+        chrono_init(model.rnn, max(length, 3))
+    return OneHot(model, cfg.vocab)
 
 
 class OneHot(nn.Module):
@@ -87,8 +93,11 @@ class OneHot(nn.Module):
 
 
 def gradient_by_step(model: OneHot, tokens: torch.Tensor, targets: torch.Tensor) -> np.ndarray:
-    """‖∂L/∂x_t‖ for each input step t, averaged over the batch (L the mean cross-entropy)."""
-    steps = nn.functional.one_hot(tokens, model.vocab).float().requires_grad_(True)  # (N, T, V)
+    """‖∂L/∂x_t‖ for each input step t, averaged over the batch (L the mean cross-entropy).
+
+    In float64: a vanished gradient is ~1e-30 after 100 steps, which float32 rounds to 0."""
+    model = model.double()
+    steps = nn.functional.one_hot(tokens, model.vocab).double().requires_grad_(True)  # (N, T, V)
     loss = nn.functional.cross_entropy(model.model(steps), targets)
     (grad,) = torch.autograd.grad(loss, steps)
     return grad.norm(dim=-1).mean(0).numpy()  # (T,)
@@ -147,9 +156,9 @@ def run(ctx) -> None:
     ctx.claim(
         f"The gradient reaching the first step of an untrained RNN has vanished at T = {longest}",
         source="notes, Day 4 (recurrence: vanishing gradients)",
-        expected="‖∂L/∂x_1‖ / ‖∂L/∂x_T‖ < 1e-3 for the RNN, larger for the LSTM",
+        expected="‖∂L/∂x_1‖ / ‖∂L/∂x_T‖ < 1e-3 for the RNN; >= 1e-3 for the chrono-initialised LSTM",
         measured=f"RNN {ratio['RNN']:.2e}, LSTM {ratio['LSTM']:.2e}",
-        passed=ratio["RNN"] < 1e-3 and ratio["LSTM"] > ratio["RNN"],
+        passed=ratio["RNN"] < 1e-3 <= ratio["LSTM"],
         checked_in_quick=False,
     )
     ctx.figure(
@@ -163,5 +172,6 @@ def run(ctx) -> None:
         "gradient_by_step",
         plots.curves(steps, {m: list(v) for m, v in norms.items()}, "input step t", ylabel, log_y=True),
         f"How much the loss at the end of a {longest}-step sequence depends on each input step, for "
-        "an untrained Elman RNN and LSTM: the RNN's gradient decays geometrically towards the start.",
+        "an untrained Elman RNN and a chrono-initialised LSTM: the RNN's gradient decays "
+        "geometrically towards the start.",
     )

@@ -8,7 +8,7 @@ from biaslab.nn.blocks import GNN, SequenceClassifier, SequenceTagger
 from biaslab.nn.conv import CNN, conv_operation_count, conv_output_size, conv_parameter_count, receptive_field
 from biaslab.nn.graph import GATConv, GCNConv, MessagePassing, MPNNConv, SAGEConv
 from biaslab.nn.mlp import MLP, count_parameters, linear_parameter_count, mlp_memory_bytes
-from biaslab.nn.recurrent import GRU, LSTM, RNN, ElmanCell, GRUCell, LSTMCell
+from biaslab.nn.recurrent import GRU, LSTM, RNN, ElmanCell, GRUCell, LSTMCell, chrono_init
 from biaslab.nn.sets import DeepSets, DeepSetsLayer
 from biaslab.nn.transformer import (
     EncoderBlock,
@@ -43,6 +43,7 @@ __all__ = [
     "SinusoidalPositionalEncoding",
     "TransformerConfig",
     "TransformerEncoder",
+    "chrono_init",
     "conv_operation_count",
     "conv_output_size",
     "conv_parameter_count",
