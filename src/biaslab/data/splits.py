@@ -46,3 +46,39 @@ class Splits:
         if unknown:
             raise TypeError(f"Splits has no field(s) {', '.join(sorted(unknown))}")
         return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class GeneratedSizes:
+    """Config fields for a lab whose data a generator draws: how many examples per split.
+
+    Args:
+        n_train, n_val, n_test: examples drawn for each split (defaults 5,000 / 1,000 / 2,000).
+
+    A lab's config inherits it (beside ``TrainConfig``) and overrides the defaults it needs;
+    :meth:`generate` draws the three splits with independent seeds.
+    """
+
+    n_train: int = 5000
+    n_val: int = 1000
+    n_test: int = 2000
+
+    def __post_init__(self):
+        from biaslab.config import check_range
+
+        for key in ("n_train", "n_val", "n_test"):
+            check_range(self, key, 1, 10_000_000, "examples the generator draws for the split")
+        getattr(super(), "__post_init__", lambda: None)()  # cooperative: e.g. TrainConfig's relations
+
+    def training_set(self) -> tuple[int, str]:
+        """The number of training examples and the key that sets it (for ``check_batch_fits``)."""
+        return self.n_train, f"n_train={self.n_train}"
+
+    def generate(self, draw, seed_for) -> Splits:
+        """``Splits`` from ``draw(n, seed) -> (x, y)`` called once per split with
+        ``seed_for(split_name)``: the splits are independent draws of the same task."""
+        sizes = {"train": self.n_train, "val": self.n_val, "test": self.n_test}
+        (x_train, y_train), (x_val, y_val), (x_test, y_test) = (
+            draw(n, seed_for(s)) for s, n in sizes.items()
+        )
+        return Splits(x_train, y_train, x_val, y_val, x_test, y_test)

@@ -21,7 +21,7 @@ from torch import nn
 
 from biaslab.config import check_range
 from biaslab.data.sequences import retrieval_task, retrieval_vocabulary
-from biaslab.data.splits import Splits
+from biaslab.data.splits import GeneratedSizes
 from biaslab.errors import ConfigError
 from biaslab.nn import MLP, TransformerConfig, TransformerEncoder, count_parameters
 from biaslab.nn.attention import causal_mask, scaled_dot_product_attention
@@ -31,11 +31,12 @@ from biaslab.train import TrainConfig
 from biaslab.train.config import CLASSIFIER_MONITOR_KEYS, Schedule
 from biaslab.train.recipes import fit_classifier
 
+SPLIT_INPUTS = ("x_train", "x_val", "x_test")
 TOY_WORDS = ("the", "cat", "sat", "on", "the", "mat")
 
 
 @dataclass(frozen=True)
-class SelfAttentionConfig(TrainConfig):
+class SelfAttentionConfig(TrainConfig, GeneratedSizes):
     """The retrieval task's sizes, the two models and their training."""
 
     MONITOR_KEYS: ClassVar[tuple[str, ...]] = CLASSIFIER_MONITOR_KEYS
@@ -56,16 +57,11 @@ class SelfAttentionConfig(TrainConfig):
         check_range(self, "keys", 1, 256)
         check_range(self, "values", 2, 256)
         check_range(self, "pairs", 1, self.keys, "distinct keys per sequence")
-        for key in ("n_train", "n_val", "n_test"):
-            check_range(self, key, 1, 1_000_000)
         check_range(self, "dim", 4, 1024)
         if self.dim % 4:
             raise ConfigError(f"dim={self.dim}: must be a multiple of the 4 attention heads")
         check_range(self, "mlp_hidden", 1, 100_000)
         super().__post_init__()
-
-    def training_set(self) -> tuple[int, str]:
-        return self.n_train, f"n_train={self.n_train}"
 
 
 def toy_attention(seed: int) -> dict[str, torch.Tensor]:
@@ -111,13 +107,12 @@ def run(ctx) -> None:
     )
 
     vocabulary = retrieval_vocabulary(cfg.keys, cfg.values)
-    task = {
-        name: retrieval_task(n, cfg.pairs, cfg.keys, cfg.values, seed=ctx.seed_for("retrieval", name))
-        for name, n in (("train", cfg.n_train), ("val", cfg.n_val), ("test", cfg.n_test))
-    }
-    tokens = Splits(*task["train"], *task["val"], *task["test"])
+    tokens = cfg.generate(
+        lambda n, seed: retrieval_task(n, cfg.pairs, cfg.keys, cfg.values, seed=seed),
+        lambda split: ctx.seed_for("retrieval", split),
+    )
     one_hot = tokens.replace(
-        **{f"x_{s}": nn.functional.one_hot(task[s][0], vocabulary).float().flatten(1) for s in task}
+        **{x: nn.functional.one_hot(getattr(tokens, x), vocabulary).float().flatten(1) for x in SPLIT_INPUTS}
     )  # (N, (P+1)·vocabulary)
     transformer = ctx.init_model(
         lambda: TransformerEncoder(

@@ -25,7 +25,7 @@ from torch import nn
 
 from biaslab.config import check_range
 from biaslab.data.sequences import recall_task
-from biaslab.data.splits import Splits
+from biaslab.data.splits import GeneratedSizes
 from biaslab.errors import ConfigError
 from biaslab.nn import SequenceClassifier, TransformerConfig, TransformerEncoder, count_parameters
 from biaslab.nn.recurrent import chrono_init
@@ -39,16 +39,13 @@ MODELS = ("RNN", "LSTM", "Transformer")
 
 
 @dataclass(frozen=True)
-class SequencesConfig(TrainConfig):
+class SequencesConfig(TrainConfig, GeneratedSizes):
     """The task's lengths and sizes, the models' width and their training."""
 
     MONITOR_KEYS: ClassVar[tuple[str, ...]] = CLASSIFIER_MONITOR_KEYS
 
     lengths: tuple[int, ...] = (10, 25, 50, 100)
     vocab: int = 8
-    n_train: int = 5000
-    n_val: int = 1000
-    n_test: int = 2000
     hidden: int = 64
     epochs: int = 20
     lr: float = 1e-2  # the LSTM at T = 100 needs it (3e-3: 0.59 after 20 epochs, 1e-2: 1.00)
@@ -58,15 +55,10 @@ class SequencesConfig(TrainConfig):
         if sorted(set(self.lengths)) != list(self.lengths) or self.lengths[0] < 2:
             raise ConfigError(f"lengths={self.lengths}: must be increasing, each at least 2")
         check_range(self, "vocab", 2, 1000)
-        for key in ("n_train", "n_val", "n_test"):
-            check_range(self, key, 1, 1_000_000)
         check_range(self, "hidden", 4, 4096)
         if self.hidden % 4:
             raise ConfigError(f"hidden={self.hidden}: must be a multiple of the Transformer's 4 heads")
         super().__post_init__()
-
-    def training_set(self) -> tuple[int, str]:
-        return self.n_train, f"n_train={self.n_train}"
 
 
 def build(name: str, cfg: SequencesConfig, length: int) -> nn.Module:
@@ -116,11 +108,10 @@ def run(ctx) -> None:
     cfg: SequencesConfig = ctx.cfg
     accuracy: dict[str, list[float]] = {m: [] for m in MODELS}
     for length in cfg.lengths:
-        data = {
-            split: recall_task(n, length, cfg.vocab, seed=ctx.seed_for("data", split, str(length)))
-            for split, n in (("train", cfg.n_train), ("val", cfg.n_val), ("test", cfg.n_test))
-        }
-        splits = Splits(*data["train"], *data["val"], *data["test"])
+        splits = cfg.generate(
+            lambda n, seed, t=length: recall_task(n, t, cfg.vocab, seed=seed),
+            lambda split, t=length: ctx.seed_for("data", split, str(t)),
+        )
         for name in MODELS:
             tag = f"{name.lower()}-T{length}"
             model = ctx.init_model(lambda n=name, t=length: build(n, cfg, t), tag)
