@@ -22,9 +22,8 @@ from typing import ClassVar
 import numpy as np
 from torch import nn
 
-from biaslab.config import check_range
+from biaslab.config import check_batch_fits, check_range
 from biaslab.data.mnist1d import LENGTH, Mnist1dSizes, mnist1d_splits_for
-from biaslab.errors import ConfigError
 from biaslab.nn import CNN, MLP, SequenceClassifier, TransformerConfig, TransformerEncoder, count_parameters
 from biaslab.registry import experiment
 from biaslab.report import plots
@@ -92,10 +91,9 @@ class Mnist1dConfig(Mnist1dSizes):
         check_range(self, "udl_lr", 0, 1, open_low=True)
         for key in (*self.EPOCH_KEYS, "udl_epochs"):
             check_range(self, key, 1, 10_000)
-        super().__post_init__()
-        if self.batch_size > self.training_set()[0]:
-            raise ConfigError(f"batch_size={self.batch_size}: more than the {self.training_set()[1]}")
         check_range(self, "batch_size", 1, 4000)
+        super().__post_init__()
+        check_batch_fits(self)
 
 
 def train_one(ctx, cfg: Mnist1dConfig, model_name: str, variant: str, seed: int) -> dict:
