@@ -1,6 +1,7 @@
 """Evaluation: classification metrics over whole sets, representation scores, curve shapes, and
 the symmetry verifier (``equivariance_error``)."""
 
+from biaslab.evaluate.bias_variance import BiasVariance, bias_variance, double_descent, polynomial_fit
 from biaslab.evaluate.curves import SHAPES, CurveReading, classify_curve
 from biaslab.evaluate.metrics import (
     accuracy_score,
@@ -13,21 +14,29 @@ from biaslab.evaluate.metrics import (
     precision_recall_f1,
     roc_auc,
 )
+from biaslab.evaluate.splits import SplitIndices, k_fold, stratified_split
 from biaslab.evaluate.symmetry import equivariance_error, invariance_error
 
 __all__ = [
     "SHAPES",
+    "BiasVariance",
     "CurveReading",
+    "SplitIndices",
     "accuracy_score",
+    "bias_variance",
     "classify_curve",
     "cluster_separation",
     "confusion_matrix",
+    "double_descent",
     "equivariance_error",
     "invariance_error",
+    "k_fold",
     "knn_accuracy",
     "log_loss",
     "pca_project",
     "pca_reconstruction_error",
+    "polynomial_fit",
     "precision_recall_f1",
     "roc_auc",
+    "stratified_split",
 ]
