@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from biaslab.data import mnist, mnist1d
+from biaslab.data import mnist, mnist1d, ood
 from biaslab.errors import BiaslabError
 
 # data set name -> a function that raises a one-line DataMissingError when it cannot be loaded
-CHECKS = {"mnist": mnist.check_available, "mnist1d": mnist1d.check_available}
+CHECKS = {
+    "mnist": mnist.check_available,
+    "mnist1d": mnist1d.check_available,
+    "animal-mnist": ood.check_animal_mnist,
+}
 
 
 def require_data(names) -> None:

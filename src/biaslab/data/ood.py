@@ -1,0 +1,274 @@
+"""Out-of-distribution images for an MNIST classifier: Animal-MNIST, Fashion-MNIST, noise, inverted digits.
+
+Every set is a uint8 array (N, 28, 28) like MNIST's: 0 is the black background, 255 a white stroke;
+:func:`images_to_tensor` turns one into float32 in [0, 1] shaped as :func:`mnist_splits` shapes MNIST.
+
+Animal-MNIST comes from the PyPI package ``animal-mnist==0.4`` (install it with ``--no-deps``: its
+loader imports TensorFlow). The package is never imported: its file ``animal_data_version_3.gz``
+is found with :func:`importlib.util.find_spec` and read by a restricted unpickler that builds
+NumPy arrays and nothing else (:func:`read_pickled_array`). The first load caches the array as
+``<data_dir()>/animal-mnist.npz`` (uncompressed); later loads read that cache.
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import io
+import os
+import pickle
+import zlib
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from biaslab.data.mnist import read_idx
+from biaslab.data.store import atomic_save_npz, data_dir, load_npz
+from biaslab.errors import BiaslabError, DataFormatError, DataMissingError
+
+__all__ = [
+    "check_animal_mnist",
+    "count_duplicates",
+    "gaussian_noise",
+    "images_to_tensor",
+    "inverted",
+    "load_animal_mnist",
+    "load_fashion_mnist",
+    "ood_sets",
+    "read_pickled_array",
+    "uniform_noise",
+]
+
+ANIMAL_PIP_HINT = "pip install --no-deps animal-mnist==0.4"
+ANIMAL_CACHE_NAME = "animal-mnist.npz"
+ANIMAL_FILE = ("data", "Animal_MNIST", "animal_data_version_3.gz")
+N_ANIMAL_IMAGES = 10_000
+FASHION_TEST_IMAGES = "t10k-images-idx3-ubyte"
+
+# The only globals a pickled ndarray needs (protocols 3 and 4): NumPy < 2 and >= 2 spell the module
+# of ``_reconstruct`` differently. The function itself is taken from an array's own reduction.
+_RECONSTRUCT = np.empty(0).__reduce__()[0]
+_ALLOWED_GLOBALS = {
+    ("numpy.core.multiarray", "_reconstruct"): _RECONSTRUCT,
+    ("numpy._core.multiarray", "_reconstruct"): _RECONSTRUCT,
+    ("numpy", "ndarray"): np.ndarray,
+    ("numpy", "dtype"): np.dtype,
+}
+
+
+class _ArrayUnpickler(pickle.Unpickler):
+    """An unpickler that can rebuild plain NumPy arrays and refuses every other global."""
+
+    def __init__(self, raw: bytes, where: str):
+        super().__init__(io.BytesIO(raw))
+        self.where = where
+
+    def find_class(self, module: str, name: str):
+        try:
+            return _ALLOWED_GLOBALS[(module, name)]
+        except KeyError:
+            raise DataFormatError(
+                f"{self.where}: refused to unpickle the global {module}.{name} (only NumPy arrays are read)"
+            ) from None
+
+    def persistent_load(self, pid):
+        raise DataFormatError(f"{self.where}: refused a persistent id in the pickle")
+
+
+def read_pickled_array(path: str | os.PathLike) -> np.ndarray:
+    """Read one NumPy array from a pickle file (gzip-compressed or plain) without running its code.
+
+    Only ``numpy.ndarray``, ``numpy.dtype`` and NumPy's ``_reconstruct`` can be named by the pickle
+    (what :func:`pickle.dumps` writes for an array with protocols 3 and 4); any other global, e.g.
+    ``os.system`` or ``builtins.eval``, is refused before it is looked up, so nothing is executed.
+
+    Raises:
+        DataFormatError: the file cannot be read, is not a pickle, names a refused global, or holds
+            something other than an array of plain (non-object) values.
+    """
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+    except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise DataFormatError(f"cannot read pickle file {path}: {exc}") from None
+    try:
+        array = _ArrayUnpickler(raw, str(path)).load()
+    except DataFormatError:
+        raise
+    except Exception as exc:  # whatever a malformed pickle raises
+        reason = " ".join(str(exc).split())
+        raise DataFormatError(
+            f"{path} is not a valid pickled array ({type(exc).__name__}: {reason})"
+        ) from None
+    if type(array) is not np.ndarray or array.dtype.hasobject:
+        what = f"a {array.dtype} array" if isinstance(array, np.ndarray) else type(array).__name__
+        raise DataFormatError(f"{path} holds {what}, expected an array of plain numbers")
+    return array
+
+
+def _check_images(images: np.ndarray, where: str) -> np.ndarray:
+    """``images`` if it is uint8 (N, 28, 28), else a one-line DataFormatError."""
+    if not isinstance(images, np.ndarray):
+        raise DataFormatError(f"{where} is a {type(images).__name__}, expected a uint8 array (N, 28, 28)")
+    if images.dtype != np.uint8 or images.ndim != 3 or images.shape[1:] != (28, 28):
+        raise DataFormatError(f"{where} is {images.dtype} {images.shape}, expected uint8 (N, 28, 28)")
+    return images
+
+
+# ----------------------------------------------------------------------------- Animal-MNIST
+
+
+def _animal_file() -> Path:
+    """``animal_data_version_3.gz`` of the installed ``animal_mnist`` package, found without importing it."""
+    try:
+        spec = importlib.util.find_spec("animal_mnist")
+    except (ImportError, ValueError):
+        spec = None
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        path = Path(location).joinpath(*ANIMAL_FILE)
+        if path.is_file():
+            return path
+    raise DataMissingError(f"Animal-MNIST needs the data package animal-mnist: {ANIMAL_PIP_HINT}")
+
+
+def check_animal_mnist() -> None:
+    """Raise a one-line DataMissingError unless Animal-MNIST can be loaded (cache or data package)."""
+    if not (data_dir() / ANIMAL_CACHE_NAME).is_file():
+        _animal_file()
+
+
+def load_animal_mnist(
+    cache_dir: str | os.PathLike | None = None, source: str | os.PathLike | None = None
+) -> np.ndarray:
+    """Load Animal-MNIST's 10,000 animal outlines, caching them on first use.
+
+    Args:
+        cache_dir: folder of the cache ``animal-mnist.npz``; default :func:`data_dir`.
+        source: a gzipped pickle of a uint8 (N, 28, 28) array; default the package's
+            ``animal_data_version_3.gz``. A cache made from another source is rebuilt; with the
+            default, any existing cache is used (the package is then not needed).
+
+    Returns:
+        uint8 (10000, 28, 28): white outlines (255) on black (0). Of the 10,000 images, 284 are
+        exact copies of an earlier one (:func:`count_duplicates`); they are kept, in file order.
+
+    Raises:
+        DataMissingError: no cache and ``animal-mnist`` is not installed.
+        DataFormatError: the file or the cache is malformed.
+    """
+    cache = (Path(cache_dir).expanduser() if cache_dir is not None else data_dir()) / ANIMAL_CACHE_NAME
+    wanted = str(Path(source).expanduser().resolve()) if source is not None else None
+    if cache.is_file():
+        arrays = load_npz(cache)
+        if "images" not in arrays:
+            raise DataFormatError(f"{cache} lacks the array images; delete it so it is rebuilt")
+        if wanted is None or str(arrays.get("source", "")) == wanted:
+            return _check_images(arrays["images"], str(cache))
+    path = Path(wanted) if wanted is not None else _animal_file()
+    images = _check_images(read_pickled_array(path), str(path))
+    if source is None and len(images) != N_ANIMAL_IMAGES:
+        raise DataFormatError(f"{path} holds {len(images)} images, expected {N_ANIMAL_IMAGES}")
+    atomic_save_npz(cache, compress=False, images=images, source=np.array(str(path.resolve())))
+    return images
+
+
+def count_duplicates(images: np.ndarray) -> int:
+    """The number of images that are exact (bit-for-bit) copies of an earlier image in ``images``."""
+    return len(images) - len({np.ascontiguousarray(image).tobytes() for image in images})
+
+
+# ----------------------------------------------------------------------------- Fashion-MNIST
+
+
+def load_fashion_mnist(folder: str | os.PathLike) -> np.ndarray:
+    """The 10,000 Fashion-MNIST test images from the official IDX file in ``folder``.
+
+    No installable package ships Fashion-MNIST, and biaslab downloads nothing: users who have the
+    official files (github.com/zalandoresearch/fashion-mnist) point ``folder`` at them. Only
+    ``t10k-images-idx3-ubyte`` (or ``t10k-images-idx3-ubyte.gz``) is read; for all four files
+    with labels use :func:`biaslab.data.mnist.load_idx_dataset`.
+
+    Returns:
+        uint8 (N, 28, 28), white garments on black like MNIST.
+
+    Raises:
+        DataMissingError: the folder lacks the test-image file.
+        DataFormatError: the file is malformed or not uint8 (N, 28, 28).
+    """
+    folder = Path(folder).expanduser()
+    for name in (FASHION_TEST_IMAGES, FASHION_TEST_IMAGES + ".gz"):
+        if (folder / name).is_file():
+            return _check_images(read_idx(folder / name), str(folder / name))
+    raise DataMissingError(
+        f"Fashion-MNIST: {folder} lacks {FASHION_TEST_IMAGES} (or {FASHION_TEST_IMAGES}.gz); "
+        "download the official IDX files into it"
+    )
+
+
+# ----------------------------------------------------------------------------- synthetic sets
+
+
+def gaussian_noise(n: int, seed: int | np.random.SeedSequence) -> np.ndarray:
+    """``n`` images of independent pixels N(0.5, 0.25²)·255, rounded and clipped to 0..255 (uint8)."""
+    pixels = np.random.default_rng(seed).normal(0.5, 0.25, size=(n, 28, 28)) * 255.0
+    return np.clip(np.rint(pixels), 0, 255).astype(np.uint8)
+
+
+def uniform_noise(n: int, seed: int | np.random.SeedSequence) -> np.ndarray:
+    """``n`` images of independent pixels uniform on 0..255 (uint8)."""
+    return np.random.default_rng(seed).integers(0, 255, size=(n, 28, 28), dtype=np.uint8, endpoint=True)
+
+
+def inverted(images: np.ndarray) -> np.ndarray:
+    """``255 - images``: black strokes on a white background (a new uint8 array)."""
+    return 255 - _check_images(images, "the images to invert")
+
+
+def images_to_tensor(images: np.ndarray, flatten: bool = True) -> torch.Tensor:
+    """uint8 (N, 28, 28) -> float32 in [0, 1], (N, 784) or with ``flatten=False`` (N, 1, 28, 28)."""
+    images = _check_images(images, "the images")
+    shape = (len(images), 28 * 28) if flatten else (len(images), 1, 28, 28)
+    return torch.from_numpy(images.reshape(shape).astype(np.float32) / np.float32(255.0))
+
+
+def ood_sets(
+    mnist_test_images: np.ndarray,
+    n: int,
+    seed: int,
+    fashion_folder: str | os.PathLike | None = None,
+) -> dict[str, np.ndarray]:
+    """The out-of-distribution sets of the lab, ``n`` uint8 (n, 28, 28) images each, by name.
+
+    Keys, in this order:
+        ``"animal-mnist"``: the first ``n`` Animal-MNIST images (:func:`load_animal_mnist`).
+        ``"gaussian-noise"``, ``"uniform-noise"``: :func:`gaussian_noise`, :func:`uniform_noise`
+            seeded by the two children of ``np.random.SeedSequence(seed).spawn(2)`` (independent
+            streams; so they differ from ``gaussian_noise(n, seed)`` called directly).
+        ``"inverted-mnist"``: the first ``n`` of ``mnist_test_images``, inverted (:func:`inverted`).
+        ``"fashion-mnist"``: the first ``n`` Fashion-MNIST test images, only when ``fashion_folder``
+            is given (:func:`load_fashion_mnist`).
+
+    Raises:
+        BiaslabError: ``n`` is below 1 or above the images a set has.
+        DataMissingError: Animal-MNIST (or the Fashion-MNIST file) is not available.
+    """
+    mnist_test_images = _check_images(mnist_test_images, "mnist_test_images")
+    gauss_seed, uniform_seed = np.random.SeedSequence(seed).spawn(2)
+    sources = {"animal-mnist": load_animal_mnist(), "inverted-mnist": mnist_test_images}
+    if fashion_folder is not None:
+        sources["fashion-mnist"] = load_fashion_mnist(fashion_folder)
+    for name, images in sources.items():
+        if not 1 <= n <= len(images):
+            raise BiaslabError(f"n must be in 1..{len(images)} ({name} has {len(images)} images), got {n}")
+    sets = {
+        "animal-mnist": sources["animal-mnist"][:n],
+        "gaussian-noise": gaussian_noise(n, gauss_seed),
+        "uniform-noise": uniform_noise(n, uniform_seed),
+        "inverted-mnist": inverted(mnist_test_images[:n]),
+    }
+    if fashion_folder is not None:
+        sets["fashion-mnist"] = sources["fashion-mnist"][:n]
+    return sets
