@@ -1,6 +1,7 @@
 """Evaluation: classification metrics over whole sets, representation scores, curve shapes, and
 the symmetry verifier (``equivariance_error``)."""
 
+from biaslab.evaluate.adversarial import accuracy_under_attack, fgsm, pgd
 from biaslab.evaluate.bias_variance import BiasVariance, bias_variance, double_descent, polynomial_fit
 from biaslab.evaluate.curves import SHAPES, CurveReading, classify_curve
 from biaslab.evaluate.metrics import (
@@ -23,18 +24,21 @@ __all__ = [
     "CurveReading",
     "SplitIndices",
     "accuracy_score",
+    "accuracy_under_attack",
     "bias_variance",
     "classify_curve",
     "cluster_separation",
     "confusion_matrix",
     "double_descent",
     "equivariance_error",
+    "fgsm",
     "invariance_error",
     "k_fold",
     "knn_accuracy",
     "log_loss",
     "pca_project",
     "pca_reconstruction_error",
+    "pgd",
     "polynomial_fit",
     "precision_recall_f1",
     "roc_auc",
