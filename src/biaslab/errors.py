@@ -64,3 +64,8 @@ class StorageError(BiaslabError):
         if self.resume is not None:
             text += f"; the run is unfinished: continue with: biaslab run --resume {self.resume}"
         return text
+
+
+class NotFittedError(ValueError):
+    """An estimator (a calibrator, an OOD detector) was used before ``fit``, as scikit-learn's
+    ``NotFittedError``. A ValueError and not a BiaslabError: a lab that does this has a bug."""

@@ -3,6 +3,13 @@ the symmetry verifier (``equivariance_error``)."""
 
 from biaslab.evaluate.adversarial import accuracy_under_attack, fgsm, pgd
 from biaslab.evaluate.bias_variance import BiasVariance, bias_variance, double_descent, polynomial_fit
+from biaslab.evaluate.calibration import (
+    ReliabilityDiagram,
+    TemperatureScaling,
+    expected_calibration_error,
+    maximum_calibration_error,
+    reliability_bins,
+)
 from biaslab.evaluate.curves import SHAPES, CurveReading, classify_curve
 from biaslab.evaluate.metrics import (
     accuracy_score,
@@ -39,7 +46,9 @@ __all__ = [
     "Energy",
     "Mahalanobis",
     "MaxLogit",
+    "ReliabilityDiagram",
     "SplitIndices",
+    "TemperatureScaling",
     "accuracy_score",
     "accuracy_under_attack",
     "aupr",
@@ -50,12 +59,14 @@ __all__ = [
     "confusion_matrix",
     "double_descent",
     "equivariance_error",
+    "expected_calibration_error",
     "fgsm",
     "fpr_at_95_tpr",
     "invariance_error",
     "k_fold",
     "knn_accuracy",
     "log_loss",
+    "maximum_calibration_error",
     "ood_report",
     "ood_scores",
     "pca_project",
@@ -63,6 +74,7 @@ __all__ = [
     "pgd",
     "polynomial_fit",
     "precision_recall_f1",
+    "reliability_bins",
     "roc_auc",
     "stratified_split",
 ]

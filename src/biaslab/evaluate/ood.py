@@ -25,14 +25,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from biaslab.errors import BiaslabError
+from biaslab.errors import NotFittedError
 from biaslab.evaluate.metrics import roc_auc
 
 _BLOCK_ELEMENTS = 2**23  # KNN: at most this many query x train distances (64 MiB float64) at once
-
-
-class NotFittedError(BiaslabError, ValueError):
-    """``score`` was called on a detector that learns from training data before ``fit``."""
 
 
 def _matrix(x, name: str) -> np.ndarray:
