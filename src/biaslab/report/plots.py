@@ -308,3 +308,27 @@ def grouped_bars(
     ax.grid(alpha=0.3, axis="y")
     ax.legend(fontsize=8)
     return fig
+
+
+def reliability_diagrams(diagrams: dict):
+    """One panel per ``evaluate.calibration.ReliabilityDiagram``: accuracy per confidence bin as
+    bars against the diagonal of perfect calibration, the gap shaded."""
+    fig, axes = subplots(len(diagrams), size=(4.2, 4.2))
+    for ax, (title, d) in zip(axes, diagrams.items()):
+        width = d.edges[1] - d.edges[0]
+        left = d.edges[:-1]
+        accuracy, confidence = d.accuracy[:-1], d.confidence[:-1]  # the regular bins
+        full = d.counts[:-1] > 0
+        ax.bar(left[full], accuracy[full], width, align="edge", color="C0", edgecolor="w", label="accuracy")
+        ax.bar(
+            left[full], confidence[full] - accuracy[full], width, bottom=accuracy[full], align="edge",
+            color="C3", alpha=0.35, label="gap to confidence",
+        )  # fmt: skip
+        ax.plot([0, 1], [0, 1], ":", color="grey")
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1)
+        ax.set_xlabel("confidence")
+        ax.set_ylabel("accuracy")
+        ax.set_title(title, fontsize=9)
+        ax.legend(fontsize=7, loc="upper left")
+    return fig
