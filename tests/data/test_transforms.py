@@ -32,3 +32,22 @@ def test_translate_loses_what_leaves_the_frame_and_undoes_inside_it():
     there_and_back = translate(translate(images, 3, -2), -3, 2)
     assert torch.equal(there_and_back[:, 2:, :25], images[:, 2:, :25])  # the part that stayed
     assert there_and_back[:, :2].abs().sum() == 0 and there_and_back[:, :, 25:].abs().sum() == 0
+
+
+@pytest.mark.parametrize("quarter_turns", [0, 1, 2, 3, 4])
+def test_rotate_by_quarter_turns_equals_rot90(quarter_turns):
+    from biaslab.data.transforms import rotate
+
+    images = torch.rand(3, 1, 28, 28, generator=torch.Generator().manual_seed(2))
+    expected = torch.rot90(images, quarter_turns, dims=(-2, -1))  # counter-clockwise
+    torch.testing.assert_close(rotate(images, 90 * quarter_turns), expected, atol=1e-5, rtol=0)
+
+
+def test_rotate_fills_the_corners_and_keeps_the_centre():
+    from biaslab.data.transforms import rotate
+
+    images = torch.ones(1, 9, 9)
+    turned = rotate(images, 45, fill=-0.5)
+    assert turned.shape == images.shape
+    assert float(turned[0, 0, 0]) == pytest.approx(-0.5)  # a corner came from outside the frame
+    assert float(turned[0, 4, 4]) == pytest.approx(1.0)

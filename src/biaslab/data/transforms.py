@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import torch
 
@@ -44,6 +45,28 @@ def translate(images: torch.Tensor, dx: int = 0, dy: int = 0) -> torch.Tensor:
     cols_to, cols_from = slice(max(dx, 0), width + min(dx, 0)), slice(max(-dx, 0), width - max(dx, 0))
     out[..., rows_to, cols_to] = images[..., rows_from, cols_from]
     return out
+
+
+def rotate(images: torch.Tensor, degrees: float, fill: float = 0.0) -> torch.Tensor:
+    """Rotate images counter-clockwise by ``degrees`` about their centre (bilinear, ``fill``
+    outside the frame), with ``torch.nn.functional.affine_grid`` / ``grid_sample``.
+
+    Shapes:
+        images ``(N, C, H, W)`` (or ``(N, H, W)``) -> the same shape.
+    """
+    squeeze = images.dim() == 3
+    x = images.unsqueeze(1) if squeeze else images  # (N, C, H, W)
+    angle = math.radians(degrees)
+    cos, sin = math.cos(angle), math.sin(angle)
+    # grid_sample maps output to input coordinates: the inverse rotation, in normalised [-1, 1]
+    # coordinates (x right, y down; a counter-clockwise turn on screen is clockwise in (x, y)).
+    theta = torch.tensor([[cos, -sin, 0.0], [sin, cos, 0.0]], dtype=x.dtype).expand(len(x), 2, 3)
+    grid = torch.nn.functional.affine_grid(theta, list(x.shape), align_corners=False)
+    out = torch.nn.functional.grid_sample(
+        x - fill, grid, mode="bilinear", padding_mode="zeros", align_corners=False
+    )
+    out = out + fill
+    return out.squeeze(1) if squeeze else out
 
 
 def flatten_images(x: torch.Tensor) -> torch.Tensor:

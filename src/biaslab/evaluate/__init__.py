@@ -34,6 +34,7 @@ from biaslab.evaluate.ood import (
     ood_report,
     ood_scores,
 )
+from biaslab.evaluate.shift import SHIFT_KINDS, domain_auc, predicted_label_shift, shift_scenario
 from biaslab.evaluate.splits import SplitIndices, k_fold, stratified_split
 from biaslab.evaluate.symmetry import equivariance_error, invariance_error
 
@@ -41,6 +42,7 @@ __all__ = [
     "KNN",
     "MSP",
     "SHAPES",
+    "SHIFT_KINDS",
     "BiasVariance",
     "CurveReading",
     "Energy",
@@ -57,6 +59,7 @@ __all__ = [
     "classify_curve",
     "cluster_separation",
     "confusion_matrix",
+    "domain_auc",
     "double_descent",
     "equivariance_error",
     "expected_calibration_error",
@@ -74,7 +77,9 @@ __all__ = [
     "pgd",
     "polynomial_fit",
     "precision_recall_f1",
+    "predicted_label_shift",
     "reliability_bins",
     "roc_auc",
+    "shift_scenario",
     "stratified_split",
 ]
