@@ -95,6 +95,8 @@ CASES = [
     ("bias-variance", ["degrees=3,1"], ["degrees=(3, 1)", "increasing"]),
     ("bias-variance", ["n_datasets=1"], ["n_datasets=1", "2..100000"]),
     ("calibration", ["n_bins=0"], ["n_bins=0", "1..1000"]),
+    ("rotated-mnist", ["angles=90,0"], ["angles=(90.0, 0.0)", "increasing degrees"]),
+    ("rotated-mnist", ["shift_samples=5"], ["shift_samples=5", "20..1000000"]),
     ("mnist-mlp", ["n_val=0"], ["n_val=0", "1..59999", "mnist-mlp reports validation accuracy"]),
     ("mnist-mlp", ["n_val=60000"], ["n_val=60000", "1..59999", "60000 training images"]),
     ("mnist-mlp", ["n_train=0"], ["n_train=0", "1..59500"]),
