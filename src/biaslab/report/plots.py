@@ -332,3 +332,17 @@ def reliability_diagrams(diagrams: dict):
         ax.set_title(title, fontsize=9)
         ax.legend(fontsize=7, loc="upper left")
     return fig
+
+
+def score_histograms(panels: dict[str, tuple[np.ndarray, np.ndarray]], bins: int = 40):
+    """One panel per detector: histograms of the in-distribution and out-of-distribution scores
+    over shared bins (densities, so sets of different sizes compare)."""
+    fig, axes = subplots(len(panels), size=(3.4, 3.0))
+    for ax, (title, (inside, outside)) in zip(axes, panels.items()):
+        edges = np.histogram_bin_edges(np.concatenate([inside, outside]), bins=bins)
+        ax.hist(inside, edges, density=True, alpha=0.6, label="in (MNIST)")
+        ax.hist(outside, edges, density=True, alpha=0.6, label="out")
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("score (higher = more OOD)", fontsize=8)
+        ax.legend(fontsize=7)
+    return fig
