@@ -99,6 +99,8 @@ CASES = [
     ("rotated-mnist", ["shift_samples=5"], ["shift_samples=5", "20..1000000"]),
     ("ood", ["n_ood=5"], ["n_ood=5", "10..10000", "smallest OOD set"]),
     ("ood", ["knn_k=100", "knn_train=50"], ["knn_train=50", "at least knn_k"]),
+    ("adversarial", ["epsilons=0.3,0.1"], ["epsilons=(0.3, 0.1)", "increasing"]),
+    ("adversarial", ["robust_eps=0"], ["robust_eps=0.0", "> 0 and <= 1"]),
     ("mnist-mlp", ["n_val=0"], ["n_val=0", "1..59999", "mnist-mlp reports validation accuracy"]),
     ("mnist-mlp", ["n_val=60000"], ["n_val=60000", "1..59999", "60000 training images"]),
     ("mnist-mlp", ["n_train=0"], ["n_train=0", "1..59500"]),
