@@ -11,6 +11,7 @@ from biaslab.evaluate.calibration import (
     reliability_bins,
 )
 from biaslab.evaluate.curves import SHAPES, CurveReading, classify_curve
+from biaslab.evaluate.decision import Decision, Evidence, decide
 from biaslab.evaluate.metrics import (
     accuracy_score,
     cluster_separation,
@@ -45,7 +46,9 @@ __all__ = [
     "SHIFT_KINDS",
     "BiasVariance",
     "CurveReading",
+    "Decision",
     "Energy",
+    "Evidence",
     "Mahalanobis",
     "MaxLogit",
     "ReliabilityDiagram",
@@ -59,6 +62,7 @@ __all__ = [
     "classify_curve",
     "cluster_separation",
     "confusion_matrix",
+    "decide",
     "domain_auc",
     "double_descent",
     "equivariance_error",
