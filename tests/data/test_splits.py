@@ -2,11 +2,12 @@
 
 from dataclasses import dataclass
 
+import numpy as np
 import pytest
 import torch
 
 from biaslab.config import ConfigError
-from biaslab.data.splits import GeneratedSizes
+from biaslab.data.splits import GeneratedSizes, Splits
 
 
 def test_generate_draws_each_split_with_its_own_seed():
@@ -36,3 +37,21 @@ def test_sizes_are_checked_and_a_batch_must_fit():
     with pytest.raises(ConfigError, match="n_train=100"):
         LabConfig(n_train=100, batch_size=128)
     assert LabConfig(n_train=128, batch_size=128).n_train == 128
+
+
+@pytest.mark.parametrize("as_numpy", [False, True])
+def test_train_subset_keeps_the_rows_and_repeats_them_cyclically(as_numpy):
+    x, y = torch.arange(20.0).reshape(10, 2), torch.arange(10) % 3
+    splits = Splits(x, y, x[:2], y[:2], x[:3], y[:3], train_index=np.arange(100, 110))
+    splits = splits.numpy() if as_numpy else splits
+    sub = splits.train_subset([7, 2, 5])
+    assert np.asarray(sub.y_train).tolist() == [1, 2, 2] and sub.train_index.tolist() == [107, 102, 105]
+    assert np.asarray(sub.x_train).tolist() == [[14, 15], [4, 5], [10, 11]]
+    long = splits.train_subset([7, 2, 5], repeat_to=8)
+    assert long.train_index.tolist() == [107, 102, 105] * 2 + [107, 102]
+    assert np.asarray(long.x_train).tolist() == np.asarray(sub.x_train)[[0, 1, 2, 0, 1, 2, 0, 1]].tolist()
+    assert long.x_val is splits.x_val and long.x_test is splits.x_test  # untouched
+    with pytest.raises(ValueError, match="smaller than the 3 rows"):
+        splits.train_subset([7, 2, 5], repeat_to=2)
+    with pytest.raises(ValueError, match="non-empty"):
+        splits.train_subset([])

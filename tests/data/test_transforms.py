@@ -51,3 +51,33 @@ def test_rotate_fills_the_corners_and_keeps_the_centre():
     assert turned.shape == images.shape
     assert float(turned[0, 0, 0]) == pytest.approx(-0.5)  # a corner came from outside the frame
     assert float(turned[0, 4, 4]) == pytest.approx(1.0)
+
+
+def test_translate_fills_with_the_given_value():
+    images = torch.rand(2, 1, 6, 6, generator=torch.Generator().manual_seed(3))
+    shifted = translate(images, 2, -1, fill=-0.5)
+    assert torch.equal(shifted[..., :2], torch.full_like(shifted[..., :2], -0.5))  # entered from the left
+    assert torch.equal(shifted[..., 5:, :], torch.full_like(shifted[..., 5:, :], -0.5))  # from below
+    assert torch.equal(shifted[..., :5, 2:], images[..., 1:, :4])
+
+
+def test_jitter_shifts_each_image_by_its_own_offset_within_the_bound():
+    from biaslab.data.transforms import jitter
+
+    images = torch.rand(300, 1, 9, 9, generator=torch.Generator().manual_seed(4)) + 1  # no pixel is 0
+    moved = jitter(images, 2, seed=5, fill=0.0)
+    assert moved.shape == images.shape
+    assert torch.equal(moved, jitter(images, 2, seed=5)) and not torch.equal(moved, jitter(images, 2, seed=6))
+    offsets = []
+    for image, out in zip(images, moved):
+        (found,) = [
+            (dx, dy)
+            for dx in range(-2, 3)
+            for dy in range(-2, 3)
+            if torch.equal(out, translate(image, dx, dy))  # exactly one offset fits
+        ]
+        offsets.append(found)
+    assert set(offsets) == {(dx, dy) for dx in range(-2, 3) for dy in range(-2, 3)}  # all 25 drawn
+    assert torch.equal(jitter(images, 0, seed=5), images)
+    with pytest.raises(ValueError, match="max_shift"):
+        jitter(images, -1, seed=0)

@@ -20,6 +20,7 @@ from biaslab.evaluate.ood import (
     NotFittedError,
     aupr,
     auroc,
+    choose_detector,
     fpr_at_95_tpr,
     ood_report,
     ood_scores,
@@ -140,6 +141,24 @@ def test_knn_equals_sklearn_nearest_neighbors(normalize, monkeypatch):
 def test_ood_scores_needs_the_detectors_input():
     with pytest.raises(ValueError, match="features="):
         ood_scores(KNN(k=1), logits=np.zeros((2, 3)))
+
+
+def test_choose_detector_picks_the_highest_auroc_on_the_data_it_is_given():
+    train, y_train, test_in, test_out, logits = synthetic(seed=4)
+    detectors = {"MSP": MSP(), "Mahalanobis": Mahalanobis().fit(train, y_train)}
+    inside = {"logits": logits(test_in), "features": test_in}
+    outside = {"logits": logits(test_out), "features": test_out}
+    name, aurocs = choose_detector(detectors, inside, outside)
+    expected = {
+        n: skm.roc_auc_score(
+            np.r_[np.zeros(100), np.ones(100)], np.r_[ood_scores(d, **inside), ood_scores(d, **outside)]
+        )
+        for n, d in detectors.items()
+    }
+    assert aurocs == pytest.approx(expected, abs=1e-12) and name == max(expected, key=expected.get)
+    confident = {"logits": 10.0 * np.eye(3)[np.zeros(100, int)], "features": test_out}  # fools MSP
+    name, aurocs = choose_detector(detectors, inside, confident)
+    assert name == "Mahalanobis" and aurocs["MSP"] < 0.5 < aurocs["Mahalanobis"]
 
 
 # -- metrics ---------------------------------------------------------------------------------

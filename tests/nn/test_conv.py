@@ -143,6 +143,8 @@ def test_cnn_forward_equals_hand_built_torch_layers(dims, pool, global_pool):
     x = torch.randn((2, 3) + (size,) * dims)
     assert torch.allclose(model(x), ref(x), atol=1e-6, rtol=0)
     assert model.features(x).shape == (2, *model.output_shape(size))
+    head_input = ref[:-3](x)  # the reference up to its pooled or flattened vector
+    assert torch.allclose(model.embedding(x), head_input, atol=1e-6, rtol=0)
 
 
 def test_output_shape_and_receptive_field_of_a_cnn():

@@ -1,5 +1,6 @@
-"""Tests for biaslab.train.recipes.fit_node_classifier: full-graph training on masked nodes."""
+"""Tests for biaslab.train.recipes: full-graph training on masked nodes; learning curves."""
 
+import pytest
 import torch
 from torch import nn
 
@@ -37,3 +38,53 @@ def test_labels_outside_the_training_mask_never_reach_the_loss():
         fit_node_classifier(model, g, masks, TrainConfig(epochs=5), TrainSetup(), uses_edges=False)
         weights.append(nn.utils.parameters_to_vector(model.parameters()))
     assert torch.equal(weights[0], weights[1])
+
+
+def test_a_learning_curve_trains_nested_subsets_for_equal_steps_and_tests_only_the_largest():
+    from biaslab.data.splits import Splits
+    from biaslab.train.recipes import fit_learning_curve
+
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(400, 2, generator=gen)
+    y = (x[:, 0] * x[:, 1] > 0).long()  # XOR of the signs
+    splits = Splits(x[:200], y[:200], x[200:300], y[200:300], x[300:], y[300:])
+    made = []
+
+    def make_model(n):
+        made.append(n)
+        torch.manual_seed(n)
+        return MLP((2, 16, 2))
+
+    curve = fit_learning_curve(
+        make_model,
+        splits,
+        [10, 50, 200],
+        TrainConfig(epochs=30, lr=1e-2, batch_size=20),
+        lambda n: TrainSetup(tag=f"n{n}"),
+        seed=3,
+    )
+    assert made == curve.sizes == [10, 50, 200]
+    assert [f.trainer.step for f in curve.fits] == [300, 300, 300]  # 30 epochs of 200 examples each
+    assert [len(r) for r in curve.rows] == [10, 50, 200]
+    assert all(set(a) <= set(b) for a, b in zip(curve.rows, curve.rows[1:]))  # nested
+    assert sorted(curve.rows[-1]) == list(range(200))
+    assert [f.test is None for f in curve.fits] == [True, True, False] and curve.final is curve.fits[-1]
+    errors = curve.val_errors
+    assert errors == [1 - f.history[-1]["val_accuracy"] for f in curve.fits]
+    assert errors[-1] < 0.1 < errors[0]  # XOR from 10 points is guesswork; from 200 it is learned
+    with pytest.raises(ValueError, match="increase within 1..200"):
+        fit_learning_curve(make_model, splits, [50, 10], TrainConfig(), TrainSetup, seed=0)
+    with pytest.raises(ValueError, match="increase within 1..200"):
+        fit_learning_curve(make_model, splits, [10, 201], TrainConfig(), TrainSetup, seed=0)
+    longer = fit_learning_curve(
+        make_model,
+        splits,
+        [5, 10],
+        TrainConfig(epochs=2, batch_size=20),
+        TrainSetup,
+        seed=0,
+        epoch_length=200,
+    )
+    assert [f.trainer.step for f in longer.fits] == [20, 20]  # 2 epochs of 200 repeated examples
+    with pytest.raises(ValueError, match="shorter than the largest size 10"):
+        fit_learning_curve(make_model, splits, [5, 10], TrainConfig(), TrainSetup, seed=0, epoch_length=9)

@@ -40,6 +40,25 @@ class Splits:
 
         return replace(self, **{name: torch.as_tensor(getattr(self, name)) for name in SPLIT_NAMES})
 
+    def train_subset(self, rows, repeat_to: int | None = None) -> Splits:
+        """The same splits with the training set cut to ``rows`` (positions in it), repeated
+        cyclically to ``repeat_to`` examples when given: an epoch over the subset then takes as
+        many steps as one over ``repeat_to`` examples (learning curves at an equal step budget).
+        Validation and test are untouched; ``train_index`` follows the rows.
+
+        Shapes:
+            rows: (n,) integer positions -> ``x_train`` (repeat_to or n, ...).
+        """
+        rows = np.asarray(rows, dtype=np.int64)
+        if rows.ndim != 1 or len(rows) == 0:
+            raise ValueError(f"rows must be a non-empty 1-D array of positions, got shape {rows.shape}")
+        if repeat_to is not None:
+            if repeat_to < len(rows):
+                raise ValueError(f"repeat_to={repeat_to} is smaller than the {len(rows)} rows kept")
+            rows = rows[np.arange(repeat_to) % len(rows)]  # (repeat_to,): rows, rows, ..., cut
+        index = None if self.train_index is None else self.train_index[rows]
+        return replace(self, x_train=self.x_train[rows], y_train=self.y_train[rows], train_index=index)
+
     def replace(self, **changes: Any) -> Splits:
         """A copy with some splits replaced, e.g. ``splits.replace(y_train=noisy_labels)``."""
         unknown = set(changes) - {f.name for f in fields(self)}

@@ -27,8 +27,9 @@ def standardize(splits, eps: float = 1e-8, *, in_place: bool = False):
     return dataclasses.replace(splits, **scaled), (float(mean), float(std))
 
 
-def translate(images: torch.Tensor, dx: int = 0, dy: int = 0) -> torch.Tensor:
-    """Shift images by whole pixels, ``dx`` to the right and ``dy`` down, filling with zeros.
+def translate(images: torch.Tensor, dx: int = 0, dy: int = 0, fill: float = 0.0) -> torch.Tensor:
+    """Shift images by whole pixels, ``dx`` to the right and ``dy`` down, filling with ``fill``
+    (default 0; a blank pixel's value for standardized images).
 
     Not cyclic: what leaves the frame is lost, as when a digit is written off-centre. (The
     symmetry verifier's ``cyclic_shift`` is the wrap-around version, under which circular
@@ -38,12 +39,37 @@ def translate(images: torch.Tensor, dx: int = 0, dy: int = 0) -> torch.Tensor:
         images ``(..., H, W)`` -> the same shape.
     """
     height, width = images.shape[-2:]
-    out = torch.zeros_like(images)
+    out = torch.full_like(images, fill)
     if abs(dx) >= width or abs(dy) >= height:
         return out
     rows_to, rows_from = slice(max(dy, 0), height + min(dy, 0)), slice(max(-dy, 0), height - max(dy, 0))
     cols_to, cols_from = slice(max(dx, 0), width + min(dx, 0)), slice(max(-dx, 0), width - max(dx, 0))
     out[..., rows_to, cols_to] = images[..., rows_from, cols_from]
+    return out
+
+
+def jitter(images: torch.Tensor, max_shift: int, seed: int, fill: float = 0.0) -> torch.Tensor:
+    """Shift each image by its own random whole-pixel offset: ``dx`` and ``dy`` drawn uniformly
+    from ``-max_shift..max_shift`` (seeded), as digits written anywhere near the centre.
+
+    Args:
+        images: ``(N, ..., H, W)``.
+        max_shift: the largest shift along each axis, in pixels (>= 0).
+        seed: seeds the offsets (``torch.Generator``); the same seed gives the same offsets.
+        fill: the value of the pixels that enter the frame (as in :func:`translate`).
+
+    Shapes:
+        images ``(N, ..., H, W)`` -> the same shape.
+    """
+    if max_shift < 0:
+        raise ValueError(f"max_shift must be >= 0, got {max_shift}")
+    generator = torch.Generator().manual_seed(seed)
+    offsets = torch.randint(-max_shift, max_shift + 1, (len(images), 2), generator=generator)  # (N, 2)
+    out = torch.empty_like(images)
+    for dx in range(-max_shift, max_shift + 1):
+        for dy in range(-max_shift, max_shift + 1):
+            rows = ((offsets[:, 0] == dx) & (offsets[:, 1] == dy)).nonzero().squeeze(1)  # (n_offset,)
+            out[rows] = translate(images[rows], dx, dy, fill)
     return out
 
 

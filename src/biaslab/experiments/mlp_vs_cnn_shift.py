@@ -79,10 +79,7 @@ def run(ctx) -> None:
         background = float(splits.x_train.min())  # a blank pixel, after standardization
         per_shift = []
         for shift in shifts:
-            moved = [
-                translate(splits.x_test - background, dx * shift, dy * shift) + background
-                for dx, dy in DIRECTIONS
-            ]
+            moved = [translate(splits.x_test, dx * shift, dy * shift, background) for dx, dy in DIRECTIONS]
             scores = [fit.trainer.evaluate((x, splits.y_test))["accuracy"] for x in moved]
             per_shift.append(sum(scores) / len(scores))
         accuracy[name] = per_shift

@@ -194,7 +194,8 @@ class CNN(nn.Module):
 
     Shapes:
         input ``(N, in_channels, L)`` or ``(N, in_channels, H, W)`` -> output ``(N, num_classes)``;
-        :meth:`features` gives ``(N, channels[-1], *output_shape(...)[1:])``.
+        :meth:`features` gives ``(N, channels[-1], *output_shape(...)[1:])``; :meth:`embedding`
+        ``(N, channels[-1])`` with a global pool, ``(N, prod(output_shape(...)))`` without.
     """
 
     def __init__(
@@ -301,12 +302,15 @@ class CNN(nn.Module):
             raise ValueError(f"a {self.dims}-D CNN needs input (N, C, {'L' if self.dims == 1 else 'H, W'})")
         return self.blocks(x)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def embedding(self, x: torch.Tensor) -> torch.Tensor:
+        """The vector the head reads: :meth:`features` pooled over all positions (``global_pool``)
+        or flattened, ``(N, D)``; with ``head=()`` these are the penultimate features."""
         h = self.features(x)  # (N, C, L) or (N, C, H, W)
         if self.global_pool == "avg":
-            h = h.flatten(2).mean(dim=2)  # (N, C, H*W) -> (N, C)
-        elif self.global_pool == "max":
-            h = h.flatten(2).amax(dim=2)  # (N, C, H*W) -> (N, C)
-        else:
-            h = h.flatten(1)  # (N, C, H, W) -> (N, C*H*W)
-        return self.head(h)  # (N, num_classes)
+            return h.flatten(2).mean(dim=2)  # (N, C, H*W) -> (N, C)
+        if self.global_pool == "max":
+            return h.flatten(2).amax(dim=2)  # (N, C, H*W) -> (N, C)
+        return h.flatten(1)  # (N, C, H, W) -> (N, C*H*W)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.embedding(x))  # (N, num_classes)

@@ -9,11 +9,13 @@ logger. The test split is evaluated once, after training, and never used for a c
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from torch import nn
 
 from biaslab.train.config import TrainConfig
@@ -106,6 +108,74 @@ def fit_classifier(
     history = trainer.fit((splits.x_train, splits.y_train), val=(splits.x_val, splits.y_val))
     result = trainer.evaluate((splits.x_test, splits.y_test)) if test else None
     return FitResult(trainer, history, result)
+
+
+@dataclass
+class LearningCurve:
+    """One fresh training per training-set size (:func:`fit_learning_curve`).
+
+    ``rows[i]`` are the positions in the training set of the ``sizes[i]`` examples fit ``i``
+    learned from (nested: each holds the previous); only the largest fit has a test result.
+    """
+
+    sizes: list[int]
+    rows: list[np.ndarray]
+    fits: list[FitResult]
+
+    @property
+    def val_errors(self) -> list[float]:
+        """1 − the validation accuracy at the end of each training."""
+        return [1.0 - fit.history[-1]["val_accuracy"] for fit in self.fits]
+
+    @property
+    def final(self) -> FitResult:
+        """The training on the most data: the model a decision is made about."""
+        return self.fits[-1]
+
+
+def fit_learning_curve(
+    make_model: Callable[[int], nn.Module],
+    splits,
+    sizes: Sequence[int],
+    config: TrainConfig,
+    setup_for: Callable[[int], TrainSetup],
+    seed: int,
+    epoch_length: int | None = None,
+) -> LearningCurve:
+    """Validation error against the amount of training data, at an equal step budget.
+
+    A fresh classifier is trained (:func:`fit_classifier`) on the first ``n`` rows of one seeded
+    permutation of the training set, for each ``n`` in ``sizes``; the subsets are nested. Each
+    subset is repeated to ``epoch_length`` examples, so every point trains for the same number
+    of steps (``config.epochs`` epochs of ``epoch_length``): only the amount of data differs, not
+    the optimisation. The test split is evaluated once, for the largest size.
+
+    Args:
+        make_model: ``make_model(n)`` returns a freshly initialised model for size ``n`` (e.g.
+            ``lambda n: ctx.init_model(build, "cnn", str(n))``).
+        splits: has ``x_train, y_train, x_val, y_val, x_test, y_test``.
+        sizes: increasing training-set sizes, each at most ``len(splits.y_train)``.
+        config: the training hyper-parameters shared by every point.
+        setup_for: ``setup_for(n)`` returns the :class:`TrainSetup` of size ``n`` (its own tag
+            and checkpoint, e.g. ``lambda n: ctx.training(f"cnn-{n}")``).
+        seed: seeds the permutation the subsets are cut from.
+        epoch_length: examples per epoch, at least the largest size (default: the largest size).
+            A small data set trained for as many steps as a large one gives the large one's.
+    """
+    sizes = [int(n) for n in sizes]
+    available = len(splits.y_train)
+    if not sizes or sizes != sorted(set(sizes)) or sizes[0] < 1 or sizes[-1] > available:
+        raise ValueError(f"sizes must increase within 1..{available} (the training set), got {sizes}")
+    epoch_length = sizes[-1] if epoch_length is None else int(epoch_length)
+    if epoch_length < sizes[-1]:
+        raise ValueError(f"epoch_length={epoch_length} is shorter than the largest size {sizes[-1]}")
+    order = np.random.default_rng(seed).permutation(available)
+    rows, fits = [], []
+    for n in sizes:
+        subset = splits.train_subset(order[:n], repeat_to=epoch_length)
+        rows.append(order[:n])
+        fits.append(fit_classifier(make_model(n), subset, config, setup_for(n), test=n == sizes[-1]))
+    return LearningCurve(sizes, rows, fits)
 
 
 def fit_node_classifier(
