@@ -98,3 +98,31 @@ def test_workshop_day1_index_and_progress_lines(capsys, tmp_path):
     header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["day", "lab"])
     assert [lines[header + 2 + i].split()[1] for i in range(len(DAY1))] == DAY1
     assert any(line.startswith("workshop: ") and "claims passed" in line for line in lines)
+
+
+def test_decision_verdicts_follow_from_the_recorded_evidence(quick_run):
+    """Each situation's verdict is decide() of the evidence results.json records (--quick data)."""
+    from biaslab.evaluate.decision import Evidence, decide
+
+    result = quick_run("decision")
+    m, cfg = result.metrics, read_json(result.run_dir / "config.json")["config"]
+    keys = ("min_accuracy", "max_ece", "min_shift_accuracy", "min_ood_auroc", "still_falling")
+    thresholds = {k: cfg[k] for k in keys}
+    for key in ("cnn_all", "cnn_small", "mlp_all"):
+        size = m[f"{key}_train_size"]
+        evidence = Evidence(
+            train_sizes=[size // 2, size],  # the quick profile's two curve points
+            val_errors=m[f"{key}_val_errors"],
+            accuracy=m[f"{key}_test_accuracy"],
+            ece=m[f"{key}_ece"],
+            shift_accuracy=m[f"{key}_shift_accuracy"],
+            shift_val_errors=m[f"{key}_shift_val_errors"],
+            ood_auroc=m[f"{key}_ood_auroc"],
+        )
+        d = decide(evidence, **thresholds)
+        assert (d.verdict, d.rule) == (m[f"{key}_verdict"], m[f"{key}_rule"]), key
+        assert m[f"{key}_ood_detector"] in ("MSP", "energy", "Mahalanobis", "kNN")
+    assert m["cnn_small_train_size"] == round(cfg["small_fraction"] * m["cnn_all_train_size"])
+    res = read_json(result.run_dir / "results.json")
+    (why,) = [t for t in res["tables"] if t["title"].startswith("Why")]
+    assert [row[0] for row in why["rows"]] == [c["claim"].split(":")[0] for c in result.claims]

@@ -55,6 +55,7 @@ def test_a_learning_curve_trains_nested_subsets_for_equal_steps_and_tests_only_t
         torch.manual_seed(n)
         return MLP((2, 16, 2))
 
+    flipped = (splits.x_val, 1 - splits.y_val)  # every label wrong: error = accuracy on val
     curve = fit_learning_curve(
         make_model,
         splits,
@@ -62,6 +63,7 @@ def test_a_learning_curve_trains_nested_subsets_for_equal_steps_and_tests_only_t
         TrainConfig(epochs=30, lr=1e-2, batch_size=20),
         lambda n: TrainSetup(tag=f"n{n}"),
         seed=3,
+        also_on={"flipped": flipped},
     )
     assert made == curve.sizes == [10, 50, 200]
     assert [f.trainer.step for f in curve.fits] == [300, 300, 300]  # 30 epochs of 200 examples each
@@ -72,6 +74,7 @@ def test_a_learning_curve_trains_nested_subsets_for_equal_steps_and_tests_only_t
     errors = curve.val_errors
     assert errors == [1 - f.history[-1]["val_accuracy"] for f in curve.fits]
     assert errors[-1] < 0.1 < errors[0]  # XOR from 10 points is guesswork; from 200 it is learned
+    assert curve.errors_on["flipped"] == pytest.approx([1 - e for e in errors], abs=1e-12)
     with pytest.raises(ValueError, match="increase within 1..200"):
         fit_learning_curve(make_model, splits, [50, 10], TrainConfig(), TrainSetup, seed=0)
     with pytest.raises(ValueError, match="increase within 1..200"):

@@ -23,7 +23,7 @@ from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.train import TrainConfig
 from biaslab.train.config import CLASSIFIER_MONITOR_KEYS
-from biaslab.train.recipes import fit_classifier
+from biaslab.train.recipes import fit_classifier, predict
 
 TARGET_ECE = 0.01  # after scaling; Guo et al. report 0.8-1.9% on their models
 
@@ -46,12 +46,6 @@ class CalibrationConfig(TrainConfig, MnistSizes):
         super().__post_init__()
 
 
-def logits_of(model: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
-    model.eval()
-    with torch.no_grad():
-        return torch.cat([model(x[i : i + 4096]) for i in range(0, len(x), 4096)])  # (N, 10)
-
-
 @experiment(
     name="calibration",
     day=5,
@@ -67,7 +61,7 @@ def run(ctx) -> None:
     splits = mnist_splits_for(cfg, ctx.seed_for("split"), standardize=True)
     model = ctx.init_model(lambda: MLP((784, cfg.hidden, 10)), "mlp")
     fit = fit_classifier(model, splits, TrainConfig.of(cfg), ctx.training("mlp"))
-    val_logits, test_logits = logits_of(model, splits.x_val), logits_of(model, splits.x_test)
+    val_logits, test_logits = predict(model, splits.x_val), predict(model, splits.x_test)  # (N, 10)
     scaler = TemperatureScaling().fit(val_logits, splits.y_val)  # validation only
     before = torch.softmax(test_logits, dim=1)
     after = scaler.predict_proba(test_logits)

@@ -346,3 +346,46 @@ def score_histograms(panels: dict[str, tuple[np.ndarray, np.ndarray]], bins: int
         ax.set_xlabel("score (higher = more OOD)", fontsize=8)
         ax.legend(fontsize=7)
     return fig
+
+
+def error_vs_data(
+    curves: dict[str, dict[str, tuple[Sequence[int], Sequence[float]]]], target: float | None = None
+):
+    """Learning curves on log–log axes: validation error against the training-set size.
+
+    ``curves[model][variant] = (sizes, errors)``: one colour per model (each over its own sizes),
+    one line style per variant (the first solid, then dashed, dotted), and a grey dashed
+    horizontal ``target`` error."""
+    fig, (ax,) = subplots(1, size=(6.5, 4.4))
+    styles = ("-", "--", ":", "-.")
+    for i, (model, variants) in enumerate(curves.items()):
+        for style, (variant, (sizes, errors)) in zip(styles, variants.items()):
+            label = f"{model}, {variant}" if variant else model
+            ax.loglog(sizes, errors, ls=style, marker="o", ms=4, color=f"C{i}", label=label)
+    if target is not None:
+        ax.axhline(target, color="grey", lw=1, ls="--", label=f"required: {target:g}")
+    ax.set_xlabel("training examples")
+    ax.set_ylabel("validation error")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def requirement_panels(measures: dict[str, dict[str, float]], requirements: dict[str, tuple[float, str]]):
+    """One panel per measure (accuracy, ECE, ...): a bar per model and the requirement as a
+    dashed line; ``requirements[measure] = (threshold, ">=" or "<=")``. A bar that misses its
+    requirement is drawn hatched."""
+    fig, axes = subplots(len(measures), size=(2.9, 3.2))
+    for ax, (measure, values) in zip(axes, measures.items()):
+        threshold, sense = requirements[measure]
+        names, heights = list(values), [values[n] for n in values]
+        met = [h >= threshold if sense == ">=" else h <= threshold for h in heights]
+        bars = ax.bar(range(len(names)), heights, color=[f"C{i}" for i in range(len(names))])
+        for bar, ok in zip(bars, met):
+            bar.set_hatch("" if ok else "//")
+            bar.set_alpha(1.0 if ok else 0.5)
+        ax.axhline(threshold, color="black", lw=1, ls="--")
+        ax.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=7)
+        ax.set_title(f"{measure} (required {sense} {threshold:g})", fontsize=8)
+        ax.grid(alpha=0.3, axis="y")
+    return fig

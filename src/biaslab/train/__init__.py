@@ -2,7 +2,16 @@
 
 from biaslab.train.callbacks import EarlyStopping
 from biaslab.train.config import OPTIMIZERS, SCHEDULES, Optimizer, Schedule, TrainConfig
-from biaslab.train.recipes import FitResult, TrainSetup, fit_classifier, fit_reconstruction, fit_scratch
+from biaslab.train.recipes import (
+    FitResult,
+    LearningCurve,
+    TrainSetup,
+    fit_classifier,
+    fit_learning_curve,
+    fit_reconstruction,
+    fit_scratch,
+    predict,
+)
 from biaslab.train.seed import derive_seed, seed_everything
 from biaslab.train.steps import StepOutput
 from biaslab.train.trainer import Trainer, accuracy
@@ -12,6 +21,7 @@ __all__ = [
     "SCHEDULES",
     "EarlyStopping",
     "FitResult",
+    "LearningCurve",
     "Optimizer",
     "Schedule",
     "StepOutput",
@@ -21,7 +31,9 @@ __all__ = [
     "accuracy",
     "derive_seed",
     "fit_classifier",
+    "fit_learning_curve",
     "fit_reconstruction",
     "fit_scratch",
+    "predict",
     "seed_everything",
 ]

@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 from torch import nn
 
-from biaslab.train.config import TrainConfig
+from biaslab.train.config import EVAL_BATCH, TrainConfig
 from biaslab.train.steps import StepOutput
 from biaslab.train.trainer import Logger, Trainer, accuracy
 
@@ -76,6 +77,19 @@ class FitResult:
         )
 
 
+def predict(model: nn.Module, x: torch.Tensor, method: str = "forward", batch_size: int = EVAL_BATCH):
+    """``model.<method>(x)`` in eval mode, without gradients, ``batch_size`` rows at a time
+    (a CNN's activations on all of MNIST at once would take gigabytes), concatenated.
+
+    Shapes:
+        x (N, ...) -> (N, ...) as the method returns per row.
+    """
+    model.eval()
+    fn = getattr(model, method)
+    with torch.no_grad():
+        return torch.cat([fn(x[i : i + batch_size]) for i in range(0, len(x), batch_size)])
+
+
 def fit_classifier(
     model: nn.Module,
     splits,
@@ -116,11 +130,13 @@ class LearningCurve:
 
     ``rows[i]`` are the positions in the training set of the ``sizes[i]`` examples fit ``i``
     learned from (nested: each holds the previous); only the largest fit has a test result.
+    ``errors_on[name][i]`` is fit ``i``'s error (1 − accuracy) on the extra set ``name``.
     """
 
     sizes: list[int]
     rows: list[np.ndarray]
     fits: list[FitResult]
+    errors_on: dict[str, list[float]]
 
     @property
     def val_errors(self) -> list[float]:
@@ -141,6 +157,7 @@ def fit_learning_curve(
     setup_for: Callable[[int], TrainSetup],
     seed: int,
     epoch_length: int | None = None,
+    also_on: dict[str, tuple[torch.Tensor, torch.Tensor]] | None = None,
 ) -> LearningCurve:
     """Validation error against the amount of training data, at an equal step budget.
 
@@ -161,6 +178,8 @@ def fit_learning_curve(
         seed: seeds the permutation the subsets are cut from.
         epoch_length: examples per epoch, at least the largest size (default: the largest size).
             A small data set trained for as many steps as a large one gives the large one's.
+        also_on: name -> ``(x, y)``: further held-out sets each model's error is measured on
+            after its training (e.g. the validation set under a shift), never used for a choice.
     """
     sizes = [int(n) for n in sizes]
     available = len(splits.y_train)
@@ -170,12 +189,16 @@ def fit_learning_curve(
     if epoch_length < sizes[-1]:
         raise ValueError(f"epoch_length={epoch_length} is shorter than the largest size {sizes[-1]}")
     order = np.random.default_rng(seed).permutation(available)
-    rows, fits = [], []
+    also_on = also_on or {}
+    curve = LearningCurve(sizes, [], [], {name: [] for name in also_on})
     for n in sizes:
         subset = splits.train_subset(order[:n], repeat_to=epoch_length)
-        rows.append(order[:n])
-        fits.append(fit_classifier(make_model(n), subset, config, setup_for(n), test=n == sizes[-1]))
-    return LearningCurve(sizes, rows, fits)
+        fit = fit_classifier(make_model(n), subset, config, setup_for(n), test=n == sizes[-1])
+        curve.rows.append(order[:n])
+        curve.fits.append(fit)
+        for name, data in also_on.items():
+            curve.errors_on[name].append(1.0 - fit.trainer.evaluate(data)["accuracy"])
+    return curve
 
 
 def fit_node_classifier(
