@@ -21,6 +21,8 @@ from biaslab.evaluate.ood import (
     aupr,
     auroc,
     choose_detector,
+    classifier_outputs,
+    fit_detectors,
     fpr_at_95_tpr,
     ood_report,
     ood_scores,
@@ -141,6 +143,36 @@ def test_knn_equals_sklearn_nearest_neighbors(normalize, monkeypatch):
 def test_ood_scores_needs_the_detectors_input():
     with pytest.raises(ValueError, match="features="):
         ood_scores(KNN(k=1), logits=np.zeros((2, 3)))
+
+
+def test_fit_detectors_fits_each_detector_as_alone_and_subsamples_knn_with_its_seed():
+    train, y_train, test_in, _, logits = synthetic(seed=5)
+    fitted = fit_detectors(train, y_train, knn_k=3, knn_train=50, seed=7)
+    assert list(fitted) == ["MSP", "max logit", "energy", "Mahalanobis", "kNN"]
+    alone = Mahalanobis().fit(train, y_train)
+    np.testing.assert_array_equal(fitted["Mahalanobis"].score(test_in), alone.score(test_in))
+    rows = np.random.default_rng(7).choice(len(train), 50, replace=False)
+    np.testing.assert_array_equal(fitted["kNN"].score(test_in), KNN(k=3).fit(train[rows]).score(test_in))
+    everything = fit_detectors(train, y_train, knn_k=3)  # knn_train=None: all training features
+    assert len(everything["kNN"].train_features_) == len(train)
+    np.testing.assert_array_equal(fitted["energy"].score(logits(test_in)), Energy().score(logits(test_in)))
+
+
+def test_classifier_outputs_are_the_logits_and_features_in_eval_mode_and_batches():
+    from biaslab.nn import CNN, MLP
+
+    torch.manual_seed(0)
+    mlp = MLP((6, 5, 3), dropout=0.5).train()
+    x = torch.randn(2100, 6)  # more rows than one evaluation batch
+    out = classifier_outputs(mlp, x)
+    assert not mlp.training  # eval mode: dropout off, so the outputs are the deterministic ones
+    with torch.no_grad():
+        np.testing.assert_allclose(out["logits"], mlp(x).numpy(), atol=1e-6, rtol=0)
+        np.testing.assert_allclose(out["features"], mlp.hidden(x).numpy(), atol=1e-6, rtol=0)
+    cnn = CNN(1, (2,), 3, input_size=6, global_pool=None)
+    images = torch.randn(4, 1, 6, 6)
+    out = classifier_outputs(cnn, images, "embedding")
+    assert out["features"].shape == (4, 18) and out["logits"].shape == (4, 3)
 
 
 def test_choose_detector_picks_the_highest_auroc_on_the_data_it_is_given():

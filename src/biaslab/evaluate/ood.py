@@ -204,6 +204,47 @@ def ood_scores(detector, *, logits=None, features=None) -> np.ndarray:
     return detector.score(x)
 
 
+def classifier_outputs(model, x, features: str = "hidden") -> dict[str, np.ndarray]:
+    """What the detectors read from a trained classifier, ``{"logits": (N, C), "features": (N, D)}``
+    as NumPy arrays, computed in eval mode without gradients, in batches.
+
+    Args:
+        model: a classifier (a ``torch.nn.Module``).
+        x: its inputs (N, ...).
+        features: the model's method giving the penultimate features: ``"hidden"`` for
+            :class:`biaslab.nn.MLP` (default), ``"embedding"`` for :class:`biaslab.nn.CNN`.
+    """
+    from biaslab.train.recipes import predict
+
+    return {"logits": predict(model, x).numpy(), "features": predict(model, x, features).numpy()}
+
+
+def fit_detectors(train_features, train_labels, knn_k: int = 50, knn_train=None, seed: int = 0) -> dict:
+    """Every detector of this module, fitted on a classifier's training features.
+
+    Args:
+        train_features: (N, D) penultimate features of the training inputs.
+        train_labels: (N,) their labels (Mahalanobis' class means).
+        knn_k: the kNN detector's neighbour (default 50).
+        knn_train: the kNN detector searches this many training features, drawn without
+            replacement with ``seed`` (default None: all of them).
+
+    Returns:
+        ``{"MSP", "max logit", "energy", "Mahalanobis", "kNN"}`` -> fitted detector.
+    """
+    h = _matrix(train_features, "train_features")
+    rows = np.arange(len(h))
+    if knn_train is not None and knn_train < len(h):
+        rows = np.random.default_rng(seed).choice(len(h), knn_train, replace=False)
+    return {
+        "MSP": MSP(),
+        "max logit": MaxLogit(),
+        "energy": Energy(),
+        "Mahalanobis": Mahalanobis().fit(h, train_labels),
+        "kNN": KNN(k=knn_k).fit(h[rows]),
+    }
+
+
 def choose_detector(detectors: dict, inside: dict, outside: dict) -> tuple[str, dict[str, float]]:
     """The fitted detector whose scores separate ``inside`` from ``outside`` best (AUROC).
 

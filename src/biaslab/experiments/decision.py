@@ -35,13 +35,13 @@ from biaslab.data.transforms import jitter, standardize
 from biaslab.errors import ConfigError
 from biaslab.evaluate.calibration import expected_calibration_error
 from biaslab.evaluate.decision import Evidence, decide
-from biaslab.evaluate.ood import KNN, MSP, Energy, Mahalanobis, auroc, choose_detector, ood_scores
+from biaslab.evaluate.ood import auroc, choose_detector, classifier_outputs, fit_detectors, ood_scores
 from biaslab.nn import CNN, MLP
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.train import TrainConfig
 from biaslab.train.config import CLASSIFIER_MONITOR_KEYS, Schedule
-from biaslab.train.recipes import fit_learning_curve, predict
+from biaslab.train.recipes import fit_learning_curve
 
 SITUATIONS = {  # name -> (model, share of the training set, the verdict the situation is prepared for)
     "good CNN": ("cnn", "all", "ship"),
@@ -115,8 +115,7 @@ def build(kind: str, cfg: DecisionConfig) -> torch.nn.Module:
 
 def outputs(model: torch.nn.Module, x: torch.Tensor) -> dict[str, np.ndarray]:
     """Logits (N, 10) and penultimate features (N, D) for the OOD detectors."""
-    features = predict(model, x, "embedding" if isinstance(model, CNN) else "hidden")
-    return {"logits": predict(model, x).numpy(), "features": features.numpy()}
+    return classifier_outputs(model, x, "embedding" if isinstance(model, CNN) else "hidden")
 
 
 def along_the_curve(errors: list[float], drop: float) -> str:
@@ -180,16 +179,13 @@ def run(ctx) -> None:
         shift_accuracy = fit.trainer.evaluate((shifted_test, splits.y_test))["accuracy"]
 
         learned = curve.rows[-1]  # the digits this model learned from
-        train = outputs(model, splits.x_train[learned])["features"]
-        knn_rows = np.random.default_rng(ctx.seed_for("knn", share)).permutation(len(learned))[
-            : cfg.knn_train
-        ]
-        detectors = {
-            "MSP": MSP(),
-            "energy": Energy(),
-            "Mahalanobis": Mahalanobis().fit(train, splits.y_train[learned].numpy()),
-            "kNN": KNN(k=cfg.knn_k).fit(train[knn_rows]),
-        }
+        detectors = fit_detectors(
+            outputs(model, splits.x_train[learned])["features"],
+            splits.y_train[learned].numpy(),
+            cfg.knn_k,
+            cfg.knn_train,
+            seed=ctx.seed_for("knn", share),
+        )
         chosen, _ = choose_detector(
             detectors, outputs(model, splits.x_val[: cfg.n_ood]), outputs(model, animals_choose)
         )

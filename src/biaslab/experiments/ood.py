@@ -19,14 +19,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-import numpy as np
-import torch
-
 from biaslab.config import check_range
 from biaslab.data.mnist import QUICK_SIZES, MnistSizes, load_mnist, mnist_splits_for
 from biaslab.data.ood import count_duplicates, images_to_tensor, load_animal_mnist, ood_sets
 from biaslab.data.transforms import standardize
-from biaslab.evaluate.ood import KNN, MSP, Energy, Mahalanobis, MaxLogit, ood_report, ood_scores
+from biaslab.evaluate.ood import classifier_outputs, fit_detectors, ood_report, ood_scores
 from biaslab.nn import MLP
 from biaslab.registry import experiment
 from biaslab.report import plots
@@ -58,16 +55,6 @@ class OODConfig(TrainConfig, MnistSizes):
         super().__post_init__()
 
 
-def detectors(cfg: OODConfig) -> dict:
-    return {
-        "MSP": MSP(),
-        "max logit": MaxLogit(),
-        "energy": Energy(),
-        "Mahalanobis": Mahalanobis(),
-        "kNN": KNN(k=cfg.knn_k),
-    }
-
-
 @experiment(
     name="ood",
     day=5,
@@ -83,32 +70,20 @@ def run(ctx) -> None:
     splits, (mean, std) = standardize(mnist_splits_for(cfg, ctx.seed_for("split")), in_place=True)
     model = ctx.init_model(lambda: MLP((784, cfg.hidden, 10)), "mlp")
     fit = fit_classifier(model, splits, TrainConfig.of(cfg), ctx.training("mlp"))
-    model.eval()
-
-    def outputs(x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
-        with torch.no_grad():
-            return model(x).numpy(), model.hidden(x).numpy()  # logits (N, 10), features (N, hidden)
-
-    rng = np.random.default_rng(ctx.seed_for("knn"))
-    _, train_features = outputs(splits.x_train)
-    knn_rows = rng.choice(len(train_features), min(cfg.knn_train, len(train_features)), replace=False)
-    fitted = {}
-    for name, det in detectors(cfg).items():
-        if name == "Mahalanobis":
-            det.fit(train_features, splits.y_train.numpy())
-        elif name == "kNN":
-            det.fit(train_features[knn_rows])
-        fitted[name] = det
+    train_features = classifier_outputs(model, splits.x_train)["features"]  # (N, hidden)
+    fitted = fit_detectors(
+        train_features, splits.y_train.numpy(), cfg.knn_k, cfg.knn_train, seed=ctx.seed_for("knn")
+    )
     test_images = load_mnist().x_test
     sets = ood_sets(test_images, cfg.n_ood, ctx.seed_for("ood"), fashion_folder=cfg.fashion_dir or None)
-    inside = outputs(splits.x_test[: cfg.n_ood])
-    scores_in = {n: ood_scores(d, logits=inside[0], features=inside[1]) for n, d in fitted.items()}
+    inside = classifier_outputs(model, splits.x_test[: cfg.n_ood])
+    scores_in = {n: ood_scores(d, **inside) for n, d in fitted.items()}
     rows, auroc = [], {}
     histograms = {}
     for set_name, images in sets.items():
-        logits, features = outputs((images_to_tensor(images) - mean) / std)
+        outside = classifier_outputs(model, (images_to_tensor(images) - mean) / std)
         for det_name, det in fitted.items():
-            scores_out = ood_scores(det, logits=logits, features=features)
+            scores_out = ood_scores(det, **outside)
             report = ood_report(scores_in[det_name], scores_out)
             auroc[set_name, det_name] = report["auroc"]
             rows.append(
