@@ -41,7 +41,7 @@ from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.train import TrainConfig
 from biaslab.train.config import CLASSIFIER_MONITOR_KEYS, Schedule
-from biaslab.train.recipes import fit_learning_curve
+from biaslab.train.recipes import fit_learning_curve, predict
 
 SITUATIONS = {  # name -> (model, share of the training set, the verdict the situation is prepared for)
     "good CNN": ("cnn", "all", "ship"),
@@ -118,6 +118,25 @@ def outputs(model: torch.nn.Module, x: torch.Tensor) -> dict[str, np.ndarray]:
     return classifier_outputs(model, x, "embedding" if isinstance(model, CNN) else "hidden")
 
 
+def ood_evidence(model, splits, learned, animals, cfg: DecisionConfig, seed: int) -> tuple[str, float]:
+    """The OOD detector fitted on the training digits the model ``learned`` from and chosen on
+    validation digits against ``animals[0]``, and its AUROC on test digits against ``animals[1]``
+    (fresh data: the chosen detector's score is not the best of several on the same data)."""
+    detectors = fit_detectors(
+        outputs(model, splits.x_train[learned])["features"],
+        splits.y_train[learned].numpy(),
+        cfg.knn_k,
+        cfg.knn_train,
+        seed=seed,
+    )
+    choose_on, measure_on = animals
+    chosen, _ = choose_detector(
+        detectors, outputs(model, splits.x_val[: cfg.n_ood]), outputs(model, choose_on)
+    )
+    scores_in = ood_scores(detectors[chosen], **outputs(model, splits.x_test[: cfg.n_ood]))
+    return chosen, auroc(scores_in, ood_scores(detectors[chosen], **outputs(model, measure_on)))
+
+
 def along_the_curve(errors: list[float], drop: float) -> str:
     """A table cell: the errors at each size, and their relative change over the last step."""
     return f"{', '.join(f'{e:.4f}' for e in errors)} (last step {-drop:+.0%})"
@@ -174,25 +193,11 @@ def run(ctx) -> None:
             also_on={"shift": (shifted_val, splits.y_val)},
         )
         fit, model = curve.final, curve.final.trainer.model
-        test = outputs(model, splits.x_test)
-        probs = torch.softmax(torch.from_numpy(test["logits"]), dim=1)
+        probs = torch.softmax(predict(model, splits.x_test), dim=1)  # (N, 10)
         shift_accuracy = fit.trainer.evaluate((shifted_test, splits.y_test))["accuracy"]
 
-        learned = curve.rows[-1]  # the digits this model learned from
-        detectors = fit_detectors(
-            outputs(model, splits.x_train[learned])["features"],
-            splits.y_train[learned].numpy(),
-            cfg.knn_k,
-            cfg.knn_train,
-            seed=ctx.seed_for("knn", share),
-        )
-        chosen, _ = choose_detector(
-            detectors, outputs(model, splits.x_val[: cfg.n_ood]), outputs(model, animals_choose)
-        )
-        inside = {k: v[: cfg.n_ood] for k, v in test.items()}
-        ood_auroc = auroc(
-            ood_scores(detectors[chosen], **inside),
-            ood_scores(detectors[chosen], **outputs(model, animals_measure)),
+        chosen, ood_auroc = ood_evidence(
+            model, splits, curve.rows[-1], (animals_choose, animals_measure), cfg, ctx.seed_for("knn", share)
         )
         evidence = Evidence(
             train_sizes=sizes,
