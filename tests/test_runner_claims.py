@@ -95,3 +95,20 @@ def test_claim_not_judged_in_quick(ctx):
     ctx.claim("big", expected=">= 0.97", measured=0.5, passed=False, checked_in_quick=False)
     claim = ctx.claims[0].as_dict()
     assert verdict_of(claim) == "unjudged" and "not judged in --quick" in claim["expected"]
+
+
+def test_timing_columns_are_left_out_of_what_the_seed_fixes_and_marked_in_the_report(ctx, tmp_path):
+    from biaslab.report.html import _timing_marked
+    from biaslab.results import reproducible
+
+    ctx.table("samplers", ["sampler", "distance", "seconds"], [["A", 0.1, 2.5], ["B", 0.2, 0.1]], ["seconds"])
+    ctx.table("plain", ["x"], [[1]])
+    results = {"tables": ctx.tables, "claims": []}
+    assert reproducible(results)["tables"] == [
+        {**ctx.tables[0], "rows": [["A", 0.1, None], ["B", 0.2, None]]},
+        {"title": "plain", "columns": ["x"], "rows": [[1]]},
+    ]
+    assert ctx.tables[0]["rows"][0][2] == 2.5  # the record itself keeps the times
+    assert _timing_marked(ctx.tables[0])[2] == "seconds (wall clock, this machine)"
+    with pytest.raises(ValueError, match="not among the columns"):
+        ctx.table("bad", ["a"], [[1]], ["b"])

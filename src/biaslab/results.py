@@ -134,16 +134,28 @@ TIMING_KEYS = frozenset({"time", "seconds", "elapsed_s"})  # such keys anywhere 
 def reproducible(results: dict) -> dict:
     """The part of results.json that a seed fixes bit for bit (for a given machine's arithmetic).
 
-    Left out: ``elapsed_s``, the ``timings``, and the measured value and verdict of every claim
-    marked ``timing`` (judged on a documented time budget, so machine-dependent).
+    Left out: ``elapsed_s``, the ``timings``, the measured value and verdict of every claim
+    marked ``timing`` (judged on a documented time budget, so machine-dependent), and the cells of
+    every table column listed in the table's ``timing_columns`` (set to None).
     """
     out = {k: v for k, v in results.items() if k not in TIMING_KEYS and k != TIMINGS}
+    if isinstance(results.get("tables"), list):
+        out["tables"] = [_without_timing_cells(t) for t in results["tables"]]
     out["claims"] = [
         {k: v for k, v in c.items() if k not in ("measured", "passed")} if c.get("timing") else c
         for c in results.get("claims") or []
         if isinstance(c, dict)
     ]
     return out
+
+
+def _without_timing_cells(table):
+    if not isinstance(table, dict) or not table.get("timing_columns"):
+        return table
+    columns = list(table.get("columns") or [])
+    timed = {i for i, c in enumerate(columns) if c in table["timing_columns"]}
+    rows = [[None if i in timed else v for i, v in enumerate(row)] for row in table.get("rows") or []]
+    return {**table, "rows": rows}
 
 
 def reproducible_record(record: dict) -> dict:

@@ -12,7 +12,7 @@ import ast
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, TextIO
@@ -246,8 +246,18 @@ class RunContext:
         )
         return verdict
 
-    def table(self, title: str, columns: list[str], rows: list[list[Any]]) -> None:
-        self.tables.append({"title": title, "columns": list(columns), "rows": rows})
+    def table(
+        self, title: str, columns: list[str], rows: list[list[Any]], timing_columns: Sequence[str] = ()
+    ) -> None:
+        """A table of results; ``timing_columns`` names the columns holding wall-clock times,
+        which the report flags as machine-dependent and which no seed fixes (``reproducible``)."""
+        unknown = set(timing_columns) - set(columns)
+        if unknown:
+            raise ValueError(f"timing_columns {sorted(unknown)} are not among the columns {list(columns)}")
+        table = {"title": title, "columns": list(columns), "rows": rows}
+        if timing_columns:
+            table["timing_columns"] = list(timing_columns)
+        self.tables.append(table)
 
     def figure(self, name: str, fig, caption: str = "") -> Path:
         """Save a matplotlib figure as figures/<name>.png and close it."""

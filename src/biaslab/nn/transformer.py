@@ -31,6 +31,21 @@ def _check_length(T: int, max_len: int, what: str = "sequence length") -> None:
         raise ValueError(f"{what} {T} exceeds max_len={max_len}; build the model with max_len >= {T}")
 
 
+def sinusoidal_embedding(positions: torch.Tensor, dim: int, base: float = 10000.0) -> torch.Tensor:
+    """Vaswani et al.'s encoding of (integer or real) positions: sin(p / base^{2i/d}) in the even
+    and cos(p / base^{2i/d}) in the odd features (odd widths drop the last cosine), in float64.
+
+    Shapes:
+        positions (N,) -> (N, dim).
+    """
+    inv_freq = torch.exp(torch.arange(0, dim, 2, dtype=torch.float64) * (-math.log(base) / dim))
+    angles = positions.to(torch.float64)[:, None] * inv_freq  # (N, ceil(dim/2)): p / base^{2i/d}
+    out = torch.zeros(len(positions), dim, dtype=torch.float64)
+    out[:, 0::2] = torch.sin(angles)
+    out[:, 1::2] = torch.cos(angles[:, : dim // 2])
+    return out
+
+
 class SinusoidalPositionalEncoding(nn.Module):
     """Adds the fixed Vaswani encoding PE[pos] to each token (no parameters).
 
@@ -47,12 +62,7 @@ class SinusoidalPositionalEncoding(nn.Module):
         if dim < 1 or max_len < 1:
             raise ValueError(f"dim and max_len must be positive, got {dim}, {max_len}")
         self.dim, self.max_len = dim, max_len
-        pos = torch.arange(max_len, dtype=torch.float64)[:, None]  # (max_len, 1)
-        inv_freq = torch.exp(torch.arange(0, dim, 2, dtype=torch.float64) * (-math.log(10000.0) / dim))
-        angles = pos * inv_freq  # (max_len, ceil(C/2)): pos / 10000^{2i/d}
-        pe = torch.zeros(max_len, dim, dtype=torch.float64)
-        pe[:, 0::2] = torch.sin(angles)
-        pe[:, 1::2] = torch.cos(angles[:, : dim // 2])
+        pe = sinusoidal_embedding(torch.arange(max_len), dim)  # (max_len, C)
         self.register_buffer("pe", pe.to(torch.get_default_dtype()), persistent=False)
 
     def reset_parameters(self) -> None:

@@ -266,7 +266,7 @@ def _report_context(run_dir: Path, complete: bool | None, order: Sequence[str] |
         "tables": [
             {
                 "title": format_value(t.get("title") or "Table"),
-                **_table(t.get("columns") or [], t.get("rows") or []),
+                **_table(_timing_marked(t), t.get("rows") or []),
             }
             for t in res.get("tables") or []
             if isinstance(t, dict)
@@ -276,6 +276,12 @@ def _report_context(run_dir: Path, complete: bool | None, order: Sequence[str] |
         "run_name": run_dir.name,
         "n_records": _count_records(rundir.metrics_path),
     }
+
+
+def _timing_marked(table: dict) -> list:
+    """The table's column names, those of wall-clock columns marked as machine-dependent."""
+    timed = set(table.get("timing_columns") or ())
+    return [f"{c} (wall clock, this machine)" if c in timed else c for c in table.get("columns") or []]
 
 
 def render_report(run_dir, complete: bool | None = None, order: Sequence[str] | None = None) -> Path:

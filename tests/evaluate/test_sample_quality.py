@@ -1,0 +1,64 @@
+"""Tests for biaslab.evaluate.sample_quality: MMD against scikit-learn's RBF kernel, W1 against
+scipy, and both distances' behaviour on equal and shifted distributions."""
+
+import numpy as np
+import pytest
+from scipy.stats import wasserstein_distance
+from sklearn.metrics.pairwise import euclidean_distances, rbf_kernel
+
+from biaslab.evaluate.sample_quality import median_bandwidth, mmd, sliced_wasserstein, wasserstein_1d
+
+
+def draws(seed, n=300, shift=0.0, d=2):
+    return np.random.default_rng(seed).normal(size=(n, d)) + shift
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_mmd_equals_the_unbiased_estimate_from_sklearn_kernels(seed):
+    rng = np.random.default_rng(seed)
+    x, y = rng.normal(size=(40, 3)), rng.normal(0.5, size=(55, 3))
+    h = float(np.median(euclidean_distances(np.r_[x, y])[np.triu_indices(95, k=1)]))
+    assert median_bandwidth(x, y) == pytest.approx(h, rel=1e-12)
+    gamma = 1 / (2 * h * h)
+    kxx, kyy, kxy = rbf_kernel(x, gamma=gamma), rbf_kernel(y, gamma=gamma), rbf_kernel(x, y, gamma=gamma)
+    expected = (kxx.sum() - 40) / (40 * 39) + (kyy.sum() - 55) / (55 * 54) - 2 * kxy.mean()
+    assert mmd(x, y) == pytest.approx(expected, abs=1e-12)
+    assert mmd(x, y, bandwidth=0.7) == pytest.approx(
+        (rbf_kernel(x, gamma=1 / 0.98).sum() - 40) / 1560
+        + (rbf_kernel(y, gamma=1 / 0.98).sum() - 55) / 2970
+        - 2 * rbf_kernel(x, y, gamma=1 / 0.98).mean(),
+        abs=1e-12,
+    )
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_wasserstein_1d_equals_scipy(seed):
+    rng = np.random.default_rng(seed)
+    u, v = rng.normal(size=rng.integers(2, 50)), rng.exponential(size=rng.integers(2, 50))
+    assert wasserstein_1d(u, v) == pytest.approx(wasserstein_distance(u, v), abs=1e-12)
+
+
+def test_sliced_wasserstein_is_the_mean_over_directions_and_sees_a_shift():
+    x, y = draws(0), draws(1, shift=np.array([1.0, 0.0]))
+    theta = np.random.default_rng(3).normal(size=(50, 2))
+    theta /= np.linalg.norm(theta, axis=1, keepdims=True)
+    expected = np.mean([wasserstein_distance(x @ t, y @ t) for t in theta])
+    assert sliced_wasserstein(x, y, projections=50, seed=3) == pytest.approx(expected, abs=1e-12)
+    # A unit shift along one axis moves a random direction's projection by |cos| on average: 2/π.
+    assert sliced_wasserstein(x, y, projections=500) == pytest.approx(2 / np.pi, abs=0.12)
+
+
+def test_both_distances_separate_a_shifted_sample_from_a_fresh_one():
+    same, shifted = draws(1), draws(2, shift=0.5)
+    floor_mmd, floor_sw = mmd(draws(0), same), sliced_wasserstein(draws(0), same)
+    assert abs(floor_mmd) < 0.01 and mmd(draws(0), shifted) > 10 * max(floor_mmd, 0.003)
+    assert sliced_wasserstein(draws(0), shifted) > 2 * floor_sw
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError, match="dimensions"):
+        mmd(np.zeros((3, 2)), np.zeros((3, 3)))
+    with pytest.raises(ValueError, match="N >= 2"):
+        sliced_wasserstein(np.zeros((1, 2)), np.zeros((3, 2)))
+    with pytest.raises(ValueError, match="bandwidth"):
+        mmd(draws(0), draws(1), bandwidth=0.0)
