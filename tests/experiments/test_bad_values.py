@@ -73,6 +73,11 @@ CASES = [
     ("xor", ["hidden=100000000"], ["hidden=100000000", "GiB"]),
     ("xor", ["n_test=10000000000"], ["n_test=10000000000", "GiB"]),
     # -- mnist-mlp: MnistSizes, the batch against the training set, the model's memory
+    # -- Day 3
+    ("gaussians", ["n_samples=2"], ["n_samples=2", "3..10000000", "covariance"]),
+    ("gaussians", ["mc_sizes=100,10"], ["mc_sizes=(100, 10)", "increasing"]),
+    ("gaussians", ["mc_sizes=1,10"], ["mc_sizes=1,10", "2..10000000", "standard error"]),
+    ("gaussians", ["mc_repeats=1"], ["mc_repeats=1", "2..10000", "spread"]),
     # -- Day 4 and the lecture claims
     ("symmetries", ["length=2"], ["length=2", "4..256", "non-trivial permutation"]),
     ("symmetries", ["channels=0"], ["channels=0", "1..64"]),

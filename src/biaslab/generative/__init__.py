@@ -1,5 +1,32 @@
-"""Generative models: autoencoders (more to come: VAE, diffusion)."""
+"""Generative models: autoencoders, Gaussians and the likelihood, denoising diffusion."""
 
 from biaslab.generative.autoencoder import Autoencoder
+from biaslab.generative.denoisers import MLPDenoiser, UNet
+from biaslab.generative.diffusion import DDIM, DDPM, NoiseSchedule, diffusion_loss, diffusion_step
+from biaslab.generative.gaussian import (
+    Gaussian,
+    MonteCarlo,
+    fit_gaussian,
+    gaussian_log_likelihood,
+    kl_gaussians,
+    kl_monte_carlo,
+    sample_gaussian,
+)
 
-__all__ = ["Autoencoder"]
+__all__ = [
+    "DDIM",
+    "DDPM",
+    "Autoencoder",
+    "Gaussian",
+    "MLPDenoiser",
+    "MonteCarlo",
+    "NoiseSchedule",
+    "UNet",
+    "diffusion_loss",
+    "diffusion_step",
+    "fit_gaussian",
+    "gaussian_log_likelihood",
+    "kl_gaussians",
+    "kl_monte_carlo",
+    "sample_gaussian",
+]

@@ -31,21 +31,36 @@ class TimeEmbedding(nn.Module):
 
 
 class MLPDenoiser(nn.Module):
-    """ε_θ for points: the MLP of [x_t, embedding(t)] with SiLU activations.
+    """ε_θ for points: the MLP of [features(x_t), embedding(t)] with SiLU activations.
+
+    An MLP on raw low-dimensional coordinates learns smooth functions first (spectral bias) and
+    blurs thin structures such as a spiral's arms; sinusoidal features of each coordinate at
+    frequencies up to ``input_scale`` (Tancik et al. 2020's Fourier features) let it resolve them.
 
     Args:
         dim: dimensions of a point (default 2).
         hidden: widths of the hidden layers (default (128, 128, 128)).
         time_dim: width of the time embedding (default 32).
+        input_features: sinusoidal features per coordinate (default 0: the raw coordinates).
+        input_scale: the coordinate is multiplied by this before its features (default 25).
 
     Shapes:
         x (N, dim), t (N,) long -> (N, dim).
     """
 
-    def __init__(self, dim: int = 2, hidden: Sequence[int] = (128, 128, 128), time_dim: int = 32):
+    def __init__(
+        self,
+        dim: int = 2,
+        hidden: Sequence[int] = (128, 128, 128),
+        time_dim: int = 32,
+        input_features: int = 0,
+        input_scale: float = 25.0,
+    ):
         super().__init__()
         self.time = TimeEmbedding(time_dim)
-        sizes = [dim + time_dim, *hidden, dim]
+        self.input_features, self.input_scale = input_features, input_scale
+        width = dim * (1 + input_features)
+        sizes = [width + time_dim, *hidden, dim]
         layers: list[nn.Module] = []
         for i, (a, b) in enumerate(itertools.pairwise(sizes)):
             layers.append(nn.Linear(a, b))
@@ -53,8 +68,17 @@ class MLPDenoiser(nn.Module):
                 layers.append(nn.SiLU())
         self.net = nn.Sequential(*layers)
 
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        """The coordinates and their sinusoidal features: (N, dim) -> (N, dim * (1 + input_features))."""
+        if not self.input_features:
+            return x
+        columns = [
+            sinusoidal_embedding(x[:, d] * self.input_scale, self.input_features) for d in range(x.shape[1])
+        ]
+        return torch.cat([x, *(c.to(x.dtype) for c in columns)], dim=1)
+
     def forward(self, x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
-        return self.net(torch.cat([x, self.time(t)], dim=1))  # (N, dim + time_dim) -> (N, dim)
+        return self.net(torch.cat([self.features(x), self.time(t)], dim=1))  # -> (N, dim)
 
 
 def _groups(channels: int) -> int:

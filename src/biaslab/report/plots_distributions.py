@@ -1,0 +1,49 @@
+"""Figures of distributions: Gaussians as ellipses, likelihood decompositions, point clouds.
+
+Each function returns a matplotlib ``Figure`` (see :mod:`biaslab.report.plots`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from biaslab.generative.gaussian import confidence_ellipse
+from biaslab.report.plots import subplots
+
+
+def ellipses(gaussians: dict, samples: np.ndarray | None = None, title: str = ""):
+    """2-D Gaussians as their 1- and 2-sigma ellipses (and their means), over optional samples."""
+    fig, (ax,) = subplots(1, size=(5.5, 5.0))
+    if samples is not None:
+        ax.plot(samples[:, 0], samples[:, 1], ".", color="grey", alpha=0.4, ms=3, label="samples")
+    for i, (label, (mean, cov)) in enumerate(gaussians.items()):
+        for k, style in ((1, ":"), (2, "-")):
+            ax.plot(
+                *confidence_ellipse(mean, cov, k).T,
+                style,
+                color=f"C{i}",
+                label=label if k == 2 else None,
+            )
+        ax.plot(*mean, "+", color=f"C{i}", ms=12, mew=2)
+    ax.set_aspect("equal")
+    ax.set_xlabel("x₁")
+    ax.set_ylabel("x₂")
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def nll_decomposition(rows: list[list]):
+    """Stacked bars H + KL per model, with the measured mean NLL on top of each."""
+    fig, (ax,) = subplots(1, size=(7.0, 4.2))
+    names, nll, h, kl = (list(column) for column in zip(*rows))
+    positions = np.arange(len(names))
+    ax.bar(positions, h, color="C0", label="H(p̂): the data's entropy")
+    ax.bar(positions, kl, bottom=h, color="C1", label="KL(p̂ || q)")
+    ax.plot(positions, nll, "D", color="black", label="mean NLL, measured")
+    ax.set_xticks(positions, names, fontsize=8)
+    ax.set_ylabel("nats")
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=8)
+    return fig
