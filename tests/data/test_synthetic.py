@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from biaslab.data import noisy_polynomial, polynomial_features, two_spirals, xor
+from biaslab.data import noisy_polynomial, polynomial_features, spiral, two_spirals, xor
 from biaslab.errors import BiaslabError
 
 
@@ -51,6 +51,18 @@ def test_spirals_classes_are_point_reflections_without_noise():
     r = np.linalg.norm(reflected, axis=1)
     phase = np.mod(np.arctan2(reflected[:, 1], reflected[:, 0]) - r * 3 * np.pi, 2 * np.pi)
     assert np.all(np.minimum(phase, 2 * np.pi - phase) < 1e-4)
+
+
+def test_spiral_lies_on_its_curve_and_reproduces_from_its_seed():
+    X = spiral(n=500, noise=0.0, turns=1.5, seed=3)
+    assert X.shape == (500, 2) and X.dtype == np.float32
+    r = np.linalg.norm(X.astype(np.float64), axis=1)
+    assert np.all(r <= 1 + 1e-6)
+    phase = np.mod(np.arctan2(X[:, 1], X[:, 0]) - r * 3 * np.pi, 2 * np.pi)  # angle = 2π·turns·r
+    assert np.all(np.minimum(phase, 2 * np.pi - phase) < 1e-4)
+    assert np.array_equal(spiral(50, seed=1), spiral(50, seed=1))
+    noisy = spiral(20_000, noise=0.05, seed=2)
+    assert np.std(noisy - spiral(20_000, noise=0.0, seed=2)) == pytest.approx(0.05, rel=0.05)
 
 
 def test_noisy_polynomial_shapes_and_noise_free_values():

@@ -78,6 +78,11 @@ CASES = [
     ("gaussians", ["mc_sizes=100,10"], ["mc_sizes=(100, 10)", "increasing"]),
     ("gaussians", ["mc_sizes=1,10"], ["mc_sizes=1,10", "2..10000000", "standard error"]),
     ("gaussians", ["mc_repeats=1"], ["mc_repeats=1", "2..10000", "spread"]),
+    ("diffusion-spiral", ["ddim_steps=20,50"], ["ddim_steps=(20, 50)", "decreasing"]),
+    ("diffusion-spiral", ["ddim_steps=2000"], ["ddim_steps=2000", "timesteps=1000"]),
+    ("diffusion-spiral", ["noise=2"], ["noise=2.0", "0..1", "radius"]),
+    ("diffusion-spiral", ["timesteps=1"], ["timesteps=1", "2..10000"]),
+    ("diffusion-spiral", ["references=0"], ["references=0", "1..100"]),
     # -- Day 4 and the lecture claims
     ("symmetries", ["length=2"], ["length=2", "4..256", "non-trivial permutation"]),
     ("symmetries", ["channels=0"], ["channels=0", "1..64"]),

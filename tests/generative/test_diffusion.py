@@ -57,6 +57,14 @@ def test_timesteps_run_from_the_noisiest_to_the_data_and_are_decreasing():
     assert s.timesteps(1000) == list(range(999, -1, -1))
     with pytest.raises(ValueError, match="1..1000"):
         s.timesteps(1001)
+    for steps in (2, 50, 500, 1000):  # quadratic: the same ends, denser near the data
+        quad = s.timesteps(steps, "quadratic")
+        assert len(set(quad)) == steps and quad[0] == 999 and quad[-1] == 0
+        assert all(a > b for a, b in itertools.pairwise(quad))
+    quad, lin = s.timesteps(50, "quadratic"), s.timesteps(50)
+    assert sum(t < 100 for t in quad) > 3 * sum(t < 100 for t in lin)
+    with pytest.raises(ValueError, match="spacing"):
+        s.timesteps(10, "log")
 
 
 # -- the forward process --------------------------------------------------------------------------
@@ -135,13 +143,16 @@ def test_ddim_with_eta_one_over_all_steps_is_ddpm_with_the_posterior_variance():
     assert ddpm.evaluations == 60 and DDIM(s, steps=12).sample(model, (4, 2), seed=0).evaluations == 12
 
 
-@pytest.mark.parametrize("steps", [1, 7, 50, 200])
-def test_ddim_walks_the_point_mass_trajectory_at_each_listed_noise_level(steps):
+@pytest.mark.parametrize(
+    "steps, spacing",
+    [(1, "linear"), (7, "linear"), (50, "linear"), (200, "linear"), (7, "quadratic"), (50, "quadratic")],
+)
+def test_ddim_walks_the_point_mass_trajectory_at_each_listed_noise_level(steps, spacing):
     """With the exact denoiser of a point mass c and η = 0, the state entering timestep t is
     √ᾱ_t c + √(1 − ᾱ_t) e for one fixed e: a wrong previous timestep puts it at the wrong level."""
     s = NoiseSchedule.linear(200)
     c = torch.tensor([1.5, -0.5])
-    sampler = DDIM(s, steps=steps)
+    sampler = DDIM(s, steps=steps, spacing=spacing)
     calls = []
     denoiser = point_mass_denoiser(c, s)
 

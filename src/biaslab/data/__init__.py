@@ -17,6 +17,7 @@ from biaslab.data.store import data_dir
 from biaslab.data.synthetic import (
     noisy_polynomial,
     polynomial_features,
+    spiral,
     two_spirals,
     xor,
 )
@@ -34,6 +35,7 @@ __all__ = [
     "noisy_polynomial",
     "polynomial_features",
     "read_idx",
+    "spiral",
     "two_spirals",
     "write_idx",
     "xor",

@@ -10,7 +10,7 @@ import numpy as np
 
 from biaslab.errors import BiaslabError
 
-__all__ = ["noisy_polynomial", "polynomial_features", "two_spirals", "xor"]
+__all__ = ["noisy_polynomial", "polynomial_features", "spiral", "two_spirals", "xor"]
 
 
 def _check_n(n: int, minimum: int = 1) -> None:
@@ -77,6 +77,28 @@ def two_spirals(
     X = np.stack([radius * np.cos(angle), radius * np.sin(angle)], axis=1)
     X += noise * rng.standard_normal((n, 2))
     return X.astype(np.float32), y
+
+
+def spiral(n: int = 1000, noise: float = 0.04, turns: float = 1.5, seed: int = 0) -> np.ndarray:
+    """One arm of :func:`two_spirals` (class 0): the 2-D spiral of the first diffusion paper's
+    demonstrations (Sohl-Dickstein et al. 2015), points spread evenly along the arc.
+
+    Points lie at angle ``t`` in ``[0, 2π·turns]`` and radius ``t / (2π·turns)`` (up to 1), with
+    Gaussian noise of standard deviation ``noise`` on each coordinate.
+
+    Returns:
+        X float32 (n, 2).
+    """
+    _check_n(n)
+    _check_noise(noise)
+    if not turns > 0:
+        raise BiaslabError(f"turns must be > 0, got {turns}")
+    rng = np.random.default_rng(seed)
+    radius = np.sqrt(rng.uniform(0.0, 1.0, n))  # even along the arc: outer loops are longer
+    angle = radius * 2 * np.pi * turns
+    X = np.stack([radius * np.cos(angle), radius * np.sin(angle)], axis=1)
+    X += noise * rng.standard_normal((n, 2))
+    return X.astype(np.float32)
 
 
 def noisy_polynomial(

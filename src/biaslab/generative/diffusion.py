@@ -106,15 +106,27 @@ class NoiseSchedule:
         a = self._per_sample(self.alphas, t, x_prev)
         return a.sqrt() * x_prev + (1 - a).sqrt() * noise
 
-    def timesteps(self, steps: int) -> list[int]:
-        """``steps`` timestep indices evenly spaced from T − 1 down to 0, both included, decreasing:
-        the first step starts from pure noise's level, the last ends on the data."""
+    def timesteps(self, steps: int, spacing: str = "linear") -> list[int]:
+        """``steps`` distinct timestep indices from T − 1 down to 0, both included, decreasing: the
+        first step starts from pure noise's level, the last ends on the data.
+
+        Args:
+            spacing: ``"linear"`` (evenly spaced, default) or ``"quadratic"`` (t ∝ s², denser at
+                low noise, where few steps lose most detail: Song et al. 2021's choice for CIFAR-10).
+        """
         if not 1 <= steps <= len(self):
             raise ValueError(f"steps must be in 1..{len(self)}, got {steps}")
+        if spacing not in ("linear", "quadratic"):
+            raise ValueError(f"spacing must be 'linear' or 'quadratic', got {spacing!r}")
         if steps == 1:
             return [len(self) - 1]
-        spaced = torch.linspace(len(self) - 1, 0, steps, dtype=torch.float64).round().long()
-        return spaced.tolist()
+        s = torch.linspace(1, 0, steps, dtype=torch.float64)  # (steps,) from 1 to 0
+        spaced = ((s if spacing == "linear" else s**2) * (len(self) - 1)).round().long().tolist()
+        for i in range(1, steps):  # rounding can repeat a small t: push each below its predecessor
+            spaced[i] = min(spaced[i], spaced[i - 1] - 1)
+        for i in range(steps - 1, -1, -1):  # ... and keep them >= 0, distinct, from the end
+            spaced[i] = max(spaced[i], steps - 1 - i)
+        return spaced
 
 
 def diffusion_loss(model: Denoiser, x0: torch.Tensor, schedule: NoiseSchedule, generator: torch.Generator):
@@ -258,16 +270,27 @@ class DDIM(_Sampler):
         steps: how many timesteps (default 50), from :meth:`NoiseSchedule.timesteps`.
         eta: the share of the posterior's noise kept (default 0: deterministic).
         clip: clip x̂_0 to [−clip, clip] (default None).
+        spacing: of the timesteps, ``"linear"`` (default) or ``"quadratic"``
+            (:meth:`NoiseSchedule.timesteps`).
     """
 
-    def __init__(self, schedule: NoiseSchedule, steps: int = 50, eta: float = 0.0, clip: float | None = None):
+    def __init__(
+        self,
+        schedule: NoiseSchedule,
+        steps: int = 50,
+        eta: float = 0.0,
+        clip: float | None = None,
+        spacing: str = "linear",
+    ):
         if eta < 0:
             raise ValueError(f"eta must be >= 0, got {eta}")
-        self.schedule, self.eta, self.clip = schedule, eta, clip
-        self.timesteps = schedule.timesteps(steps)
+        self.schedule, self.eta, self.clip, self.spacing = schedule, eta, clip, spacing
+        self.timesteps = schedule.timesteps(steps, spacing)
 
     def __repr__(self) -> str:
-        return f"DDIM(steps={len(self.timesteps)}, eta={self.eta}, clip={self.clip})"
+        return (
+            f"DDIM(steps={len(self.timesteps)}, eta={self.eta}, spacing={self.spacing!r}, clip={self.clip})"
+        )
 
     def _sigma(self, t, t_prev):
         # σ = η √((1 − ᾱ_{t'})/(1 − ᾱ_t)) √(1 − ᾱ_t/ᾱ_{t'})  (eq. 16)

@@ -47,3 +47,19 @@ def nll_decomposition(rows: list[list]):
     ax.grid(alpha=0.3, axis="y")
     ax.legend(fontsize=8)
     return fig
+
+
+def point_clouds(panels: dict[str, np.ndarray], limit: float | None = None, size: float = 3.0):
+    """2-D point sets side by side, one panel each on equal axes (``limit``: ±limit on both)."""
+    fig, axes = subplots(len(panels), size=(size, size))
+    for ax, (title, points) in zip(axes, panels.items()):
+        points = np.asarray(points)
+        ax.scatter(points[:, 0], points[:, 1], s=1.5, alpha=0.6, lw=0)
+        if limit is not None:
+            ax.set_xlim(-limit, limit)
+            ax.set_ylim(-limit, limit)
+        ax.set_aspect("equal")
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.set_title(title, fontsize=9)
+    return fig
