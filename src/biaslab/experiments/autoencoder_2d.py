@@ -18,6 +18,7 @@ from biaslab.config import check_memory, check_range
 from biaslab.data.mnist import QUICK_SIZES, MnistSizes, mnist_splits_for
 from biaslab.evaluate import pca_reconstruction_error
 from biaslab.generative import Autoencoder
+from biaslab.generative.autoencoder import interpolations
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.train import TrainConfig
@@ -111,7 +112,7 @@ def run(ctx) -> None:
     ctx.figure(
         "interpolations",
         plots.image_grid(
-            interpolate(model, z, labels, PAIRS, cfg.steps),
+            interpolations(model.decode, z, labels, PAIRS, cfg.steps).reshape(len(PAIRS), cfg.steps, 28, 28),
             row_labels=[f"{a} → {b}" for a, b in PAIRS],
             title="Decoded points on straight lines between two latent codes",
         ),
@@ -131,18 +132,3 @@ def run(ctx) -> None:
         ),
         "Test images and their reconstructions through the 2-D bottleneck.",
     )
-
-
-def interpolate(model: Autoencoder, z: np.ndarray, labels: np.ndarray, pairs, steps: int) -> np.ndarray:
-    """Decode ``steps`` points on the segment between the first codes of each digit pair.
-
-    Returns images of shape (len(pairs), steps, 28, 28).
-    """
-    t = np.linspace(0.0, 1.0, steps, dtype=np.float32)[:, None]  # (S, 1)
-    rows = []
-    for a, b in pairs:
-        za, zb = z[np.flatnonzero(labels == a)[0]], z[np.flatnonzero(labels == b)[0]]
-        line = (1 - t) * za + t * zb  # (S, 2)
-        with torch.no_grad():
-            rows.append(model.decode(torch.from_numpy(line.astype(np.float32))).numpy())
-    return np.stack(rows).reshape(len(pairs), steps, 28, 28)  # (P, S, H, W)

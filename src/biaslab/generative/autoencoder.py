@@ -6,8 +6,9 @@ spans the same subspace as PCA; non-linear maps can bend the code around the dat
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -52,3 +53,26 @@ class Autoencoder(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.decode(self.encode(x))
+
+
+def interpolations(
+    decode: Callable[[torch.Tensor], torch.Tensor],
+    codes: np.ndarray,
+    labels: np.ndarray,
+    pairs: Sequence[tuple[int, int]],
+    steps: int,
+) -> np.ndarray:
+    """Decode ``steps`` evenly spaced points on the segment between the first codes of each pair
+    of labels (the endpoints included): what the latent space holds between two digits.
+
+    Shapes:
+        codes (N, L), labels (N,) -> (len(pairs), steps, D) decoded outputs.
+    """
+    t = np.linspace(0.0, 1.0, steps, dtype=np.float32)[:, None]  # (S, 1)
+    rows = []
+    for a, b in pairs:
+        za, zb = codes[np.flatnonzero(labels == a)[0]], codes[np.flatnonzero(labels == b)[0]]
+        line = (1 - t) * za + t * zb  # (S, L)
+        with torch.no_grad():
+            rows.append(decode(torch.from_numpy(line.astype(np.float32))).numpy())
+    return np.stack(rows)  # (P, S, D)
