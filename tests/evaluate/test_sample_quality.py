@@ -62,3 +62,17 @@ def test_bad_inputs():
         sliced_wasserstein(np.zeros((1, 2)), np.zeros((3, 2)))
     with pytest.raises(ValueError, match="bandwidth"):
         mmd(draws(0), draws(1), bandwidth=0.0)
+
+
+def test_classifier_scores_by_hand():
+    from scipy.stats import entropy
+
+    from biaslab.evaluate.sample_quality import classifier_scores
+
+    probs = np.array([[0.95, 0.05, 0.0], [0.2, 0.8, 0.0], [0.0, 0.05, 0.95], [0.92, 0.08, 0.0]])
+    scores = classifier_scores(probs)
+    assert scores["confident"] == 0.75 and scores["histogram"] == [2, 1, 1] and scores["classes"] == 3
+    assert scores["entropy"] == pytest.approx(entropy([2, 1, 1]))
+    collapsed = classifier_scores(np.tile([[0.0, 1.0, 0.0]], (5, 1)))
+    assert collapsed["entropy"] == 0.0 and collapsed["classes"] == 1 and collapsed["confident"] == 1.0
+    assert classifier_scores(probs, threshold=0.99)["confident"] == 0.0

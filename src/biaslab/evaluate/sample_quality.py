@@ -82,3 +82,28 @@ def sliced_wasserstein(x, y, projections: int = 200, seed: int = 0) -> float:
     theta /= np.linalg.norm(theta, axis=1, keepdims=True)  # (P, D) unit directions
     px, py = x @ theta.T, y @ theta.T  # (N, P), (M, P)
     return float(np.mean([wasserstein_1d(px[:, p], py[:, p]) for p in range(projections)]))
+
+
+def classifier_scores(probs, threshold: float = 0.9) -> dict:
+    """Sample quality read by a classifier trained on the real data (for generated images).
+
+    Args:
+        probs: (N, C) the classifier's class probabilities for N samples.
+        threshold: a sample counts as confident when its top probability is at least this.
+
+    Returns:
+        ``confident`` (the share of confident samples), ``histogram`` (the count of each predicted
+        class), ``entropy`` (of the predicted-class histogram, nats; ln C when every class is
+        equally frequent, 0 when one class takes all: mode collapse) and ``classes`` (how many
+        classes were predicted at least once).
+    """
+    p = _points(probs, "probs")
+    predicted = p.argmax(1)
+    histogram = np.bincount(predicted, minlength=p.shape[1])
+    share = histogram[histogram > 0] / len(p)
+    return {
+        "confident": float(np.mean(p.max(1) >= threshold)),
+        "histogram": histogram.tolist(),
+        "entropy": float(-(share * np.log(share)).sum()) + 0.0,  # + 0.0: no "-0.0" for one class
+        "classes": int((histogram > 0).sum()),
+    }

@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from biaslab.nn.mlp import MLP
+from biaslab.train.steps import StepOutput
 
 
 class Autoencoder(nn.Module):
@@ -76,3 +77,28 @@ def interpolations(
         with torch.no_grad():
             rows.append(decode(torch.from_numpy(line.astype(np.float32))).numpy())
     return np.stack(rows)  # (P, S, D)
+
+
+def corrupt(x: torch.Tensor, noise_std: float, generator: torch.Generator) -> torch.Tensor:
+    """x plus Gaussian noise of standard deviation ``noise_std``, clipped back to [0, 1]."""
+    return (x + noise_std * torch.randn(x.shape, generator=generator, dtype=x.dtype)).clamp(0, 1)
+
+
+def denoising_step(noise_std: float):
+    """A Trainer step for a denoising autoencoder (Vincent et al. 2008): fresh noise on every batch
+    (from the trainer's checkpointed generator), the loss the MSE to the *clean* input."""
+
+    def step(model: nn.Module, batch, generator: torch.Generator) -> StepOutput:
+        clean = (batch[0] if isinstance(batch, (tuple, list)) else batch).flatten(1)  # (N, D)
+        output = model(corrupt(clean, noise_std, generator))
+        return StepOutput(nn.functional.mse_loss(output, clean), {}, output, clean)
+
+    return step
+
+
+@torch.no_grad()
+def reconstruction_error(model: nn.Module, x: torch.Tensor, batch_size: int = 2048) -> torch.Tensor:
+    """Per-image mean squared reconstruction error, an anomaly score (higher = less like the
+    training data). Shapes: x (N, ...) -> (N,)."""
+    model.eval()
+    return torch.cat([(model(chunk) - chunk.flatten(1)).pow(2).mean(1) for chunk in x.split(batch_size)])
