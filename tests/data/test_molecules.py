@@ -10,6 +10,7 @@ from biaslab.data.molecules import (
     BOND_TYPES,
     bag_feature_names,
     bag_of_atoms_and_bonds,
+    geometry_in_node_order,
     molecule_graph,
     morgan_fingerprint,
     murcko_scaffold,
@@ -156,3 +157,32 @@ def test_fingerprint_and_scaffold():
 def test_unparsable_smiles_gives_none():
     assert parse_smiles("C1CC") is None  # an unclosed ring
     assert parse_smiles("not a molecule") is None
+
+
+def diacetylene():
+    """HC≡C-C≡CH along x: the SMILES C#CC#C lists an end carbon first, QM9's geometry the inner ones."""
+    graph = molecule_graph(parse_smiles("C#CC#C"))
+    xyz_order = np.array([[0.68, 0, 0], [-0.68, 0, 0], [-1.89, 0, 0], [1.89, 0, 0]])  # inner, inner, end, end
+    return graph, xyz_order
+
+
+def test_geometry_in_the_smiles_order_is_kept():
+    graph = molecule_graph(parse_smiles("CCO"))
+    pos = np.array([[0.0, 0, 0], [1.52, 0, 0], [2.1, 1.2, 0]])
+    assert geometry_in_node_order(graph, ("C", "C", "O"), pos) is pos
+
+
+def test_geometry_in_another_order_is_matched_to_the_nodes():
+    graph, xyz = diacetylene()
+    pos = geometry_in_node_order(graph, ("C",) * 4, xyz)
+    i, j = graph.edge_index
+    lengths = np.linalg.norm(pos[i] - pos[j], axis=1)
+    assert lengths.max() < 1.4  # every bond of the SMILES is a short distance now
+    np.testing.assert_allclose(sorted(pos[:, 0]), sorted(xyz[:, 0]))  # the same atoms, reordered
+
+
+def test_geometry_with_other_bonds_is_refused():
+    graph = molecule_graph(parse_smiles("CCO"))
+    far_oxygen = np.array([[0.0, 0, 0], [1.52, 0, 0], [0.76, 3.0, 0]])
+    assert geometry_in_node_order(graph, ("C", "C", "O"), far_oxygen) is None
+    assert geometry_in_node_order(graph, ("C", "C"), far_oxygen[:2]) is None  # another atom count

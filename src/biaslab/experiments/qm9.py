@@ -51,7 +51,7 @@ TARGET_MAE = 0.10
 class QM9Config(TrainConfig):
     """Which models, which split and training sizes, and the shared training of the neural models."""
 
-    MONITOR_KEYS: ClassVar[tuple[str, ...]] = ("val_mae",)
+    MONITOR_KEYS: ClassVar[tuple[str, ...]] = ("val_mae", "val_loss", "train_loss")
 
     target: str = "gap"
     models: tuple[str, ...] = ALL_MODELS
@@ -61,29 +61,37 @@ class QM9Config(TrainConfig):
     test_size: int | None = None  # test molecules scored (default: the whole test split)
     seeds: int = 2
     hidden: int = 128
-    epochs: int = 40  # at the largest size; smaller sets get more epochs, up to min_steps steps
-    min_steps: int = 3000
+    epochs: int = 25
+    epoch_molecules: int = 5000  # a smaller training set is repeated to this length per epoch
     batch_size: int = 64
     lr: float = 1e-3
     schedule: str = "cosine"
     loss: str = "l1"
     gbt_iterations: int = 500
     device: str = "auto"
+    monitor: str = "val_mae"  # the epoch with the lowest validation MAE is kept
 
     def __post_init__(self):
         if self.target not in TARGETS:
-            raise ConfigError(f"target={self.target!r}: one of {', '.join(TARGETS)}")
+            raise ConfigError(f"target={self.target!r}: choose one of {', '.join(TARGETS)}")
         unknown = [m for m in self.models if m not in ALL_MODELS]
         if unknown or not self.models:
-            raise ConfigError(f"models={self.models}: choose from {', '.join(ALL_MODELS)}")
+            raise ConfigError(
+                f"models={','.join(self.models)}: {', '.join(unknown) or 'none given'}; "
+                f"choose from {', '.join(ALL_MODELS)}"
+            )
         if self.split not in ("random", "scaffold"):
             raise ConfigError(f"split={self.split!r}: 'random' or 'scaffold'")
         if self.loss not in ("l1", "mse"):
             raise ConfigError(f"loss={self.loss!r}: 'l1' or 'mse'")
         if self.device not in ("auto", "cpu", "cuda"):
             raise ConfigError(f"device={self.device!r}: 'auto', 'cpu' or 'cuda'")
+        if self.device == "cuda" and not torch.cuda.is_available():
+            raise ConfigError("device='cuda': no CUDA GPU is available here (use device=auto or cpu)")
         if not self.train_sizes or list(self.train_sizes) != sorted(set(self.train_sizes)):
-            raise ConfigError(f"train_sizes={self.train_sizes}: increasing sizes")
+            raise ConfigError(
+                f"train_sizes={','.join(map(str, self.train_sizes))}: distinct sizes in increasing order"
+            )
         if self.split == "scaffold" and self.train_sizes[-1] > SCAFFOLD_TRAIN:
             raise ConfigError(
                 f"train_sizes={self.train_sizes}: the scaffold split trains on about "
@@ -95,15 +103,9 @@ class QM9Config(TrainConfig):
             check_range(self, "test_size", 10, 130_831)
         check_range(self, "seeds", 1, 20)
         check_range(self, "hidden", 8, 4096)
-        check_range(self, "min_steps", 1, 10**7)
+        check_range(self, "epoch_molecules", 1, 10**7)
         check_range(self, "gbt_iterations", 1, 10_000)
         super().__post_init__()
-
-    def epochs_for(self, n: int) -> int:
-        """Epochs for ``n`` training molecules: ``epochs``, raised so that training takes at
-        least ``min_steps`` optimizer steps (a 1,000-molecule set needs more passes)."""
-        steps_per_epoch = -(-n // self.batch_size)
-        return max(self.epochs, -(-self.min_steps // steps_per_epoch))
 
 
 @experiment(
@@ -121,7 +123,7 @@ class QM9Config(TrainConfig):
         "seeds": 1,
         "hidden": 32,
         "epochs": 3,
-        "min_steps": 60,
+        "epoch_molecules": 1000,
         "gbt_iterations": 50,
     },
     full={"train_sizes": (1000, 5000, 20000, FULL_TRAIN), "val_size": 10_000, "seeds": 3, "epochs": 200},
@@ -152,14 +154,20 @@ def run(ctx) -> None:
 
     # 2. Every model, training size and seed through the one protocol.
     results: dict[str, dict[int, list]] = {m: {n: [] for n in cfg.train_sizes} for m in cfg.models}
+    fits, unit = [], TARGETS[cfg.target].unit
     for model_name in cfg.models:
         for n in cfg.train_sizes:
             for seed in range(cfg.seeds):
-                subset = split.subsample_train(n, ctx.seed_for("subset", n, seed))
+                subset = split.subsample_train(n, ctx.seed_for("subset", seed))  # nested over n
                 fit = _fit(ctx, cfg, model_name, data, subset, y, views, seed, n, device)
                 results[model_name][n].append(fit)
-                ctx.log(model=model_name, train_size=n, seed=seed, test_mae=fit.test_mae,
-                        val_mae=fit.val_mae, train_mae=fit.train_mae, seconds=fit.train_seconds)  # fmt: skip
+                scores = {"test_mae": fit.test_mae, "val_mae": fit.val_mae, "train_mae": fit.train_mae}
+                fits.append(
+                    {"model": model_name, "train_size": n, "seed": seed, **scores, "epochs": fit.epochs}
+                )
+                ctx.timing(**{f"{model_name}_n{n}_s{seed}_train": fit.train_seconds})
+                ctx.echo(f"  {model_name:16s} n={n:<6d} seed {seed}: test MAE {fit.test_mae:.4f} {unit}")
+    ctx.metric(fits=fits)
 
     _report(ctx, cfg, results, skipped, split, device)
 
@@ -187,10 +195,10 @@ def _fit(ctx, cfg: QM9Config, name: str, data, split, y, views, seed: int, n: in
         ),
         tag,
     )
-    config = TrainConfig.of(cfg, epochs=cfg.epochs_for(n))
     fit = fit_molecule_regressor(
-        model, data, split, y, config, ctx.training(tag), features=features, loss=cfg.loss, device=device
-    )
+        model, data, split, y, TrainConfig.of(cfg), ctx.training(tag), features=features, loss=cfg.loss,
+        device=device, repeat_to=cfg.epoch_molecules,
+    )  # fmt: skip
     if name in THREE_D and seed == 0 and n == cfg.train_sizes[-1]:
         ctx.metric(
             egnn_invariance_error=_e3_error(model.cpu(), data, split.test[:64], ctx.seed_for("rotation"))

@@ -260,6 +260,9 @@ class GATConv(MessagePassing):
         return alpha.unsqueeze(-1) * x_j  # (E, K, 1) * (E, K, C)
 
 
+DISTINCT_EDGE_GROUPS = 16  # up to this many distinct edge feature vectors: one matrix per group
+
+
 class MPNNConv(MessagePassing):
     """Edge-conditioned message passing (Gilmer et al.'s MPNN with NNConv's edge network).
 
@@ -315,6 +318,16 @@ class MPNNConv(MessagePassing):
         return self.propagate(edge_index, x=x, edge_attr=edge_attr)
 
     def message(self, x_i: torch.Tensor, x_j: torch.Tensor, edge_attr: torch.Tensor) -> torch.Tensor:
+        # Edges often share their features (a molecule's bonds have four types): the edge network
+        # then runs once per distinct feature vector, and each group of edges uses its matrix.
+        distinct, group = torch.unique(edge_attr, dim=0, return_inverse=True)
+        if distinct.size(0) <= DISTINCT_EDGE_GROUPS:
+            theta = self.nn(distinct).view(-1, self.in_channels, self.out_channels)  # (G, in, out)
+            out = x_j.new_empty(x_j.size(0), self.out_channels)
+            for g in range(distinct.size(0)):
+                rows = (group == g).nonzero().squeeze(1)
+                out = out.index_copy(0, rows, x_j.index_select(0, rows) @ theta[g])  # h_jᵀ Θ(e_ij)
+            return out
         theta = self.nn(edge_attr).view(-1, self.in_channels, self.out_channels)  # Θ(e_ij), (E, in, out)
         return torch.bmm(x_j.unsqueeze(1), theta).squeeze(1)  # h_jᵀ Θ(e_ij), (E, out)
 

@@ -283,7 +283,9 @@ def build_molecule_model(
         "gat": lambda: GraphConvRegressor(in_dim, "gat", hidden, out_dim=out_dim),
         "mpnn": lambda: MPNNRegressor(in_dim, edge_dim, hidden // 2, out_dim=out_dim),
         "transformer": lambda: GraphTransformerRegressor(in_dim, hidden, out_dim=out_dim),
-        "egnn": lambda: EGNNRegressor(in_dim, edge_dim, hidden, out_dim=out_dim),
+        "egnn": lambda: EGNNRegressor(
+            in_dim, edge_dim, hidden // 2, out_dim=out_dim
+        ),  # on all pairs: narrower
     }
     if name not in builders:
         raise ValueError(f"unknown molecule model {name!r} (known: {', '.join(MOLECULE_MODELS)})")

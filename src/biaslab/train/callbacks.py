@@ -7,11 +7,14 @@ import math
 
 from torch import nn
 
+MINIMISED = ("loss", "mae", "mse", "error")  # monitored keys with these endings are errors
+
 
 class EarlyStopping:
     """Stop when ``monitor`` has not improved for ``patience`` epochs; remember the best weights.
 
-    Keys ending in ``loss`` are minimised, all others (accuracies) maximised.
+    Keys ending in ``loss``, ``mae``, ``mse`` or ``error`` are minimised, all others (accuracies,
+    AUROC) maximised.
     ``patience=0`` never stops but still tracks the best epoch.
     """
 
@@ -19,7 +22,7 @@ class EarlyStopping:
         self.patience = patience
         self.monitor = monitor
         self.min_delta = min_delta
-        self.minimize = monitor.endswith("loss")
+        self.minimize = monitor.endswith(MINIMISED)
         self.best: float | None = None
         self.best_epoch = 0
         self.bad_epochs = 0

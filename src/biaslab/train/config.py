@@ -49,8 +49,8 @@ class TrainConfig:
         warmup: fraction of steps spent warming up in ``"onecycle"`` (default 0.25).
         patience: epochs without improvement of ``monitor`` before stopping; 0 disables
             early stopping (default 0).
-        monitor: the history key early stopping watches; ``*loss`` keys are minimised,
-            others maximised (default ``"val_loss"``).
+        monitor: the history key early stopping watches; ``*loss``, ``*mae``, ``*mse`` and
+            ``*error`` keys are minimised, others maximised (default ``"val_loss"``).
         min_delta: smallest change that counts as an improvement (default 0.0).
         restore_best: load the best weights seen when training ends (default True when
             early stopping is on).

@@ -138,6 +138,7 @@ def fit_molecule_regressor(
     features: np.ndarray | None = None,
     loss: str = "l1",
     device: torch.device | str = "cpu",
+    repeat_to: int | None = None,
 ) -> MoleculeFit:
     """Train ``model`` on ``split.train`` by the protocol of the module docstring.
 
@@ -149,14 +150,22 @@ def fit_molecule_regressor(
         features: per-molecule features of every row (tabular models), or None.
         loss: ``"l1"`` (default) or ``"mse"`` on standardised targets.
         device: where the model trains and predicts (batches follow it).
+        repeat_to: a training set smaller than this is repeated (whole copies) until an epoch
+            holds at least this many molecules, so that small sets are not validated after every
+            few steps (default None: one pass per epoch).
     """
     scaler = TargetScaler().fit(y[split.train])  # training rows only: no test statistics leak in
     parts = {
         name: MoleculeRows(data, rows, scaler.transform(y[rows]), features)
         for name, rows in (("train", split.train), ("val", split.val), ("test", split.test))
     }
+    copies = 1 if repeat_to is None else max(1, -(-repeat_to // len(split.train)))
+    parts["train"] = MoleculeRows(
+        data, np.tile(split.train, copies), np.tile(parts["train"].y, copies), features
+    )
     model.to(device)
-    config = replace(config, monitor="val_mae", restore_best=True)
+    # Keep the epoch with the lowest validation MAE (patience beyond the last epoch: never stop early).
+    config = replace(config, monitor="val_mae", restore_best=True, patience=config.epochs + 1)
     trainer = setup.trainer(
         model,
         config,
@@ -168,14 +177,16 @@ def fit_molecule_regressor(
     history = trainer.fit(parts["train"], val=parts["val"])
     seconds = time.perf_counter() - start
 
-    def mae(name: str) -> float:
-        predicted = scaler.inverse_transform(predict_molecules(model, parts[name]))
-        return float(np.abs(predicted - y[parts[name].rows]).mean())
+    def mae(rows: np.ndarray) -> float:
+        predicted = scaler.inverse_transform(
+            predict_molecules(model, MoleculeRows(data, rows, y[rows], features))
+        )
+        return float(np.abs(predicted - y[rows]).mean())
 
     return MoleculeFit(
-        test_mae=mae("test"),
-        val_mae=mae("val"),
-        train_mae=mae("train"),
+        test_mae=mae(split.test),
+        val_mae=mae(split.val),
+        train_mae=mae(split.train),
         train_seconds=seconds,
         parameters=sum(p.numel() for p in model.parameters()),
         epochs=len(history),
