@@ -60,6 +60,9 @@ class TrainConfig:
             ``torch.autocast`` in bfloat16 (weights, gradients and optimizer state stay fp32),
             on CPUs with native bf16 support only. A seed fixes a run bit for bit within one
             precision, not across them.
+        ema_decay: keep an exponential moving average of the weights, θ̄ ← d·θ̄ + (1 − d)·θ
+            after every step (:mod:`biaslab.train.averaging`), validate with it and end training
+            holding it; 0 switches it off (default 0.0). Diffusion models use 0.999–0.9999.
     """
 
     epochs: int = 10
@@ -78,6 +81,7 @@ class TrainConfig:
     max_grad_norm: float | None = None
     checkpoint_every: int = 0
     precision: Precision = "fp32"
+    ema_decay: float = 0.0
 
     # The history keys early stopping can watch in this config's trainings (``monitor``): every
     # training logs train_loss and, with a validation set, val_loss; a lab whose trainings log
@@ -104,6 +108,7 @@ class TrainConfig:
         check_range(self, "min_delta", 0)
         check_range(self, "max_grad_norm", 0, why="or none: no clipping", open_low=True)
         check_range(self, "checkpoint_every", 0, why="0: once per epoch")
+        check_range(self, "ema_decay", 0, 1, "0: off; the weight of the old average per step", open_high=True)
         # A bare TrainConfig is the training part TrainConfig.of takes of a lab's config, which
         # has checked ``monitor`` against its own trainings' keys.
         if type(self) is not TrainConfig and self.monitor not in self.MONITOR_KEYS:

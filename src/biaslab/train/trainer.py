@@ -27,6 +27,7 @@ error is not a mean over batches); the loss is the batch-size-weighted mean of b
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import sys
@@ -41,6 +42,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from biaslab.errors import CheckpointError, DivergenceError
 from biaslab.train import checkpoint
+from biaslab.train.averaging import WeightAverage
 from biaslab.train.callbacks import EarlyStopping, progress_bar
 from biaslab.train.config import EVAL_BATCH, TrainConfig, make_optimizer, make_scheduler
 from biaslab.train.seed import derive_seed, rng_state, set_rng_state
@@ -147,6 +149,8 @@ class Trainer:
         self.shuffle_gen = torch.Generator().manual_seed(derive_seed(seed, tag, "shuffle"))
         self.step_gen = torch.Generator().manual_seed(derive_seed(seed, tag, "step"))
         self.early_stopping = EarlyStopping(self.config.patience, self.config.monitor, self.config.min_delta)
+        # θ̄ of config.ema_decay: validation and early stopping see it, and fit() ends with it.
+        self.average = WeightAverage(self.config.ema_decay) if self.config.ema_decay else None
         self.history: list[dict[str, Any]] = []
         self.step = 0  # optimizer steps taken
         self.epoch = 0  # epochs finished
@@ -193,6 +197,8 @@ class Trainer:
         finally:
             bar.close()
             self._buffers.clear()
+        if self.average is not None:
+            self.average.copy_to(self.model)
         self.finished = True
         if self.early_stopping.best_state is not None and self.config.restore_best:
             self.model.load_state_dict(self.early_stopping.best_state)
@@ -256,6 +262,8 @@ class Trainer:
             self.optimizer.step()
             if self.scheduler is not None:
                 self.scheduler.step()
+            if self.average is not None:
+                self.average.update(self.model)
             self.train_time += time.perf_counter() - t0
             self.step += 1
             self._batch_in_epoch += 1
@@ -316,17 +324,22 @@ class Trainer:
             },
             "lr": self.optimizer.param_groups[0]["lr"],
         }
-        if val is not None:
-            record.update({f"val_{k}": v for k, v in self.evaluate(val).items()})
-        self.history.append(record)
-        if self.logger is not None:
-            self.logger.log(record)
-        self.epoch += 1
-        self._batch_in_epoch, self._epoch_loss_sum, self._epoch_count = 0, 0.0, 0
-        self._epoch_term_sums = {}
-        if self.early_stopping.update(record, self.model, self.epoch):
-            self.finished = True
+        with self._evaluated_weights():
+            if val is not None:
+                record.update({f"val_{k}": v for k, v in self.evaluate(val).items()})
+            self.history.append(record)
+            if self.logger is not None:
+                self.logger.log(record)
+            self.epoch += 1
+            self._batch_in_epoch, self._epoch_loss_sum, self._epoch_count = 0, 0.0, 0
+            self._epoch_term_sums = {}
+            if self.early_stopping.update(record, self.model, self.epoch):
+                self.finished = True
         self._save()
+
+    def _evaluated_weights(self):
+        """The weights validation judges: θ̄ with ``ema_decay``, else the model's own."""
+        return self.average.applied(self.model) if self.average is not None else contextlib.nullcontext()
 
     @torch.no_grad()
     def evaluate(self, data: Batch | Dataset, batch_size: int = EVAL_BATCH) -> dict[str, float]:
@@ -406,6 +419,7 @@ class Trainer:
             "step_gen": self.step_gen.get_state(),
             "rng": rng_state(),
             "early_stopping": self.early_stopping.state_dict(),
+            "weight_average": self.average.state_dict() if self.average is not None else None,
             "history": self.history,
         }
 
@@ -425,6 +439,8 @@ class Trainer:
                 self.step_gen.set_state(state["step_gen"])
             set_rng_state(state["rng"])
             self.early_stopping.load_state_dict(state["early_stopping"])
+            if self.average is not None:
+                self.average.load_state_dict(state["weight_average"])
         except (KeyError, RuntimeError, ValueError, TypeError, IndexError) as exc:
             raise CheckpointError(
                 f"checkpoint {path} is incomplete or mismatched "

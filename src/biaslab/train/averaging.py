@@ -1,0 +1,82 @@
+"""An exponential moving average of the weights (Polyak averaging), for evaluation and sampling.
+
+Late in training, SGD's iterates jitter around a minimum with the noise of the mini-batches; their
+running average sits closer to it. Diffusion models sample from the averaged weights (Ho et al.
+2020 use decay 0.9999), and so do many image classifiers. After every optimizer step
+
+    θ̄ ← d·θ̄ + (1 − d)·θ        (the first step copies θ: θ̄ = θ)
+
+so θ̄ weighs the step k back by (1 − d)·dᵏ: an average over the last ~1/(1 − d) steps. Buffers
+(BatchNorm's running statistics) are averages already and are copied, not averaged.
+
+Equal to ``torch.optim.swa_utils.AveragedModel`` with ``get_ema_multi_avg_fn(d)`` (tested).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import torch
+from torch import nn
+
+
+class WeightAverage:
+    """θ̄, the exponential moving average of ``model``'s parameters.
+
+    Args:
+        decay: d in θ̄ ← d·θ̄ + (1 − d)·θ, in [0, 1); 0 keeps the last weights.
+
+    Usage: :meth:`update` after each optimizer step; ``with average.applied(model):`` to
+    evaluate (or sample) with θ̄; :meth:`copy_to` to keep θ̄ for good.
+    """
+
+    def __init__(self, decay: float):
+        if not 0.0 <= decay < 1.0:
+            raise ValueError(f"decay must be in [0, 1), got {decay}")
+        self.decay = decay
+        self.updates = 0
+        self.shadow: dict[str, torch.Tensor] = {}  # parameter name -> θ̄
+
+    @torch.no_grad()
+    def update(self, model: nn.Module) -> None:
+        """θ̄ ← d·θ̄ + (1 − d)·θ, as θ̄ + (1 − d)·(θ − θ̄); the first call copies θ."""
+        params = {name: p.detach() for name, p in model.named_parameters()}
+        if not self.shadow:
+            self.shadow = {name: p.clone() for name, p in params.items()}
+        else:
+            names = list(self.shadow)
+            torch._foreach_lerp_([self.shadow[n] for n in names], [params[n] for n in names], 1 - self.decay)
+        self.updates += 1
+
+    @torch.no_grad()
+    def copy_to(self, model: nn.Module) -> None:
+        """θ ← θ̄ (a no-op before the first update)."""
+        for name, p in model.named_parameters():
+            if name in self.shadow:
+                p.copy_(self.shadow[name])
+
+    @contextmanager
+    def applied(self, model: nn.Module) -> Iterator[nn.Module]:
+        """Within the block the model holds θ̄; its own θ comes back on exit (even on error)."""
+        if not self.shadow:
+            yield model
+            return
+        with torch.no_grad():
+            kept = {name: p.detach().clone() for name, p in model.named_parameters()}
+        self.copy_to(model)
+        try:
+            yield model
+        finally:
+            with torch.no_grad():
+                for name, p in model.named_parameters():
+                    p.copy_(kept[name])
+
+    def state_dict(self) -> dict:
+        return {"decay": self.decay, "updates": self.updates, "shadow": dict(self.shadow)}
+
+    def load_state_dict(self, state: dict) -> None:
+        if state["decay"] != self.decay:
+            raise ValueError(f"a weight average with decay {state['decay']}, not {self.decay}")
+        self.updates = int(state["updates"])
+        self.shadow = {name: t.clone() for name, t in state["shadow"].items()}
