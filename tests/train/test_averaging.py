@@ -25,7 +25,7 @@ def regression_data(n: int, seed: int):
 @pytest.mark.parametrize("decay", [0.0, 0.5, 0.9, 0.999])
 def test_weight_average_equals_torch_averaged_model(decay):
     model = small_model()
-    ours = WeightAverage(decay)
+    ours = WeightAverage(decay, warmup=False)
     reference = AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(decay))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     x, y = regression_data(64, seed=1)
@@ -38,6 +38,26 @@ def test_weight_average_equals_torch_averaged_model(decay):
     assert ours.updates == 12
     for name, p in reference.module.named_parameters():
         torch.testing.assert_close(ours.shadow[name], p, rtol=0, atol=1e-7)
+
+
+def test_warmup_caps_the_decay_step_by_step():
+    """θ̄_u = d_u·θ̄_(u−1) + (1 − d_u)·θ_u with d_u = min(d, (1 + u)/(10 + u)), computed by hand."""
+    model = small_model()
+    average = WeightAverage(0.99)
+    expected = None
+    with torch.no_grad():
+        for u in range(40):
+            for p in model.parameters():
+                p.add_(torch.randn_like(p))
+            theta = torch.cat([p.flatten() for p in model.parameters()]).clone()
+            d = min(0.99, (1 + u) / (10 + u))
+            assert average.current_decay() == pytest.approx(d)
+            expected = theta if expected is None else d * expected + (1 - d) * theta
+            average.update(model)
+    got = torch.cat([average.shadow[name].flatten() for name, _ in model.named_parameters()])
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6)
+    assert WeightAverage(0.99).current_decay() == pytest.approx(0.1)  # the start is forgotten fast
+    assert WeightAverage(0.999, warmup=False).current_decay() == 0.999
 
 
 def test_the_first_update_copies_and_decay_zero_keeps_the_last_weights():
@@ -54,7 +74,7 @@ def test_the_first_update_copies_and_decay_zero_keeps_the_last_weights():
 
 def test_applied_swaps_the_average_in_and_restores_the_weights_even_on_error():
     model = small_model()
-    average = WeightAverage(0.5)
+    average = WeightAverage(0.5, warmup=False)
     average.update(model)
     own = {k: v.clone() for k, v in model.state_dict().items()}
     with torch.no_grad():

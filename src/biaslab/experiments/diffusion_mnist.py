@@ -3,7 +3,8 @@
 The same algorithm as on the spiral (``generative.diffusion``), now on 28x28 images scaled to
 [−1, 1]: a U-Net ε_θ(x_t, t) (residual blocks, a time embedding, skips between resolutions) is
 trained by L_simple, and DDIM draws new digits from pure noise in a few dozen steps, clipping the
-predicted clean image to the pixel range.
+predicted clean image to the pixel range. It samples with the exponential moving average of the
+weights (``ema_decay``, warmed up), as Ho et al. do.
 
 Are the samples digits? A CNN classifier trained by the project on the real training digits reads
 them: the share of samples it labels with confidence ≥ 0.9, and the entropy of the histogram of
@@ -53,6 +54,7 @@ class DiffusionMnistConfig(TrainConfig, MnistSizes):
     batch_size: int = 64  # more steps for the same compute: L_simple 0.025 vs 0.032 at 128 in 5 epochs
     lr: float = 2e-3
     schedule: Schedule = "onecycle"
+    ema_decay: float = 0.999  # sample with the weights' moving average: 0.7125 vs 0.7075 confident
     sample_steps: int = 50  # DDIM steps (quadratic spacing)
     n_samples: int = 400
     classifier_epochs: int = 4  # a sharper judge: 99.1% test accuracy
@@ -116,7 +118,7 @@ def run(ctx) -> None:
     fit = fit_classifier(
         classifier,
         splits,
-        TrainConfig.of(cfg, epochs=cfg.classifier_epochs, lr=2e-3),
+        TrainConfig.of(cfg, epochs=cfg.classifier_epochs, lr=2e-3, ema_decay=0.0),  # no averaging
         ctx.training("classifier"),
     )
     scores = {

@@ -9,7 +9,17 @@ running average sits closer to it. Diffusion models sample from the averaged wei
 so θ̄ weighs the step k back by (1 − d)·dᵏ: an average over the last ~1/(1 − d) steps. Buffers
 (BatchNorm's running statistics) are averages already and are copied, not averaged.
 
-Equal to ``torch.optim.swa_utils.AveragedModel`` with ``get_ema_multi_avg_fn(d)`` (tested).
+With a large d the first weights linger: after k steps they still weigh dᵏ (0.999⁹⁰⁰ ≈ 0.41).
+The warm-up of TensorFlow's ``ExponentialMovingAverage(num_updates=...)`` (and diffusers'
+EMAModel) caps the decay at the u-th update by
+
+    d_u = min(d, (1 + u) / (10 + u))
+
+so that θ̄ forgets the start quickly (1 − d_u = 9/(10 + u)) and the decay reaches d after
+u = (10·d − 1)/(1 − d) updates (about 9,000 for d = 0.999).
+
+Without warm-up, equal to ``torch.optim.swa_utils.AveragedModel`` with
+``get_ema_multi_avg_fn(d)`` (tested); with it, to the formula above step by step (tested).
 """
 
 from __future__ import annotations
@@ -26,17 +36,25 @@ class WeightAverage:
 
     Args:
         decay: d in θ̄ ← d·θ̄ + (1 − d)·θ, in [0, 1); 0 keeps the last weights.
+        warmup: cap the decay at (1 + u) / (10 + u) on the u-th update (default True).
 
     Usage: :meth:`update` after each optimizer step; ``with average.applied(model):`` to
     evaluate (or sample) with θ̄; :meth:`copy_to` to keep θ̄ for good.
     """
 
-    def __init__(self, decay: float):
+    def __init__(self, decay: float, warmup: bool = True):
         if not 0.0 <= decay < 1.0:
             raise ValueError(f"decay must be in [0, 1), got {decay}")
         self.decay = decay
+        self.warmup = warmup
         self.updates = 0
         self.shadow: dict[str, torch.Tensor] = {}  # parameter name -> θ̄
+
+    def current_decay(self) -> float:
+        """d_u for the next update: d, capped by (1 + u) / (10 + u) during warm-up."""
+        if not self.warmup:
+            return self.decay
+        return min(self.decay, (1 + self.updates) / (10 + self.updates))
 
     @torch.no_grad()
     def update(self, model: nn.Module) -> None:
@@ -45,8 +63,8 @@ class WeightAverage:
         if not self.shadow:
             self.shadow = {name: p.clone() for name, p in params.items()}
         else:
-            names = list(self.shadow)
-            torch._foreach_lerp_([self.shadow[n] for n in names], [params[n] for n in names], 1 - self.decay)
+            names, weight = list(self.shadow), 1 - self.current_decay()
+            torch._foreach_lerp_([self.shadow[n] for n in names], [params[n] for n in names], weight)
         self.updates += 1
 
     @torch.no_grad()

@@ -61,8 +61,9 @@ class TrainConfig:
             on CPUs with native bf16 support only. A seed fixes a run bit for bit within one
             precision, not across them.
         ema_decay: keep an exponential moving average of the weights, θ̄ ← d·θ̄ + (1 − d)·θ
-            after every step (:mod:`biaslab.train.averaging`), validate with it and end training
-            holding it; 0 switches it off (default 0.0). Diffusion models use 0.999–0.9999.
+            after every step, the decay warmed up as min(d, (1 + u)/(10 + u)) at update u
+            (:mod:`biaslab.train.averaging`); validate with it and end training holding it;
+            0 switches it off (default 0.0). Diffusion models use 0.999–0.9999.
     """
 
     epochs: int = 10
