@@ -68,6 +68,9 @@ def test_a_graph_model_learns_and_reports_mae_in_ev():
     spread = np.abs(data.target("gap") - data.target("gap").mean()).mean()
     assert result.test_mae < 0.6 * spread  # better than predicting the mean
     assert result.parameters > 0 and result.epochs == CONFIG.epochs and result.train_seconds > 0
+    # best_epoch names the epoch with the lowest validation MAE, whose weights were kept.
+    val = [h["val_mae"] for h in result.history]
+    assert 1 <= result.best_epoch <= CONFIG.epochs and val[result.best_epoch - 1] == min(val)
 
 
 def test_the_same_seed_gives_the_same_numbers():

@@ -2,8 +2,21 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 from biaslab.data import mnist, mnist1d, ood, qm9
-from biaslab.errors import BiaslabError
+from biaslab.errors import BiaslabError, DataMissingError
+
+
+def _library(module: str, package: str):
+    """A check that ``module`` imports; the graph labs' libraries are the ``graph`` extra."""
+
+    def check() -> None:
+        if importlib.util.find_spec(module) is None:
+            raise DataMissingError(f"this lab needs {package}: pip install 'biaslab[graph]'")
+
+    return check
+
 
 # data set name -> a function that raises a one-line DataMissingError when it cannot be loaded
 CHECKS = {
@@ -11,6 +24,8 @@ CHECKS = {
     "mnist1d": mnist1d.check_available,
     "animal-mnist": ood.check_animal_mnist,
     "qm9": qm9.check_available,
+    "torch-geometric": _library("torch_geometric", "torch-geometric"),
+    "rdkit": _library("rdkit", "rdkit"),
 }
 
 

@@ -59,6 +59,7 @@ class GNNNodesConfig(TrainConfig):
     day=4,
     step=3,
     config=GNNNodesConfig,
+    requires=("torch-geometric",),
     title="Message passing: node labels the neighbours reveal",
     summary="contextual SBM with weak features: a hand-written GCN against an MLP on features alone",
     quick={"nodes": 400, "epochs": 30},

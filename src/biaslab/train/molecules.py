@@ -125,6 +125,7 @@ class MoleculeFit:
     parameters: int
     epochs: int
     history: list[dict]
+    best_epoch: int = 0  # the epoch whose weights were kept (1-based); == epochs hints at undertraining
 
 
 def fit_molecule_regressor(
@@ -191,6 +192,7 @@ def fit_molecule_regressor(
         parameters=sum(p.numel() for p in model.parameters()),
         epochs=len(history),
         history=history,
+        best_epoch=1 + int(np.argmin([h.get("val_mae", np.inf) for h in history])),
     )
 
 
@@ -220,6 +222,7 @@ def fit_gradient_boosting(
         parameters=_tree_nodes(model),
         epochs=model.n_iter_,
         history=[],
+        best_epoch=model.n_iter_,
     )
 
 
