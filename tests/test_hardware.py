@@ -127,3 +127,15 @@ def test_a_seed_fixes_a_run_for_a_given_thread_count(in_tmp, threads):
     assert comparable_results(runs[0]) == comparable_results(runs[1])
     assert comparable_metrics(runs[0]) == comparable_metrics(runs[1])
     assert json.loads((runs[0] / "config.json").read_text())["threads"] == threads
+
+
+def test_cpu_name_is_the_model_name_from_proc_cpuinfo():
+    from pathlib import Path
+
+    from biaslab.hardware import cpu_name
+
+    name = cpu_name()
+    assert name and "\n" not in name
+    info = Path("/proc/cpuinfo")
+    if info.is_file() and "model name" in info.read_text():
+        assert name in info.read_text()

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 
 from biaslab.errors import ConfigError
 
-__all__ = ["available_cores", "busy_warning", "idle_cores", "resolve_threads", "use_threads"]
+__all__ = ["available_cores", "busy_warning", "cpu_name", "idle_cores", "resolve_threads", "use_threads"]
 
 
 def available_cores() -> int:
@@ -125,3 +125,17 @@ def use_threads(n: int) -> Iterator[None]:
                 yield
     finally:
         torch.set_num_threads(previous)
+
+
+def cpu_name() -> str:
+    """The CPU's model name (``/proc/cpuinfo`` on Linux), else the platform's processor or machine."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+
+    return platform.processor() or platform.machine() or "unknown CPU"
