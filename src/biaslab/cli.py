@@ -1,4 +1,4 @@
-"""The ``biaslab`` command: list | run | show | report | data.
+"""The ``biaslab`` command: list | run | show | config | report | data | notebooks.
 
 Exit status and messages:
 
@@ -33,6 +33,7 @@ EPILOG = """examples:
   biaslab show runs/xor-20261121-120000-0
   biaslab report runs
   biaslab run workshop --quick     # every lab, one HTML index
+  biaslab notebooks workshop/      # the five day notebooks, for Jupyter
 """
 
 
@@ -118,7 +119,26 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["prepare", "info"],
         help="prepare: convert the MNIST CSVs to the cache; info: where data lives",
     )
+
+    p = sub.add_parser(
+        "notebooks",
+        help="copy the workshop's five Jupyter notebooks (one per day) into a folder",
+        description="Copy Day1_LinearAlgebra_ParametricModels.ipynb ... Day5_Evaluation_Generalization"
+        ".ipynb into DIR. Each runs its day's lab steps with biaslab; set BIASLAB_PROFILE=quick "
+        "(or PROFILE in the first cell) for a run of seconds.",
+    )
+    p.add_argument("dir", nargs="?", default=".", metavar="DIR", help="destination folder (default: .)")
+    p.add_argument("--force", action="store_true", help="overwrite notebooks already in DIR")
     return parser
+
+
+def cmd_notebooks(folder: str, force: bool) -> None:
+    from biaslab.notebooks import copy_notebooks
+
+    paths = copy_notebooks(folder, force=force)
+    for path in paths:
+        print(path)
+    print(f"open them with: jupyter lab {shlex.quote(str(paths[0].parent))}")
 
 
 def cmd_list() -> None:
@@ -168,40 +188,9 @@ def cmd_run(args, argv: list[str]) -> int:
 
 
 def cmd_show(run_dir: str) -> None:
-    from biaslab.formatting import format_value
-    from biaslab.runs import VERDICTS, RunDir, tally, verdict_of
+    from biaslab.report.text import run_text
 
-    run = RunDir(Path(run_dir))
-    if not run.is_run:
-        raise BiaslabError(f"{run.path} is not a run directory (no config.json)")
-    cfg = run.read_config()
-    print(f"{cfg.get('experiment')}  profile={cfg.get('profile')}  seed={cfg.get('seed')}  [{run.status}]")
-    res = run.read_results(required=False)
-    if res is None:
-        print(
-            "no results yet"
-            + (f"; continue with: biaslab run --resume {run.path}" if not run.is_complete else "")
-        )
-        return
-    metrics = res.get("metrics") if isinstance(res.get("metrics"), dict) else {}
-    rows = [(k, format_value(v)) for k, v in metrics.items()]
-    if rows:
-        w = max(len(k) for k, _ in rows)
-        print("\nmetrics")
-        for k, v in rows:
-            print(f"  {k:<{w}}  {v}")
-    claims = [c for c in res.get("claims") or [] if isinstance(c, dict)]
-    if claims:
-        print(f"\nclaims: {tally(claims).describe()}")
-        for c in claims:
-            verdict = verdict_of(c)
-            print(
-                f"  [{VERDICTS[verdict].word}] {c.get('claim')}\n         expected "
-                f"{c.get('expected')}, measured {format_value(c.get('measured'))}"
-            )
-            if verdict == "notes-wrong":
-                print(f"         the notes' figure is wrong: {c.get('computation')}")
-    print(f"\nreport: {run.report_path}")
+    print(run_text(run_dir))
 
 
 def cmd_config(name: str) -> None:
@@ -252,6 +241,8 @@ def main(argv: list[str] | None = None) -> int:
             cmd_report(args.runs_dir)
         elif args.command == "data":
             cmd_data(args.action)
+        elif args.command == "notebooks":
+            cmd_notebooks(args.dir, args.force)
         else:
             parser.print_help()
             return 2

@@ -15,6 +15,7 @@ __all__ = [
     "TIMINGS",
     "TIMING_KEYS",
     "VERDICTS",
+    "Claim",
     "Tally",
     "Verdict",
     "reproducible",
@@ -22,6 +23,50 @@ __all__ = [
     "tally",
     "verdict_of",
 ]
+
+
+# -- claims -----------------------------------------------------------------------------------
+@dataclass
+class Claim:
+    """A quantitative claim from the lecture notes beside the value this run measured.
+
+    ``verdict`` and ``computation`` are set only for a claim whose notes' figure an exact
+    computation proved wrong (see :meth:`RunContext.claim_exact`); ``timing`` only for a claim
+    about wall-clock time, which no seed fixes (the report flags it as machine-dependent).
+    """
+
+    claim: str
+    expected: str
+    measured: Any
+    passed: bool | None
+    source: str = ""
+    verdict: str | None = None
+    computation: str | None = None
+    timing: bool | None = None
+
+    @classmethod
+    def judged(
+        cls,
+        claim: str,
+        *,
+        expected: str,
+        measured: Any,
+        passed: bool | None,
+        source: str = "",
+        quick: bool = False,
+        checked_in_quick: bool = True,
+        timing: bool = False,
+    ) -> Claim:
+        """A claim as :meth:`RunContext.claim` records it (and the notebooks' ``Lab.claim``):
+        in the quick profile a claim with ``checked_in_quick=False`` is shown, not judged."""
+        if quick and not checked_in_quick:
+            passed, expected = None, f"{expected} (not judged in --quick)"
+        verdict = None if passed is None else bool(passed)
+        return cls(claim, expected, measured, verdict, source, timing=timing or None)
+
+    def as_dict(self) -> dict[str, Any]:
+        optional = ("verdict", "computation", "timing")
+        return {k: v for k, v in vars(self).items() if v is not None or k not in optional}
 
 
 # -- verdicts ---------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -26,32 +26,11 @@ from biaslab.errors import BiaslabError, CheckpointError, ConfigError, StorageEr
 from biaslab.fileio import atomic_write, write_traceback
 from biaslab.formatting import format_value
 from biaslab.hardware import resolve_threads, use_threads
+from biaslab.report.display import Result
+from biaslab.results import Claim
 from biaslab.runs import TIMINGS, TRACEBACK, VERDICTS, RunDir, tally, verdict_of
 from biaslab.train.recipes import TrainSetup
 from biaslab.train.seed import derive_seed, rng_state, seed_everything, set_rng_state
-
-
-@dataclass
-class Claim:
-    """A quantitative claim from the lecture notes beside the value this run measured.
-
-    ``verdict`` and ``computation`` are set only for a claim whose notes' figure an exact
-    computation proved wrong (see :meth:`RunContext.claim_exact`); ``timing`` only for a claim
-    about wall-clock time, which no seed fixes (the report flags it as machine-dependent).
-    """
-
-    claim: str
-    expected: str
-    measured: Any
-    passed: bool | None
-    source: str = ""
-    verdict: str | None = None
-    computation: str | None = None
-    timing: bool | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        optional = ("verdict", "computation", "timing")
-        return {k: v for k, v in vars(self).items() if v is not None or k not in optional}
 
 
 class _MetricsLogger:
@@ -188,10 +167,12 @@ class RunContext:
         ``timing=True`` marks a claim about wall-clock time: judged on the budget ``expected``
         states, flagged as machine-dependent in the report, and outside what a seed fixes.
         """
-        if self.quick and not checked_in_quick:
-            passed, expected = None, f"{expected} (not judged in --quick)"
-        verdict = None if passed is None else bool(passed)
-        self.claims.append(Claim(claim, expected, measured, verdict, source, timing=timing or None))
+        self.claims.append(
+            Claim.judged(
+                claim, expected=expected, measured=measured, passed=passed, source=source,
+                quick=self.quick, checked_in_quick=checked_in_quick, timing=timing,
+            )
+        )  # fmt: skip
 
     def claim_exact(
         self,
@@ -284,27 +265,6 @@ def _reproducible(exact: Callable[[], Any], claim: str):
     if values[0].shape != values[1].shape or not np.array_equal(values[0], values[1]):
         raise ValueError(f"claim {claim!r}: the 'exact' computation depends on random draws")
     return values[0]
-
-
-@dataclass
-class Result:
-    """What a finished run produced; ``results`` is results.json as a dict."""
-
-    run_dir: Path
-    results: dict = field(default_factory=dict)
-
-    @property
-    def metrics(self) -> dict:
-        return self.results.get("metrics", {})
-
-    @property
-    def claims(self) -> list[dict]:
-        return self.results.get("claims", [])
-
-    @property
-    def passed(self) -> bool:
-        """True when no claim failed (a claim the notes got wrong is not a failure)."""
-        return tally(self.claims).failed == 0
 
 
 def run(

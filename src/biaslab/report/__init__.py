@@ -3,6 +3,6 @@
 ``biaslab.report.browser`` (headless Chromium screenshots) is imported on demand, not here.
 """
 
-from biaslab.report.html import render_index, render_report
+from biaslab.report.html import render_index, render_inline, render_report
 
-__all__ = ["render_index", "render_report"]
+__all__ = ["render_index", "render_inline", "render_report"]

@@ -25,7 +25,15 @@ from biaslab.fileio import atomic_write_text
 from biaslab.formatting import format_duration, format_value
 from biaslab.runs import INDEX, REPORT, TIMINGS, VERDICTS, RunDir, find_runs, tally, verdict_of
 
-__all__ = ["FAIL_COLOUR", "PASS_COLOUR", "UNCHECKED_COLOUR", "render_index", "render_report"]
+__all__ = [
+    "FAIL_COLOUR",
+    "PASS_COLOUR",
+    "UNCHECKED_COLOUR",
+    "render_claims",
+    "render_index",
+    "render_inline",
+    "render_report",
+]
 
 PASS_COLOUR = VERDICTS["pass"].colour
 FAIL_COLOUR = VERDICTS["fail"].colour
@@ -61,10 +69,14 @@ def _render(template: str, path: Path, **context) -> Path:
     Returns:
         ``path``.
     """
-    colours = {key: v.colour for key, v in VERDICTS.items()}
-    text = _ENV.get_template(template).render(colours=colours, **context)
-    atomic_write_text(path, text)
+    atomic_write_text(path, _fill(template, **context))
     return path
+
+
+def _fill(template: str, **context) -> str:
+    """``template`` rendered with ``context`` and the verdict colours."""
+    colours = {key: v.colour for key, v in VERDICTS.items()}
+    return _ENV.get_template(template).render(colours=colours, **context)
 
 
 # -- plain data for the templates ------------------------------------------------------------
@@ -303,6 +315,24 @@ def render_report(run_dir, complete: bool | None = None, order: Sequence[str] | 
     """
     run_dir = Path(run_dir)
     return _render("report.html.j2", run_dir / REPORT, **_report_context(run_dir, complete, order))
+
+
+def render_inline(run_dir) -> str:
+    """One run as an HTML fragment for Jupyter: its claims in verdict colours, figures and tables.
+
+    What ``Result._repr_html_`` and ``biaslab.show`` display; escaped like the report (the same
+    autoescaped templates), its CSS scoped to the fragment. Nothing is written.
+
+    Raises:
+        BiaslabError: if ``results.json`` is missing or corrupt, or ``config.json`` is corrupt.
+    """
+    run_dir = Path(run_dir)
+    return _fill("inline.html.j2", run_path=str(run_dir), **_report_context(run_dir, None, None))
+
+
+def render_claims(claims: Sequence[dict]) -> str:
+    """Claims (results.json's dicts) as an HTML fragment: the claims table with the tally."""
+    return _fill("claims.html.j2", claims=[_claim(c) for c in claims], tally=tally(claims).describe())
 
 
 def render_index(runs_dir, out=None, title: str = "biaslab runs", order: Sequence[str] | None = None) -> Path:

@@ -1,0 +1,62 @@
+"""The workshop as Jupyter notebooks, one per day, shipped with the package.
+
+Each notebook follows its day's numbered lab steps in short cells that call the library, checks
+the outcomes the notes promise with :class:`~biaslab.notebooks.lab.Lab` (the experiments' claim
+mechanism), and ends by running the day's experiments. ``biaslab notebooks DIR`` copies them out.
+"""
+
+from __future__ import annotations
+
+import shutil
+from importlib import resources
+from pathlib import Path
+
+from biaslab.errors import BiaslabError
+
+__all__ = ["NOTEBOOKS", "copy_notebooks", "notebook_path"]
+
+NOTEBOOKS = (
+    "Day1_LinearAlgebra_ParametricModels.ipynb",
+    "Day2_Calculus_Optimization.ipynb",
+    "Day3_Probability_GenerativeModels.ipynb",
+    "Day4_Modeling_InductiveBias.ipynb",
+    "Day5_Evaluation_Generalization.ipynb",
+)
+
+
+def notebook_path(name: str) -> Path:
+    """Where the installed package keeps notebook ``name`` (one of :data:`NOTEBOOKS`)."""
+    if name not in NOTEBOOKS:
+        raise BiaslabError(f"no notebook {name!r}: choose one of {', '.join(NOTEBOOKS)}")
+    path = Path(str(resources.files(__package__) / name))
+    if not path.is_file():
+        raise BiaslabError(f"{path}: missing from this installation of biaslab (reinstall it)")
+    return path
+
+
+def copy_notebooks(folder: str | Path, force: bool = False) -> list[Path]:
+    """Copy the five notebooks into ``folder`` (created if needed) and return their new paths.
+
+    Args:
+        folder: the destination folder.
+        force: overwrite notebooks already there (default False: refuse, and copy nothing).
+
+    Raises:
+        BiaslabError: a notebook exists there and ``force`` is off (checked for all five before
+            anything is copied), or ``folder`` is a file or cannot be written.
+    """
+    folder = Path(folder)
+    sources = [notebook_path(name) for name in NOTEBOOKS]
+    if folder.exists() and not folder.is_dir():
+        raise BiaslabError(f"{folder}: not a folder")
+    existing = [folder / name for name in NOTEBOOKS if (folder / name).exists()]
+    if existing and not force:
+        raise BiaslabError(
+            f"{existing[0]} exists ({len(existing)} of the notebooks are there already); "
+            "use --force to overwrite them"
+        )
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        return [Path(shutil.copyfile(source, folder / source.name)) for source in sources]
+    except OSError as error:
+        raise BiaslabError(f"{folder}: cannot copy the notebooks there ({error.strerror or error})") from None

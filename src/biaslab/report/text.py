@@ -1,0 +1,49 @@
+"""A run directory as plain text: what ``biaslab show`` prints and ``biaslab.show`` prints
+outside Jupyter (metrics, then each claim with its verdict, expected and measured values)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from biaslab.errors import BiaslabError
+from biaslab.formatting import format_value
+from biaslab.runs import VERDICTS, RunDir, tally, verdict_of
+
+__all__ = ["open_run", "run_text"]
+
+
+def open_run(path: str | Path) -> RunDir:
+    """``path`` as a run directory, or one clear BiaslabError if it is not one."""
+    run = RunDir(Path(path))
+    if not run.is_run:
+        raise BiaslabError(f"{run.path} is not a run directory (no config.json)")
+    return run
+
+
+def run_text(path: str | Path) -> str:
+    """The run at ``path``: header, metrics, claims and the report's path, as lines of text."""
+    run = open_run(path)
+    cfg = run.read_config()
+    lines = [f"{cfg.get('experiment')}  profile={cfg.get('profile')}  seed={cfg.get('seed')}  [{run.status}]"]
+    res = run.read_results(required=False)
+    if res is None:
+        resume = "" if run.is_complete else f"; continue with: biaslab run --resume {run.path}"
+        return "\n".join([*lines, "no results yet" + resume])
+    metrics = res.get("metrics") if isinstance(res.get("metrics"), dict) else {}
+    rows = [(k, format_value(v)) for k, v in metrics.items()]
+    if rows:
+        width = max(len(k) for k, _ in rows)
+        lines += ["", "metrics", *(f"  {k:<{width}}  {v}" for k, v in rows)]
+    claims = [c for c in res.get("claims") or [] if isinstance(c, dict)]
+    if claims:
+        lines += ["", f"claims: {tally(claims).describe()}"]
+        for c in claims:
+            verdict = verdict_of(c)
+            lines += [
+                f"  [{VERDICTS[verdict].word}] {c.get('claim')}",
+                f"         expected {c.get('expected')}, measured {format_value(c.get('measured'))}",
+            ]
+            if verdict == "notes-wrong":
+                lines.append(f"         the notes' figure is wrong: {c.get('computation')}")
+    lines += ["", f"report: {run.report_path}"]
+    return "\n".join(lines)

@@ -1,0 +1,61 @@
+"""The notebooks' Lab: the profile, claims judged as the experiments judge them, the day's runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from biaslab.errors import BiaslabError
+from biaslab.notebooks.lab import PROFILE_VARIABLE, ClaimFailed, Lab
+from biaslab.report.display import FigureImage
+from biaslab.report.plots import pyplot
+
+
+def test_the_profile_comes_from_the_argument_then_the_environment(monkeypatch):
+    monkeypatch.delenv(PROFILE_VARIABLE, raising=False)
+    assert Lab(day=1).profile == "default"
+    monkeypatch.setenv(PROFILE_VARIABLE, "quick")
+    assert Lab(day=1).quick and Lab(day=1).pick(3, 30) == 3
+    assert Lab(day=1, profile="default").pick(3, 30) == 30
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"), [({"profile": "fast"}, "choose one of"), ({"day": 6}, "days 1 to 5")]
+)
+def test_bad_settings_are_one_clear_error(kwargs, message):
+    with pytest.raises(BiaslabError, match=message):
+        Lab(**{"day": 1, **kwargs})
+
+
+@pytest.mark.parametrize("profile", ["quick", "default"])
+def test_claims_follow_the_experiments_quick_rule(profile, capsys):
+    lab = Lab(day=2, profile=profile)
+    lab.claim("exact", expected="== 1", measured=1, passed=True)
+    lab.claim("trained", expected=">= 0.9", measured=0.5, passed=False, checked_in_quick=False)
+    assert "[PASS] exact" in capsys.readouterr().out
+    if profile == "quick":
+        assert lab.claims[1]["passed"] is None and "(not judged in --quick)" in lab.claims[1]["expected"]
+        lab.finish()  # nothing judged failed
+    else:
+        with pytest.raises(ClaimFailed, match="1 claim\\(s\\) failed: trained"):
+            lab.finish()
+    assert "claims:" in capsys.readouterr().out  # finish shows the table before it judges
+
+
+def test_run_adds_the_experiments_claims_and_run_day_knows_the_day(tmp_path, capsys):
+    lab = Lab(day=1, profile="quick", runs_dir=tmp_path)
+    assert lab.experiments() == ["xor", "mnist-mlp", "hidden-pca", "autoencoder-2d"]
+    result = lab.run("xor")
+    assert result.run_dir.parent == tmp_path and (result.run_dir / "COMPLETE").is_file()
+    assert lab.claims and all(c["claim"].startswith("xor: ") for c in lab.claims)
+    assert len(lab.claims) == len(result.claims)
+
+
+def test_show_draws_a_figure_as_png_and_closes_it(capsys):
+    plt = pyplot()
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [1, 0])
+    image = FigureImage(fig)
+    assert image._repr_png_().startswith(b"\x89PNG") and not plt.fignum_exists(fig.number)
+    fig2, _ = plt.subplots()
+    Lab(day=1, profile="quick").show(fig2)
+    assert "bytes of PNG" in capsys.readouterr().out and not plt.fignum_exists(fig2.number)
