@@ -27,8 +27,9 @@ from biaslab.fileio import atomic_write, write_traceback
 from biaslab.formatting import format_value
 from biaslab.hardware import resolve_threads, use_threads
 from biaslab.report.display import Result
+from biaslab.report.text import claim_lines
 from biaslab.results import Claim
-from biaslab.runs import TIMINGS, TRACEBACK, VERDICTS, RunDir, tally, verdict_of
+from biaslab.runs import TIMINGS, TRACEBACK, RunDir
 from biaslab.train.recipes import TrainSetup
 from biaslab.train.seed import derive_seed, rng_state, seed_everything, set_rng_state
 
@@ -479,13 +480,8 @@ def _python_command(name: str, profile: str, seed: int, overrides: dict) -> str:
 def print_summary(result: Result, stream: TextIO | None = None) -> None:
     """One line per claim, the tally, then where the report is (default stream: stdout)."""
     stream = sys.stdout if stream is None else stream  # looked up now: it may be redirected
-    for c in result.claims:
-        stream.write(
-            f"  [{VERDICTS[verdict_of(c)].word}] {c['claim']}: measured "
-            f"{format_value(c['measured'])} (expected {c['expected']})\n"
-        )
-    if result.claims:
-        stream.write(f"claims: {tally(result.claims).describe()}\n")
+    for line in claim_lines(result.claims):
+        stream.write(line + "\n")
     run = RunDir(result.run_dir)
     stream.write(f"report: {run.report_path}\n")
     if run.index_path.exists():

@@ -23,7 +23,8 @@ from biaslab import registry
 from biaslab.errors import BiaslabError
 from biaslab.report.display import FigureImage, Result, present
 from biaslab.report.html import render_claims
-from biaslab.results import VERDICTS, Claim, tally, verdict_of
+from biaslab.report.text import claim_lines
+from biaslab.results import Claim, verdict_of
 from biaslab.runner import run
 
 __all__ = ["PROFILE_VARIABLE", "ClaimFailed", "Lab"]
@@ -45,9 +46,7 @@ class Claims:
         return render_claims(self.claims)
 
     def __str__(self) -> str:
-        lines = [f"[{VERDICTS[verdict_of(c)].word}] {c['claim']}: expected {c['expected']}, "
-                 f"measured {c['measured']}" for c in self.claims]  # fmt: skip
-        return "\n".join([*lines, f"claims: {tally(self.claims).describe()}"])
+        return "\n".join(claim_lines(self.claims))
 
     __repr__ = __str__  # Jupyter's text/plain beside the HTML
 

@@ -9,7 +9,7 @@ from biaslab.errors import BiaslabError
 from biaslab.formatting import format_value
 from biaslab.runs import VERDICTS, RunDir, tally, verdict_of
 
-__all__ = ["open_run", "run_text"]
+__all__ = ["claim_lines", "open_run", "run_text"]
 
 
 def open_run(path: str | Path) -> RunDir:
@@ -47,3 +47,14 @@ def run_text(path: str | Path) -> str:
                 lines.append(f"         the notes' figure is wrong: {c.get('computation')}")
     lines += ["", f"report: {run.report_path}"]
     return "\n".join(lines)
+
+
+def claim_lines(claims: list[dict]) -> list[str]:
+    """One line per claim (verdict, claim, measured, expected), then the tally: what a finished
+    run prints (``runner.print_summary``) and a notebook's claims show as text."""
+    lines = [
+        f"  [{VERDICTS[verdict_of(c)].word}] {c['claim']}: measured "
+        f"{format_value(c['measured'])} (expected {c['expected']})"
+        for c in claims
+    ]
+    return [*lines, f"claims: {tally(claims).describe()}"] if claims else lines
