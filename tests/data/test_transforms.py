@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from biaslab.data.transforms import translate
+from biaslab.data.transforms import SHIFT_DIRECTIONS, translate, translations
 
 
 def numpy_translate(image: np.ndarray, dx: int, dy: int) -> np.ndarray:
@@ -25,6 +25,19 @@ def test_translate_matches_a_pixel_by_pixel_reference(dx, dy):
     assert shifted.shape == images.shape
     for k in range(3):
         np.testing.assert_array_equal(shifted[k, 0].numpy(), numpy_translate(images[k, 0].numpy(), dx, dy))
+
+
+def test_translations_move_right_left_down_and_up_with_the_fill():
+    images = torch.rand(2, 1, 8, 8, generator=torch.Generator().manual_seed(1))
+    moved = translations(images, 3, fill=-1.0)
+    assert len(moved) == len(SHIFT_DIRECTIONS) == 4
+    right, left, down, up = moved
+    np.testing.assert_array_equal(right[0, 0, :, 3:].numpy(), images[0, 0, :, :5].numpy())
+    np.testing.assert_array_equal(left[0, 0, :, :5].numpy(), images[0, 0, :, 3:].numpy())
+    np.testing.assert_array_equal(down[0, 0, 3:].numpy(), images[0, 0, :5].numpy())
+    np.testing.assert_array_equal(up[0, 0, :5].numpy(), images[0, 0, 3:].numpy())
+    assert (right[..., :3] == -1.0).all() and (up[..., 5:, :] == -1.0).all()
+    assert all(torch.equal(m, images) for m in translations(images, 0))
 
 
 def test_translate_loses_what_leaves_the_frame_and_undoes_inside_it():

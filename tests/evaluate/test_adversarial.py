@@ -9,7 +9,7 @@ import torch.nn.functional as F
 import torchattacks
 from torch import nn
 
-from biaslab.evaluate.adversarial import accuracy_under_attack, fgsm, pgd
+from biaslab.evaluate.adversarial import accuracy_under_attack, fgsm, pgd, pgd_attack
 
 N, CLASSES = 240, 3
 
@@ -200,6 +200,15 @@ def test_accuracy_under_attack_starts_at_clean_accuracy_and_falls(trained, data)
     assert all(abs(one[e] - many[e]) <= 2 / N for e in eps_values)
 
 
+def test_pgd_attack_is_pgd_with_alpha_scaled_to_the_budget(trained, data):
+    x, y = data
+    for eps in (0.05, 0.2):
+        expected = pgd(trained, x, y, eps, alpha=2.5 * eps / 4, steps=4)
+        torch.testing.assert_close(pgd_attack(steps=4)(trained, x, y, eps), expected, rtol=0, atol=0)
+    expected = pgd(trained, x, y, 0.1, alpha=1.0 * 0.1 / 3, steps=3)
+    torch.testing.assert_close(pgd_attack(3, step_scale=1.0)(trained, x, y, 0.1), expected, rtol=0, atol=0)
+
+
 @pytest.mark.parametrize(
     ("call", "match"),
     [
@@ -213,6 +222,8 @@ def test_accuracy_under_attack_starts_at_clean_accuracy_and_falls(trained, data)
         (lambda m, x, y: accuracy_under_attack(m, x, y, fgsm, [0.1], batch_size=0), "batch_size"),
         (lambda m, x, y: accuracy_under_attack(m, x, y, fgsm, [-0.1]), "eps must be"),
         (lambda m, x, y: accuracy_under_attack(m, x, y[:-1], fgsm, [0.1]), "same positive number"),
+        (lambda m, x, y: pgd_attack(0), "steps"),
+        (lambda m, x, y: pgd_attack(3, step_scale=0.0), "step_scale"),
     ],
 )
 def test_invalid_arguments_raise_value_error(trained, data, call, match):

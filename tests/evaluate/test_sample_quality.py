@@ -6,7 +6,13 @@ import pytest
 from scipy.stats import wasserstein_distance
 from sklearn.metrics.pairwise import euclidean_distances, rbf_kernel
 
-from biaslab.evaluate.sample_quality import median_bandwidth, mmd, sliced_wasserstein, wasserstein_1d
+from biaslab.evaluate.sample_quality import (
+    mean_distance,
+    median_bandwidth,
+    mmd,
+    sliced_wasserstein,
+    wasserstein_1d,
+)
 
 
 def draws(seed, n=300, shift=0.0, d=2):
@@ -53,6 +59,17 @@ def test_both_distances_separate_a_shifted_sample_from_a_fresh_one():
     floor_mmd, floor_sw = mmd(draws(0), same), sliced_wasserstein(draws(0), same)
     assert abs(floor_mmd) < 0.01 and mmd(draws(0), shifted) > 10 * max(floor_mmd, 0.003)
     assert sliced_wasserstein(draws(0), shifted) > 2 * floor_sw
+
+
+def test_mean_distance_averages_over_the_reference_sets_with_the_options_passed_on():
+    x, references = draws(0), [draws(1), draws(2), draws(3)]
+    each = [sliced_wasserstein(x, r, projections=20, seed=5) for r in references]
+    assert mean_distance(sliced_wasserstein, x, references, projections=20, seed=5) == pytest.approx(
+        np.mean(each), abs=1e-15
+    )
+    assert mean_distance(mmd, x, references[:1]) == mmd(x, references[0])
+    with pytest.raises(ValueError, match="at least one"):
+        mean_distance(mmd, x, [])
 
 
 def test_bad_inputs():

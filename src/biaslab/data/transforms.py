@@ -48,6 +48,19 @@ def translate(images: torch.Tensor, dx: int = 0, dy: int = 0, fill: float = 0.0)
     return out
 
 
+SHIFT_DIRECTIONS = ((1, 0), (-1, 0), (0, 1), (0, -1))  # (dx, dy): right, left, down, up
+
+
+def translations(images: torch.Tensor, shift: int, fill: float = 0.0) -> list[torch.Tensor]:
+    """The images moved ``shift`` whole pixels right, left, down and up (:data:`SHIFT_DIRECTIONS`),
+    by :func:`translate` with ``fill``: a robustness curve averages a model's accuracy over them.
+
+    Shapes:
+        images ``(..., H, W)`` -> four tensors of the same shape.
+    """
+    return [translate(images, dx * shift, dy * shift, fill) for dx, dy in SHIFT_DIRECTIONS]
+
+
 def jitter(images: torch.Tensor, max_shift: int, seed: int, fill: float = 0.0) -> torch.Tensor:
     """Shift each image by its own random whole-pixel offset: ``dx`` and ``dy`` drawn uniformly
     from ``-max_shift..max_shift`` (seeded), as digits written anywhere near the centre.

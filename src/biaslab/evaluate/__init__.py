@@ -1,7 +1,8 @@
 """Evaluation: classification metrics over whole sets, representation scores, curve shapes, and
-the symmetry verifier (``equivariance_error``)."""
+the symmetry verifier (``equivariance_error``), robustness curves (``accuracy_under_transform``,
+``accuracy_under_attack``) and the vanishing-gradient probe (``gradient_by_step``)."""
 
-from biaslab.evaluate.adversarial import accuracy_under_attack, fgsm, pgd
+from biaslab.evaluate.adversarial import accuracy_under_attack, fgsm, pgd, pgd_attack
 from biaslab.evaluate.bias_variance import BiasVariance, bias_variance, double_descent, polynomial_fit
 from biaslab.evaluate.calibration import (
     ReliabilityDiagram,
@@ -12,6 +13,7 @@ from biaslab.evaluate.calibration import (
 )
 from biaslab.evaluate.curves import SHAPES, CurveReading, classify_curve
 from biaslab.evaluate.decision import Decision, Evidence, decide
+from biaslab.evaluate.gradient_flow import gradient_by_step
 from biaslab.evaluate.metrics import (
     accuracy_score,
     cluster_separation,
@@ -36,6 +38,7 @@ from biaslab.evaluate.ood import (
     ood_report,
     ood_scores,
 )
+from biaslab.evaluate.robustness import accuracy_under_transform
 from biaslab.evaluate.shift import SHIFT_KINDS, domain_auc, predicted_label_shift, shift_scenario
 from biaslab.evaluate.splits import SplitIndices, k_fold, stratified_split
 from biaslab.evaluate.symmetry import equivariance_error, invariance_error
@@ -57,6 +60,7 @@ __all__ = [
     "TemperatureScaling",
     "accuracy_score",
     "accuracy_under_attack",
+    "accuracy_under_transform",
     "aupr",
     "auroc",
     "bias_variance",
@@ -71,6 +75,7 @@ __all__ = [
     "expected_calibration_error",
     "fgsm",
     "fpr_at_95_tpr",
+    "gradient_by_step",
     "invariance_error",
     "k_fold",
     "knn_accuracy",
@@ -81,6 +86,7 @@ __all__ = [
     "pca_project",
     "pca_reconstruction_error",
     "pgd",
+    "pgd_attack",
     "polynomial_fit",
     "precision_recall_f1",
     "predicted_label_shift",

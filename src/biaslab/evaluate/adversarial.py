@@ -10,29 +10,17 @@ or switched off (``clamp``) for inputs that are not in [0, 1].
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from biaslab.evaluate.robustness import check_curve_inputs, count_correct, eval_mode
+
 Bound = float | torch.Tensor | None
 Clamp = tuple[Bound, Bound] | None
 LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-
-
-@contextmanager
-def _eval_mode(model: nn.Module) -> Iterator[None]:
-    """Every module in eval mode (dropout off, batch-norm on running statistics), and each one's
-    own training flag restored afterwards, also when the attack raises."""
-    flags = [(m, m.training) for m in model.modules()]
-    model.eval()
-    try:
-        yield
-    finally:
-        for module, training in flags:
-            module.training = training
 
 
 def _check_eps(eps: float) -> float:
@@ -99,7 +87,7 @@ def fgsm(
     eps = _check_eps(eps)
     _check_clamp(clamp)
     x = x.detach()
-    with _eval_mode(model):
+    with eval_mode(model):
         grad = _input_gradient(model, x, y, loss_fn)
     return _clip(x + eps * grad.sign(), clamp).detach()
 
@@ -147,7 +135,7 @@ def pgd(
         delta = torch.empty(x.shape, dtype=x.dtype, device=generator.device)
         delta = delta.uniform_(-eps, eps, generator=generator).to(x.device)
         x_adv = _clip(x_adv + delta, clamp)
-    with _eval_mode(model):
+    with eval_mode(model):
         for _ in range(int(steps)):
             # Step 1: g = ∇_x L(f(x^t), y) at the current iterate (eq. 2's inner gradient).
             grad = _input_gradient(model, x_adv, y, loss_fn)
@@ -162,6 +150,24 @@ def pgd(
 Attack = Callable[[nn.Module, torch.Tensor, torch.Tensor, float], torch.Tensor]
 
 
+def pgd_attack(steps: int = 10, step_scale: float = 2.5) -> Attack:
+    """PGD as an :data:`Attack` for any budget: ``steps`` steps of α = step_scale · ε / steps
+    (Madry et al.'s α = 2.5 ε / steps by default), so the walk can cross the ε-ball and back.
+
+    Returns:
+        ``attack(model, x, y, eps) -> x_adv``, for :func:`accuracy_under_attack` or a training step.
+    """
+    if isinstance(steps, bool) or int(steps) != steps or steps < 1:
+        raise ValueError(f"steps must be an integer >= 1, got {steps!r}")
+    if not step_scale > 0.0:
+        raise ValueError(f"step_scale must be > 0, got {step_scale!r}")
+
+    def attack(model: nn.Module, x: torch.Tensor, y: torch.Tensor, eps: float) -> torch.Tensor:
+        return pgd(model, x, y, eps, alpha=step_scale * eps / steps, steps=steps)
+
+    return attack
+
+
 def accuracy_under_attack(
     model: nn.Module,
     x: torch.Tensor,
@@ -174,22 +180,18 @@ def accuracy_under_attack(
 
     Args:
         attack: ``attack(model, xb, yb, eps) -> xb_adv``, e.g. :func:`fgsm`, or
-            ``lambda m, x, y, e: pgd(m, x, y, e, alpha=2.5 * e / 10, steps=10)`` (α scales with ε).
+            ``pgd_attack(steps=10)`` (α scales with ε).
         eps_values: budgets; ε = 0 is the clean accuracy, on x itself (the attack is not called).
         batch_size: rows attacked at once, which bounds the memory the attack's graph takes.
     Returns:
         ``{ε: accuracy}`` in the order given, accuracies in [0, 1].
     """
     eps_values = [_check_eps(e) for e in eps_values]
-    if isinstance(batch_size, bool) or int(batch_size) != batch_size or batch_size < 1:
-        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
-    if len(x) != len(y) or len(x) == 0:
-        raise ValueError(f"x and y must hold the same positive number of rows, got {len(x)} and {len(y)}")
+    batch_size = check_curve_inputs(x, y, batch_size)
     correct = dict.fromkeys(eps_values, 0)
-    for start in range(0, len(x), int(batch_size)):
+    for start in range(0, len(x), batch_size):
         xb, yb = x[start : start + batch_size].detach(), y[start : start + batch_size]
         for eps in eps_values:
             xb_adv = xb if eps == 0.0 else attack(model, xb, yb, eps)
-            with _eval_mode(model), torch.no_grad():
-                correct[eps] += int((model(xb_adv).argmax(dim=1) == yb).sum())
+            correct[eps] += count_correct(model, xb_adv, yb, batch_size)
     return {eps: n / len(x) for eps, n in correct.items()}

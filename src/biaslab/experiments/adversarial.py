@@ -20,7 +20,7 @@ from torch import nn
 from biaslab.config import check_range
 from biaslab.data.mnist import QUICK_SIZES, MnistSizes, mnist_splits_for
 from biaslab.errors import ConfigError
-from biaslab.evaluate.adversarial import accuracy_under_attack, fgsm, pgd
+from biaslab.evaluate.adversarial import accuracy_under_attack, fgsm, pgd_attack
 from biaslab.nn import CNN
 from biaslab.registry import experiment
 from biaslab.report import plots
@@ -62,11 +62,6 @@ class AdversarialConfig(TrainConfig, MnistSizes):
 
 def build_cnn() -> CNN:
     return CNN(1, (32, 64), 10, dims=2, pool="max", global_pool=None, input_size=28)
-
-
-def pgd_attack(steps: int):
-    """PGD with step α = 2.5·ε/steps (Madry et al.'s choice), as ``attack(model, x, y, eps)``."""
-    return lambda model, x, y, eps: pgd(model, x, y, eps, alpha=2.5 * eps / steps, steps=steps)
 
 
 @experiment(

@@ -26,7 +26,7 @@ from biaslab.config import check_range
 from biaslab.data.splits import GeneratedSizes
 from biaslab.data.synthetic import spiral
 from biaslab.errors import ConfigError
-from biaslab.evaluate.sample_quality import mmd, sliced_wasserstein
+from biaslab.evaluate.sample_quality import mean_distance, mmd, sliced_wasserstein
 from biaslab.generative.denoisers import MLPDenoiser
 from biaslab.generative.diffusion import DDIM, DDPM, NoiseSchedule, diffusion_step
 from biaslab.registry import experiment
@@ -171,11 +171,11 @@ def run(ctx) -> None:
 
     def measure(points: torch.Tensor) -> tuple[float, float, float]:
         """Sliced W and MMD² to each fresh reference set (averaged), and the nearest-point distance."""
-        sliced = np.mean(
-            [sliced_wasserstein(points, r, cfg.projections, projection_seed) for r in references]
+        sliced = mean_distance(
+            sliced_wasserstein, points, references, projections=cfg.projections, seed=projection_seed
         )
-        squared = np.mean([mmd(points[:MMD_POINTS], r[:MMD_POINTS]) for r in references])
-        return float(sliced), float(squared), nearest_distance(points, x_train)
+        squared = mean_distance(mmd, points[:MMD_POINTS], [r[:MMD_POINTS] for r in references])
+        return sliced, squared, nearest_distance(points, x_train)
 
     gaussian = gaussian_like(x_train, cfg.n_test, ctx.seed_for("gaussian"))
     generators = {

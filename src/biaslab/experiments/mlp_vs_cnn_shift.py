@@ -11,20 +11,20 @@ so it loses far less.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import ClassVar
 
 from biaslab.config import check_range
 from biaslab.data.mnist import QUICK_SIZES, MnistSizes, mnist_splits_for
-from biaslab.data.transforms import translate
+from biaslab.data.transforms import translations
 from biaslab.errors import ConfigError
+from biaslab.evaluate.robustness import accuracy_under_transform
 from biaslab.nn import CNN, MLP, count_parameters
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.train import TrainConfig
 from biaslab.train.config import CLASSIFIER_MONITOR_KEYS, Schedule
 from biaslab.train.recipes import fit_classifier
-
-DIRECTIONS = ((1, 0), (-1, 0), (0, 1), (0, -1))  # right, left, down, up
 
 
 @dataclass(frozen=True)
@@ -77,11 +77,10 @@ def run(ctx) -> None:
         fit = fit_classifier(model, splits, TrainConfig.of(cfg), ctx.training(name.lower()))
         histories[name] = fit.history
         background = float(splits.x_train.min())  # a blank pixel, after standardization
-        per_shift = []
-        for shift in shifts:
-            moved = [translate(splits.x_test, dx * shift, dy * shift, background) for dx, dy in DIRECTIONS]
-            scores = [fit.trainer.evaluate((x, splits.y_test))["accuracy"] for x in moved]
-            per_shift.append(sum(scores) / len(scores))
+        moved = partial(translations, fill=background)  # right, left, down, up: their mean
+        per_shift = list(
+            accuracy_under_transform(fit.trainer.model, splits.x_test, splits.y_test, moved, shifts).values()
+        )
         accuracy[name] = per_shift
         ctx.metric(**{f"{name.lower()}_parameters": count_parameters(model)})
         ctx.metric(**{f"{name.lower()}_accuracy_shift_{s}": a for s, a in zip(shifts, per_shift)})

@@ -11,6 +11,7 @@ concept shift — there, inputs and predictions look exactly as before.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import ClassVar
 
 import numpy as np
@@ -20,6 +21,7 @@ from biaslab.config import check_range
 from biaslab.data.mnist import QUICK_SIZES, MnistSizes, mnist_splits_for
 from biaslab.data.transforms import rotate
 from biaslab.errors import ConfigError
+from biaslab.evaluate.robustness import accuracy_under_transform
 from biaslab.evaluate.shift import SHIFT_KINDS, domain_auc, predicted_label_shift, shift_scenario
 from biaslab.nn import CNN, MLP
 from biaslab.registry import experiment
@@ -88,10 +90,12 @@ def run(ctx) -> None:
     accuracy: dict[str, list[float]] = {}
     for name, model in models.items():
         fit = fit_classifier(model, splits, TrainConfig.of(cfg), ctx.training(name.lower()))
-        accuracy[name] = [
-            fit.trainer.evaluate((rotate(splits.x_test, angle, fill=background), splits.y_test))["accuracy"]
-            for angle in cfg.angles
-        ]
+        turned = partial(rotate, fill=background)
+        accuracy[name] = list(
+            accuracy_under_transform(
+                fit.trainer.model, splits.x_test, splits.y_test, turned, cfg.angles
+            ).values()
+        )
         ctx.metric(**{f"{name.lower()}_accuracy_{int(a)}deg": v for a, v in zip(cfg.angles, accuracy[name])})
     ctx.table(
         "Test accuracy against the rotation of the test digits",

@@ -19,7 +19,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -27,6 +26,7 @@ from biaslab.config import check_range
 from biaslab.data.sequences import recall_task
 from biaslab.data.splits import GeneratedSizes
 from biaslab.errors import ConfigError
+from biaslab.evaluate.gradient_flow import gradient_by_step
 from biaslab.nn import SequenceClassifier, TransformerConfig, TransformerEncoder, count_parameters
 from biaslab.nn.recurrent import chrono_init
 from biaslab.registry import experiment
@@ -84,17 +84,6 @@ class OneHot(nn.Module):
         return self.model(nn.functional.one_hot(tokens, self.vocab).float())  # (N, T, vocab)
 
 
-def gradient_by_step(model: OneHot, tokens: torch.Tensor, targets: torch.Tensor) -> np.ndarray:
-    """‖∂L/∂x_t‖ for each input step t, averaged over the batch (L the mean cross-entropy).
-
-    In float64: a vanished gradient is ~1e-30 after 100 steps, which float32 rounds to 0."""
-    model = model.double()
-    steps = nn.functional.one_hot(tokens, model.vocab).double().requires_grad_(True)  # (N, T, V)
-    loss = nn.functional.cross_entropy(model.model(steps), targets)
-    (grad,) = torch.autograd.grad(loss, steps)
-    return grad.norm(dim=-1).mean(0).numpy()  # (T,)
-
-
 @experiment(
     name="sequences",
     day=4,
@@ -141,7 +130,8 @@ def run(ctx) -> None:
     norms = {}
     for name in ("RNN", "LSTM"):
         fresh = ctx.init_model(lambda n=name: build(n, cfg, longest), f"{name.lower()}-probe")
-        norms[name] = gradient_by_step(fresh, probe_tokens, probe_targets)
+        probe_steps = nn.functional.one_hot(probe_tokens, cfg.vocab).float()  # (256, T, vocab)
+        norms[name] = gradient_by_step(fresh.model, probe_steps, probe_targets)
         ctx.metric(**{f"{name.lower()}_gradient_first_over_last": float(norms[name][0] / norms[name][-1])})
     ratio = {name: float(norms[name][0] / norms[name][-1]) for name in norms}
     ctx.claim(
