@@ -5,9 +5,11 @@ import torch
 from torch import nn
 
 from biaslab.data.graphs import contextual_sbm, split_masks
+from biaslab.data.splits import Splits
 from biaslab.nn import GNN, MLP
 from biaslab.train import TrainConfig
-from biaslab.train.recipes import TrainSetup, fit_node_classifier
+from biaslab.train.recipes import TrainSetup, fit_best_of_restarts, fit_classifier, fit_node_classifier
+from biaslab.train.seed import derive_seed
 
 
 def test_each_epoch_is_one_full_graph_step_and_each_split_sees_its_own_nodes():
@@ -91,3 +93,31 @@ def test_a_learning_curve_trains_nested_subsets_for_equal_steps_and_tests_only_t
     assert [f.trainer.step for f in longer.fits] == [20, 20]  # 2 epochs of 200 repeated examples
     with pytest.raises(ValueError, match="shorter than the largest size 10"):
         fit_learning_curve(make_model, splits, [5, 10], TrainConfig(), TrainSetup, seed=0, epoch_length=9)
+
+
+def test_restarts_keep_the_initialisation_best_on_validation_and_test_it_alone():
+    """Each restart equals a hand-seeded fit_classifier; the kept one has the best validation
+    accuracy of its restored weights, and only it is evaluated on the test split."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(120, 4, generator=g)
+    y = (x[:, 0] + 0.8 * torch.randn(120, generator=g) > 0).long()
+    splits = Splits(x[:60], y[:60], x[60:90], y[60:90], x[90:], y[90:])
+    config = TrainConfig(epochs=3, batch_size=16, lr=0.05)
+
+    def build():
+        return MLP((4, 8, 2))
+
+    setup = TrainSetup(tag="m", seed=3)
+    kept = fit_best_of_restarts(build, splits, config, setup, restarts=3)
+    scores = []
+    for r in range(3):
+        torch.manual_seed(derive_seed(3, "m", "restart", str(r)))
+        by_hand = fit_classifier(build(), splits, config, TrainSetup(tag=f"m-restart{r}", seed=3), test=False)
+        scores.append(by_hand.trainer.evaluate((splits.x_val, splits.y_val))["accuracy"])
+        if r == kept.history[0]["restart"]:
+            assert [h["val_loss"] for h in by_hand.history] == [h["val_loss"] for h in kept.history]
+            assert by_hand.trainer.evaluate((splits.x_test, splits.y_test)) == kept.test
+    assert scores[kept.history[0]["restart"]] == max(scores)
+    assert all(h["restart"] == kept.history[0]["restart"] for h in kept.history)
+    with pytest.raises(ValueError, match="restarts"):
+        fit_best_of_restarts(build, splits, config, setup, restarts=0)
