@@ -121,3 +121,5 @@ def test_restarts_keep_the_initialisation_best_on_validation_and_test_it_alone()
     assert all(h["restart"] == kept.history[0]["restart"] for h in kept.history)
     with pytest.raises(ValueError, match="restarts"):
         fit_best_of_restarts(build, splits, config, setup, restarts=0)
+    with pytest.raises(ValueError, match="metrics logger"):
+        fit_best_of_restarts(build, splits, config, TrainSetup(tag="m", logger=object()), restarts=2)

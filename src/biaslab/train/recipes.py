@@ -143,11 +143,19 @@ def fit_best_of_restarts(
     ``torch.manual_seed(derive_seed(setup.seed, setup.tag, "restart", r))`` and trains under the
     tag ``"<tag>-restart<r>"`` (its own shuffling, its own checkpoint file).
 
+    Not yet for a run's tagged metrics logger (``ctx.training(tag)``): it keys epochs by tag, and
+    several restarts under one tag would interleave there (and a resume would rewind them all), so
+    a setup with a logger and ``restarts > 1`` is refused; notebooks and scripts pass none.
+
     Returns:
         the kept fit; ``history`` is its own, and each record also carries ``restart`` (its index).
     """
     if isinstance(restarts, bool) or int(restarts) != restarts or restarts < 1:
         raise ValueError(f"restarts must be an integer >= 1, got {restarts!r}")
+    if setup.logger is not None and restarts > 1:
+        raise ValueError(
+            f"{setup.tag}: restarts > 1 with a metrics logger would mix their epochs under one tag"
+        )
     best: tuple[float, int, FitResult] | None = None
     for r in range(int(restarts)):
         torch.manual_seed(derive_seed(setup.seed, setup.tag, "restart", str(r)))
