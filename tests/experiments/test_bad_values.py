@@ -113,6 +113,7 @@ CASES = [
     ("sequences", ["lengths=10,5"], ["lengths=(10, 5)", "increasing"]),
     ("sequences", ["hidden=30"], ["hidden=30", "multiple of the Transformer's 4 heads"]),
     ("sequences", ["n_train=0"], ["n_train=0", "examples the generator draws"]),
+    ("sequences", ["restarts=0"], ["restarts=0", "1..20"]),
     ("bias-variance", ["degrees=3,1"], ["degrees=(3, 1)", "increasing"]),
     ("bias-variance", ["n_datasets=1"], ["n_datasets=1", "2..100000"]),
     ("calibration", ["n_bins=0"], ["n_bins=0", "1..1000"]),

@@ -123,3 +123,16 @@ def test_restarts_keep_the_initialisation_best_on_validation_and_test_it_alone()
         fit_best_of_restarts(build, splits, config, setup, restarts=0)
     with pytest.raises(ValueError, match="metrics logger"):
         fit_best_of_restarts(build, splits, config, TrainSetup(tag="m", logger=object()), restarts=2)
+    # setup(r): each restart its own setup (a lab's ctx.training(tag)), its weights seeded from it.
+    tags = []
+
+    def setup_for(r):
+        tags.append(f"lab-{r}")
+        return TrainSetup(tag=f"lab-{r}", seed=r)
+
+    own = fit_best_of_restarts(build, splits, config, setup_for, restarts=2)
+    assert tags == ["lab-0", "lab-1"]
+    kept_r = own.history[0]["restart"]
+    torch.manual_seed(derive_seed(kept_r, f"lab-{kept_r}", "init"))
+    by_hand = fit_classifier(build(), splits, config, TrainSetup(tag=f"lab-{kept_r}", seed=kept_r))
+    assert by_hand.test == own.test

@@ -129,7 +129,7 @@ def fit_best_of_restarts(
     build: Callable[[], nn.Module],
     splits,
     config: TrainConfig,
-    setup: TrainSetup,
+    setup: TrainSetup | Callable[[int], TrainSetup],
     restarts: int = 3,
 ) -> FitResult:
     """Train ``restarts`` initialisations of ``build()`` by :func:`fit_classifier` and keep the one
@@ -139,30 +139,38 @@ def fit_best_of_restarts(
     A network can settle in a plateau that depends on its initial weights alone (an LSTM recalling
     a symbol 100 steps back stalled at 7 of 8 symbols for about one initialisation in five);
     restarts chosen on the validation split are the standard remedy, and the test split stays
-    untouched by the choice. Restart r draws its weights after
-    ``torch.manual_seed(derive_seed(setup.seed, setup.tag, "restart", r))`` and trains under the
-    tag ``"<tag>-restart<r>"`` (its own shuffling, its own checkpoint file).
+    untouched by the choice.
 
-    Not yet for a run's tagged metrics logger (``ctx.training(tag)``): it keys epochs by tag, and
-    several restarts under one tag would interleave there (and a resume would rewind them all), so
-    a setup with a logger and ``restarts > 1`` is refused; notebooks and scripts pass none.
-
+    Args:
+        setup: one :class:`TrainSetup`, from which restart r derives the tag ``"<tag>-restart<r>"``
+            (its own shuffling and checkpoint file; refused with a metrics logger when
+            ``restarts > 1``, since a run's logger keys epochs by tag), or ``setup(r)`` giving
+            restart r's own setup, e.g. ``lambda r: ctx.training(f"lstm-restart{r}")`` in a lab.
+            Restart r draws its weights after ``torch.manual_seed(derive_seed(s.seed, s.tag,
+            "restart", r))`` with ``s`` the given setup, or ``derive_seed(s.seed, s.tag, "init")``
+            with ``s = setup(r)``.
+        restarts: initialisations to train (default 3).
     Returns:
         the kept fit; ``history`` is its own, and each record also carries ``restart`` (its index).
     """
     if isinstance(restarts, bool) or int(restarts) != restarts or restarts < 1:
         raise ValueError(f"restarts must be an integer >= 1, got {restarts!r}")
-    if setup.logger is not None and restarts > 1:
+    if isinstance(setup, TrainSetup) and setup.logger is not None and restarts > 1:
         raise ValueError(
-            f"{setup.tag}: restarts > 1 with a metrics logger would mix their epochs under one tag"
+            f"{setup.tag}: restarts > 1 with one metrics logger would mix their epochs under one tag; "
+            "pass setup(r) giving each restart its own"
         )
     best: tuple[float, int, FitResult] | None = None
     for r in range(int(restarts)):
-        torch.manual_seed(derive_seed(setup.seed, setup.tag, "restart", str(r)))
-        checkpoint = setup.checkpoint
-        if checkpoint is not None:
-            checkpoint = checkpoint.with_name(f"{checkpoint.stem}-restart{r}{checkpoint.suffix}")
-        own = replace(setup, tag=f"{setup.tag}-restart{r}", checkpoint=checkpoint)
+        if isinstance(setup, TrainSetup):
+            torch.manual_seed(derive_seed(setup.seed, setup.tag, "restart", str(r)))
+            checkpoint = setup.checkpoint
+            if checkpoint is not None:
+                checkpoint = checkpoint.with_name(f"{checkpoint.stem}-restart{r}{checkpoint.suffix}")
+            own = replace(setup, tag=f"{setup.tag}-restart{r}", checkpoint=checkpoint)
+        else:
+            own = setup(r)
+            torch.manual_seed(derive_seed(own.seed, own.tag, "init"))
         fit = fit_classifier(build(), splits, config, own, test=False)
         score = fit.trainer.evaluate((splits.x_val, splits.y_val))["accuracy"]  # of the weights kept
         if best is None or score > best[0]:
