@@ -7,6 +7,7 @@ Most checks call :func:`biaslab.cli.main` in-process; a few run the real console
 """
 
 import importlib.util
+import json
 import os
 import re
 import shlex
@@ -22,7 +23,8 @@ import biaslab
 from biaslab import __version__
 from biaslab.cli import main
 from biaslab.registry import DAY_TITLES
-from biaslab.runs import read_json, write_json
+from biaslab.runs import RUN_MARKER, read_json, run_fingerprint, write_json
+from tests.snapshots import snapshot as folder_state
 
 SCRIPT = Path(sys.executable).parent / "biaslab"
 
@@ -202,20 +204,24 @@ def _not_a_run(root: Path, kind: str) -> Path:
 @pytest.mark.parametrize(
     "kind, needle",
     [
-        ("missing", "not a run directory"),
-        ("file", "not a run directory"),
-        ("empty", "not a run directory"),
+        ("missing", "does not exist"),
+        ("file", "is not a folder"),
+        ("empty", "is not a biaslab run (no config.json)"),
         ("truncated", "not valid JSON"),
         ("list", "not a biaslab run config"),
-        ("no-keys", "not a complete run config"),
+        ("no-keys", "is not a biaslab run's config (it has no 'run_fingerprint'"),
         ("unknown", "unknown experiment 'nope'"),
     ],
 )
 def test_resume_of_something_that_is_not_a_run(capsys, in_tmp, kind, needle):
     path = _not_a_run(in_tmp, kind)
+    if kind == "unknown":  # a run's own marker, so that the experiment is what is refused
+        config = json.loads((path / "config.json").read_text())
+        (path / "config.json").write_text(json.dumps({**config, RUN_MARKER: run_fingerprint(config)}))
+    before = folder_state(in_tmp)
     rc, _, err = cli(capsys, "run", "--resume", path)
     assert_one_line_error(rc, err, needle)
-    assert no_complete(in_tmp)
+    assert folder_state(in_tmp) == before  # nothing created, changed or removed
 
 
 def _garbage(real: bytes, kind: str) -> bytes:
@@ -281,18 +287,21 @@ def test_resume_names_the_wrong_experiment(capsys, in_tmp, xor_done):
     assert_one_line_error(rc, err, "is a run of 'xor', not 'mnist-mlp'")
 
 
-def test_usage_errors_exit_2(capsys):
-    for args in (
-        ["run", "xor", "--seed", "abc"],
-        ["run", "xor", "--quick", "--full"],
-        ["frobnicate"],
-        ["data", "download"],
-    ):
-        with pytest.raises(SystemExit) as info:
-            main(args)
-        assert info.value.code == 2
-        err = capsys.readouterr().err
-        assert "error:" in err.strip().splitlines()[-1] and "Traceback" not in err
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["run", "xor", "--seed", "abc"], "--seed: invalid int value: 'abc' (see 'biaslab run --help')"),
+        (["run", "xor", "--quick", "--full"], "not allowed with argument --quick"),
+        (["frobnicate"], "invalid choice: 'frobnicate'"),
+        (["data", "download"], "invalid choice: 'download'"),
+        (["run", "xor", "--sed", "3"], "unrecognized arguments: --sed"),
+    ],
+)
+def test_usage_errors_are_one_line_exit_2(capsys, args, needle):
+    """argparse's usage block and error line become biaslab's one line (it printed five)."""
+    rc, out, err = cli(capsys, *args)
+    assert_one_line_error(rc, err, needle)
+    assert out == ""
 
 
 # -- the real console script ------------------------------------------------------------------
@@ -373,9 +382,10 @@ def test_help(capsys):
         assert word in out
 
 
-def test_no_command_prints_help(capsys):
-    rc, out, _ = cli(capsys)
-    assert rc == 2 and "usage: biaslab" in out
+def test_no_command_is_one_line_naming_the_commands(capsys):
+    rc, out, err = cli(capsys)
+    assert_one_line_error(rc, err, "name a command: list, run, show", "biaslab --help")
+    assert out == ""
 
 
 def test_version(capsys):

@@ -257,7 +257,7 @@ def test_from_dict_is_type_checked():
 
 def test_nan_is_refused_from_json_too():
     """No config holds nan (so none is ever saved with one); a hand-edited file is refused."""
-    with pytest.raises(ConfigError, match="lr=nan: must be a finite number"):
+    with pytest.raises(ConfigError, match="lr='nan': expected a number, not text"):
         from_dict(Cfg, {"lr": "nan"})
     with pytest.raises(ConfigError, match="lr=inf: must be a finite number"):
         from_dict(Cfg, {"lr": math.inf})

@@ -23,8 +23,9 @@ import biaslab
 from biaslab import registry
 from biaslab import runs as runs_module
 from biaslab.cli import main
+from biaslab.config import to_dict
 from biaslab.errors import BiaslabError, DivergenceError
-from biaslab.runs import RunDir, read_json
+from biaslab.runs import RUN_MARKER, RunDir, read_json, run_fingerprint
 from tests.test_runner import assert_same_run, comparable_metrics, comparable_results
 
 EPOCHS = 3  # quick xor with 3 epochs per training: seconds per run
@@ -226,6 +227,9 @@ def test_config_json_with_missing_keys_or_wrong_types(capsys, in_tmp, edit, need
         _interrupt_after_records(run, 2)
     cfg = read_json(run / "config.json")
     edit(cfg)
+    # Resealed, as if biaslab had written it: what is refused is the value, not the edit
+    # (an edit alone is refused as such: tests/test_untrusted_input.py).
+    cfg[RUN_MARKER] = run_fingerprint(cfg)
     (run / "config.json").write_text(json.dumps(cfg))
     line = one_line_error(capsys, main(["run", "--resume", str(run)]))
     assert str(run / "config.json") in line and needle in line, line
@@ -347,7 +351,8 @@ def test_second_writer_is_turned_away_naming_the_holder(capsys, in_tmp):
         line = one_line_error(capsys, run_xor(out))
         assert f"{out} is in use by process {proc.pid}" in line, line
         assert not (out / "config.json").exists()
-        (out / "config.json").write_text("{}")  # even a resume must wait
+        # Even a resume of a valid run must wait.
+        RunDir(out).write_config("xor", "quick", 0, to_dict(registry.get("xor").make_config("quick")), "cmd")
         line = one_line_error(capsys, main(["run", "--resume", str(out)]))
         assert f"process {proc.pid}" in line
     finally:

@@ -64,7 +64,7 @@ def test_experiment_is_well_formed(exp):
     assert isinstance(exp.summary, str) and exp.summary.strip() and "\n" not in exp.summary
     assert isinstance(exp.title, str) and exp.title.strip()
     assert callable(exp.fn)
-    assert set(exp.requires) <= set(CHECKS), "requires names an unknown data set"
+    assert set(exp.required_data(exp.config())) <= set(CHECKS), "requires names an unknown data set"
     assert dataclasses.is_dataclass(exp.config)
     assert exp.config.__dataclass_params__.frozen, f"{exp.config.__name__} must be frozen"
     for name, tp in field_types(exp.config).items():  # fields only (not ClassVars)
@@ -201,3 +201,14 @@ def test_catalog_leaves_out_experiments_registered_elsewhere(tmp_path, monkeypat
     assert "test-fake" in [e.name for e in registry.all_experiments()]
     assert "test-fake" not in registry.workshop_order()
     assert "test-fake" not in (tmp_path / registry.CATALOG_FILE).read_text()
+
+
+def test_the_workshop_requires_the_data_of_its_days_labs():
+    """Checked before its first lab: a missing data set stops it before anything is written."""
+    workshop = registry.get("workshop")
+    day1 = workshop.make_config("quick", {"days": "1"})
+    assert "mnist" in workshop.required_data(day1)
+    cfg = workshop.make_config("quick")
+    every = workshop.required_data(cfg)
+    labs = {d for e in EXPERIMENTS if e.day in cfg.days for d in e.required_data(e.config())}
+    assert set(every) == labs

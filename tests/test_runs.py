@@ -85,15 +85,15 @@ def test_unwritable_output_directory(tmp_path):
     assert str(blocker / "run") in str(info.value)
     with pytest.raises(BiaslabError, match="cannot write to output directory"):
         RunDir.create("xor", seed=0, runs_dir=blocker)
-    with pytest.raises(BiaslabError, match="cannot write to output directory"):
+    with pytest.raises(BiaslabError, match="is a file, not a folder"):
         RunDir.create("xor", seed=0, out=blocker)  # --out naming an existing file
     assert blocker.read_text() == "a regular file, not a directory"
 
 
 def test_open(tmp_path):
-    with pytest.raises(CheckpointError, match="not a run directory"):
+    with pytest.raises(CheckpointError, match="is not a biaslab run"):
         RunDir.open(tmp_path)
-    with pytest.raises(CheckpointError, match="not a run directory"):
+    with pytest.raises(CheckpointError, match="does not exist"):
         RunDir.open(tmp_path / "missing")
     run = RunDir.create("xor", seed=0, out=tmp_path / "run")
     run.write_config("xor", "quick", 0, {}, "cmd")

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import atexit
 import os
-import shlex
 import sys
 import tempfile
 import time
@@ -24,6 +23,7 @@ from pathlib import Path
 
 from biaslab import __version__
 from biaslab.errors import BiaslabError
+from biaslab.formatting import printable, shell_quote
 
 EPILOG = """examples:
   biaslab list
@@ -37,8 +37,19 @@ EPILOG = """examples:
 """
 
 
+class UsageError(BiaslabError):
+    """A command line argparse cannot parse (an unknown option, a missing value)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors as biaslab's one line (not a usage block, then the error)."""
+
+    def error(self, message: str):
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="biaslab",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=EPILOG,
@@ -137,8 +148,8 @@ def cmd_notebooks(folder: str, force: bool) -> None:
 
     paths = copy_notebooks(folder, force=force)
     for path in paths:
-        print(path)
-    print(f"open them with: jupyter lab {shlex.quote(str(paths[0].parent))}")
+        print(printable(path))
+    print(f"open them with: jupyter lab {shell_quote(paths[0].parent)}")
 
 
 def cmd_list() -> None:
@@ -161,16 +172,18 @@ def cmd_run(args, argv: list[str]) -> int:
     overrides = parse_set_args(args.sets)
     if args.resume and args.profile:
         raise BiaslabError("--quick/--full cannot be combined with --resume (the run keeps its profile)")
-    if args.resume and (args.seed is not None or args.out):
+    if args.resume is not None and (args.seed is not None or args.out is not None):
         raise BiaslabError(
             "--seed/--out cannot be combined with --resume (the run keeps its seed and directory)"
         )
-    command = "biaslab " + " ".join(shlex.quote(a) for a in argv)
+    if args.resume is not None and args.threads is not None:
+        raise BiaslabError("--threads cannot be combined with --resume (the run keeps its thread count)")
+    command = "biaslab " + " ".join(shell_quote(a) for a in argv)
     try:
         result = run(
             args.name,
-            profile=args.profile or "default",
-            seed=0 if args.seed is None else args.seed,
+            profile=args.profile,
+            seed=args.seed,
             out=args.out,
             resume=args.resume,
             runs_dir=args.runs_dir,
@@ -180,8 +193,15 @@ def cmd_run(args, argv: list[str]) -> int:
             threads=args.threads,
             **overrides,
         )
-    except KeyboardInterrupt:
-        print("\ninterrupted; continue with: biaslab run --resume <run dir>", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        run_dir = getattr(exc, "run_dir", None)
+        if run_dir is None:
+            print("\ninterrupted before the run started; nothing was written", file=sys.stderr)
+        else:
+            print(
+                f"\ninterrupted; continue with: biaslab run --resume {printable(shell_quote(run_dir))}",
+                file=sys.stderr,
+            )
         return 130
     print_summary(result)
     return 0
@@ -190,7 +210,7 @@ def cmd_run(args, argv: list[str]) -> int:
 def cmd_show(run_dir: str) -> None:
     from biaslab.report.text import run_text
 
-    print(run_text(run_dir))
+    print(printable(run_text(run_dir), keep="\n"))
 
 
 def cmd_config(name: str) -> None:
@@ -211,7 +231,7 @@ def cmd_report(runs_dir: str) -> None:
     from biaslab.registry import workshop_order
     from biaslab.report.html import render_index
 
-    print(render_index(Path(runs_dir), order=workshop_order()))
+    print(printable(render_index(Path(runs_dir), order=workshop_order())))
 
 
 def cmd_data(action: str) -> None:
@@ -227,8 +247,11 @@ def cmd_data(action: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()
-    args = parser.parse_args(argv)
     try:
+        args = parser.parse_args(argv)
+        if args.command is None:
+            commands = ", ".join(parser._subparsers._group_actions[0].choices)
+            raise UsageError(f"name a command: {commands} (see 'biaslab --help')")
         if args.command == "list":
             cmd_list()
         elif args.command == "run":
@@ -243,11 +266,8 @@ def main(argv: list[str] | None = None) -> int:
             cmd_data(args.action)
         elif args.command == "notebooks":
             cmd_notebooks(args.dir, args.force)
-        else:
-            parser.print_help()
-            return 2
-    except BiaslabError as exc:
-        print(f"biaslab: error: {' '.join(str(exc).split())}", file=sys.stderr)  # one line, always
+    except BiaslabError as exc:  # one line, always, and no control character reaches the terminal
+        print(f"biaslab: error: {printable(' '.join(str(exc).split()))}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `biaslab list | head`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -277,7 +297,7 @@ def internal_error_line(exc: BaseException) -> str:
     lines = str(exc).strip().splitlines()
     text = type(exc).__name__ + (f": {lines[0]}" if lines else "")
     where = f"details in {path}" if path is not None else "no traceback could be saved"
-    return f"biaslab: internal error: {text}; {where}"
+    return printable(f"biaslab: internal error: {text}; {where}")
 
 
 def entry() -> None:

@@ -68,12 +68,18 @@ def _unwrap_optional(tp):
     return tp, False
 
 
-def parse_value(key: str, raw: Any, tp) -> Any:
-    """Convert ``raw`` (a string from the command line, or a Python value) to type ``tp``."""
+def parse_value(key: str, raw: Any, tp, *, strict: bool = False) -> Any:
+    """Convert ``raw`` (a string from the command line, or a Python value) to type ``tp``.
+
+    ``strict``: ``raw`` is a value read from a JSON file (a saved config), taken only when it
+    already has the field's type: no text is parsed (``"epochs": "2"`` is refused).
+    """
     tp, optional = _unwrap_optional(tp)
+    if strict and isinstance(raw, str) and tp is not str and typing.get_origin(tp) is not typing.Literal:
+        raise ConfigError(f"{key}={raw!r}: expected {_type_name(tp)}, not text")
     if typing.get_origin(tp) is typing.Literal:
         choices = typing.get_args(tp)
-        value = raw.strip() if isinstance(raw, str) else raw
+        value = raw.strip() if isinstance(raw, str) and not strict else raw
         if value not in choices:
             raise ConfigError(f"{key}={raw!r}: choose one of {', '.join(map(str, choices))}")
         return value
@@ -81,7 +87,7 @@ def parse_value(key: str, raw: Any, tp) -> Any:
         return None
     if typing.get_origin(tp) is tuple:
         (item_tp, *_rest) = typing.get_args(tp)
-        if isinstance(raw, str):
+        if isinstance(raw, str) and not strict:
             parts = [p for p in raw.replace("(", "").replace(")", "").split(",") if p.strip()]
         elif isinstance(raw, (list, tuple)):
             parts = list(raw)
@@ -89,8 +95,8 @@ def parse_value(key: str, raw: Any, tp) -> Any:
             raise ConfigError(f"{key}={raw!r}: expected a comma-separated list")
         if not parts:
             raise ConfigError(f"{key}={raw!r}: give at least one value (comma-separated)")
-        return tuple(parse_value(key, p, item_tp) for p in parts)
-    if isinstance(raw, str):
+        return tuple(parse_value(key, p, item_tp, strict=strict) for p in parts)
+    if isinstance(raw, str) and not strict:
         text = raw.strip()
         try:
             if tp is bool:
@@ -126,11 +132,15 @@ def _finite(key: str, value: float) -> float:
     return value
 
 
-def apply_overrides(cfg, overrides: Mapping[str, Any], context: str = "", *, allow_unused: bool = False):
+def apply_overrides(
+    cfg, overrides: Mapping[str, Any], context: str = "", *, allow_unused: bool = False, strict: bool = False
+):
     """Return a copy of ``cfg`` with ``overrides`` applied (values parsed and type-checked).
 
     A config may name keys it inherits but does not use in ``UNUSED_KEYS`` (a class attribute:
     key -> why); setting one is refused unless ``allow_unused`` (a saved config has them all).
+    ``strict``: values from a JSON file, taken only when they have the field's type
+    (:func:`parse_value`).
     """
     if not overrides:
         return cfg
@@ -145,7 +155,7 @@ def apply_overrides(cfg, overrides: Mapping[str, Any], context: str = "", *, all
             hint = f"; did you mean '{close[0]}'?" if close else ""
             where = f" for {context}" if context else ""
             raise ConfigError(f"unknown config key '{key}'{where}{hint} (keys: {', '.join(sorted(types_))})")
-        changes[key] = parse_value(key, raw, types_[key])
+        changes[key] = parse_value(key, raw, types_[key], strict=strict)
     return dataclasses.replace(cfg, **changes)
 
 
@@ -309,4 +319,4 @@ def to_dict(cfg) -> dict[str, Any]:
 
 def from_dict(cls, data: Mapping[str, Any]):
     """Rebuild a config of class ``cls`` from :func:`to_dict` output (strictly type-checked)."""
-    return apply_overrides(cls(), dict(data), context=cls.__name__, allow_unused=True)
+    return apply_overrides(cls(), dict(data), context=cls.__name__, allow_unused=True, strict=True)

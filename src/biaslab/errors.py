@@ -5,6 +5,8 @@ a corrupt file) raises a :class:`BiaslabError`. The command line prints its mess
 on stderr and exits with status 2; Python callers can catch it like any exception.
 """
 
+from biaslab.formatting import shell_quote
+
 
 class BiaslabError(Exception):
     """An error caused by input the user can fix; its message is one self-contained line."""
@@ -62,7 +64,7 @@ class StorageError(BiaslabError):
     def __str__(self) -> str:
         text = super().__str__()
         if self.resume is not None:
-            text += f"; the run is unfinished: continue with: biaslab run --resume {self.resume}"
+            text += f"; the run is unfinished: continue with: biaslab run --resume {shell_quote(self.resume)}"
         return text
 
 

@@ -22,6 +22,7 @@ from typing import Any
 from biaslab.errors import BiaslabError, StorageError
 
 __all__ = [
+    "TEMP_NAME",
     "StorageError",
     "as_storage_error",
     "atomic_write",
@@ -107,7 +108,7 @@ def as_storage_error(
 
 # -- atomic writes -----------------------------------------------------------------------------
 _TEMP_SUFFIX = ".tmp"
-_TEMP_NAME = re.compile(r"^\..+\.pid(\d+)\.[^.]+\.tmp$")  # .<name>.pid<writer pid>.<random>.tmp
+TEMP_NAME = re.compile(r"^\..+\.pid(\d+)\.[^.]+\.tmp$")  # .<name>.pid<writer pid>.<random>.tmp
 
 
 def atomic_write(path: str | os.PathLike, write: Callable) -> Path:
@@ -163,7 +164,7 @@ def remove_temp_files(directory: str | os.PathLike, *, any_writer: bool = False)
     except OSError:
         return removed
     for entry in entries:
-        match = _TEMP_NAME.match(entry.name)
+        match = TEMP_NAME.match(entry.name)
         if match is None or (not any_writer and _process_alive(int(match.group(1)))):
             continue
         try:

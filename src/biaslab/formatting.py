@@ -1,13 +1,55 @@
-"""Numbers and durations as people read them: one formatting for the terminal and the report.
+"""Numbers, durations and strings as people read them: one formatting for the terminal and
+the report.
 
-The report escapes what these return; the terminal prints it as it is.
+The report escapes what these return for HTML. The terminal gets :func:`printable` text (no
+control character reaches it raw: a value or a folder name could otherwise retitle the window or
+clear the screen) and commands it may paste quoted by :func:`shell_quote`.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import shlex
+import unicodedata
 
-__all__ = ["format_duration", "format_value"]
+__all__ = ["format_duration", "format_value", "printable", "shell_quote"]
+
+# Format characters that reorder what follows them on screen (bidirectional overrides and
+# isolates): shown escaped like control characters, so text reads as it is stored.
+_BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def _unsafe(char: str) -> bool:
+    return unicodedata.category(char) == "Cc" or char in _BIDI_CONTROLS
+
+
+def _escaped(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text, keep: str = "") -> str:
+    """``text`` with every control character (and bidirectional override) written as an escape
+    (``\\x1b``, ``\\u202e``); the characters in ``keep`` (e.g. ``"\\n"``) stay as they are."""
+    text = str(text)
+    if not any(_unsafe(c) for c in text):
+        return text
+    return "".join(_escaped(c) if _unsafe(c) and c not in keep else c for c in text)
+
+
+def shell_quote(value: str | os.PathLike) -> str:
+    """``value`` as one word for a POSIX shell, safe to paste after a suggested command.
+
+    Plain text is quoted as :func:`shlex.quote` does (``'x; touch PWNED'``); text holding
+    control characters is written in the ``$'...'`` form of bash and zsh, with the characters
+    escaped, so that the command is both harmless on screen and exact when pasted.
+    """
+    text = os.fspath(value)
+    if not any(_unsafe(c) for c in text):
+        return shlex.quote(text)
+    body = "".join(_escaped(c) if _unsafe(c) else ("\\" + c if c in "\\'" else c) for c in text)
+    return f"$'{body}'"
 
 
 def format_value(v) -> str:

@@ -19,7 +19,7 @@ import importlib
 import json
 import pkgutil
 import platform
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,8 +51,13 @@ class Experiment:
     config: type
     fn: Callable[..., None]
     profiles: dict[str, dict[str, Any]] = field(default_factory=dict)
-    requires: tuple[str, ...] = ()  # data sets checked before a run directory is made
+    # data sets checked before a run directory is made: names, or a function of the config
+    requires: tuple[str, ...] | Callable[[Any], Iterable[str]] = ()
     step: int = 99  # position within its day, as the notes order the labs
+
+    def required_data(self, cfg) -> tuple[str, ...]:
+        """The data sets a run with config ``cfg`` needs (``require_data`` checks them)."""
+        return tuple(self.requires(cfg)) if callable(self.requires) else self.requires
 
     def make_config(self, profile: str = "default", overrides: dict[str, Any] | None = None):
         """Defaults, then the profile's overrides, then the user's ``overrides``."""
@@ -95,14 +100,15 @@ def experiment(
     step: int = 99,
     quick: dict | None = None,
     full: dict | None = None,
-    requires: tuple[str, ...] = (),
+    requires: tuple[str, ...] | Callable[[Any], Iterable[str]] = (),
 ):
     """Register ``fn(ctx)`` as experiment ``name`` with config class ``config``.
 
     ``step`` orders the labs of one day as the workshop runs them. ``quick`` and ``full`` are
     override dicts for those profiles; the default profile is the dataclass defaults.
     ``requires`` names data sets (``"mnist"``) whose availability is checked before the run
-    directory is created, so a missing package costs one clear line.
+    directory is created, so a missing package costs one clear line; a function of the config
+    names them where they depend on it (the workshop: its days' labs).
     """
 
     def decorate(fn):
@@ -110,7 +116,15 @@ def experiment(
             raise RuntimeError(f"experiment '{name}' registered twice")
         profiles = {"quick": dict(quick or {}), "default": {}, "full": dict(full or {})}
         _REGISTRY[name] = Experiment(
-            name, day, summary, title or name, config, fn, profiles, tuple(requires), step
+            name,
+            day,
+            summary,
+            title or name,
+            config,
+            fn,
+            profiles,
+            requires if callable(requires) else tuple(requires),
+            step,
         )
         return fn
 

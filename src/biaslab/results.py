@@ -20,6 +20,7 @@ __all__ = [
     "Verdict",
     "reproducible",
     "reproducible_record",
+    "results_problem",
     "tally",
     "verdict_of",
 ]
@@ -67,6 +68,34 @@ class Claim:
     def as_dict(self) -> dict[str, Any]:
         optional = ("verdict", "computation", "timing")
         return {k: v for k, v in vars(self).items() if v is not None or k not in optional}
+
+
+def results_problem(results: dict) -> str | None:
+    """What makes ``results`` (results.json's object) unreadable as a run's results, or None.
+
+    Every reader (the summary, ``biaslab show``, the report) relies on this shape: ``metrics``
+    and ``timings`` objects; ``claims`` a list of objects, each with a text ``claim`` and
+    ``expected``, a ``measured`` value and ``passed`` true, false or null; ``figures`` and
+    ``tables`` lists of objects.
+    """
+    for key in ("metrics", "timings"):
+        if key in results and not isinstance(results[key], dict):
+            return f"its {key} are not an object"
+    for key in ("claims", "figures", "tables"):
+        if key in results and not (
+            isinstance(results[key], list) and all(isinstance(x, dict) for x in results[key])
+        ):
+            return f"its {key} are not a list of objects"
+    for n, claim in enumerate(results.get("claims", []), start=1):
+        missing = [k for k in ("claim", "expected", "measured") if k not in claim]
+        if missing:
+            return f"claim {n} lacks {', '.join(missing)}"
+        if not isinstance(claim["claim"], str) or not isinstance(claim["expected"], str):
+            return f"claim {n}'s claim and expected are not text"
+        passed = claim.get("passed")
+        if passed is not None and not isinstance(passed, bool):
+            return f"claim {n}'s passed is {passed!r}, not true, false or null"
+    return None
 
 
 # -- verdicts ---------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ succeeded, ``COMPLETE``.
 from __future__ import annotations
 
 import ast
+import os
 import sys
 import threading
 import time
@@ -24,12 +25,12 @@ from biaslab.config import check_seed, from_dict, to_dict
 from biaslab.data.availability import require_data
 from biaslab.errors import BiaslabError, CheckpointError, ConfigError, StorageError
 from biaslab.fileio import atomic_write, write_traceback
-from biaslab.formatting import format_value
+from biaslab.formatting import format_value, printable, shell_quote
 from biaslab.hardware import resolve_threads, use_threads
 from biaslab.report.display import Result
 from biaslab.report.text import claim_lines
 from biaslab.results import Claim
-from biaslab.runs import TIMINGS, TRACEBACK, RunDir
+from biaslab.runs import CONFIG, TIMINGS, TRACEBACK, RunDir
 from biaslab.train.recipes import TrainSetup
 from biaslab.train.seed import derive_seed, rng_state, seed_everything, set_rng_state
 
@@ -147,7 +148,7 @@ class RunContext:
     def echo(self, line: str) -> None:
         """Print a line of progress where the caller asked for it (the CLI: stdout)."""
         if self._echo is not None:
-            self._echo.write(line + "\n")
+            self._echo.write(printable(line) + "\n")
             self._echo.flush()
 
     def claim(
@@ -271,11 +272,11 @@ def _reproducible(exact: Callable[[], Any], claim: str):
 def run(
     name: str | None = None,
     *,
-    profile: str = "default",
-    seed: int = 0,
-    out: str | Path | None = None,
-    resume: str | Path | None = None,
-    runs_dir: str | Path = "runs",
+    profile: str | None = None,
+    seed: int | None = None,
+    out: str | os.PathLike | None = None,
+    resume: str | os.PathLike | None = None,
+    runs_dir: str | os.PathLike = "runs",
     progress: bool | None = None,
     command: str | None = None,
     echo: TextIO | None = None,
@@ -286,10 +287,12 @@ def run(
 
     Args:
         name: a registered experiment (``biaslab list``); optional with ``resume``.
-        profile: ``"quick"`` (CI smoke test), ``"default"`` (laptop CPU) or ``"full"``.
-        seed: fixes every random choice of the run; an integer in 0..2**64 - 1.
-        out: the run directory; default ``<runs_dir>/<name>-<YYYYmmdd-HHMMSS>-<seed>``.
-        resume: an unfinished run directory to continue (its config and seed are reused).
+        profile: ``"quick"`` (CI smoke test), ``"default"`` (laptop CPU, the default) or ``"full"``.
+        seed: fixes every random choice of the run; an integer in 0..2**64 - 1 (default 0).
+        out: the run directory, new or empty; default ``<runs_dir>/<name>-<YYYYmmdd-HHMMSS>-<seed>``.
+        resume: an unfinished run directory to continue (its config, profile, seed, thread count
+            and folder are reused: ``profile``, ``seed``, ``out``, ``threads`` and overrides are
+            refused with it).
         runs_dir: parent of new run directories (default ``runs``).
         progress: progress bars (default: only on a terminal).
         command: the command line recorded in config.json (default: the equivalent CLI call).
@@ -302,31 +305,53 @@ def run(
     Raises:
         BiaslabError: bad input (name, seed, profile, override, data, a run directory in use,
             a full disk...), with the command line's one-line message. Input is checked before
-            anything is written: a refused run leaves nothing on disk.
+            anything is written: a refused run leaves nothing on disk, and a refused resume
+            leaves the folder as it was.
+        KeyboardInterrupt: interrupted; ``run_dir`` on the exception names the run to resume
+            (None when no run directory was written yet).
         Exception: a bug; its traceback is saved as ``traceback.txt`` in the run directory,
             whose path the exception carries as ``details_path``.
     """
-    # Joined once the experiment has run; a refused request returns at once without waiting
-    # (the daemon thread then just finishes its imports, or dies with the process).
-    warming = _warm_up_imports()
-    if resume is not None:
-        if threads is not None:
-            raise BiaslabError("--threads cannot be combined with --resume (the run keeps its thread count)")
-        rundir = RunDir.open(resume)  # locked from here on
-        try:
-            exp, cfg, profile, seed, threads = _resumed(rundir, name, overrides)
-        except BaseException:
-            rundir.release()
-            raise
-        if rundir.is_complete:
-            rundir.release()
-            return Result(rundir.path, rundir.read_results())
-    else:
-        exp, cfg = _checked_request(name, profile, seed, overrides)
-        threads = resolve_threads(threads)
-        rundir = RunDir.create(exp.name, seed, out=out, runs_dir=runs_dir)  # locked
+    _check_arguments(name, out=out, resume=resume, runs_dir=runs_dir, progress=progress)
+    rundir: RunDir | None = None
     try:
         if resume is not None:
+            kept = {"profile": profile, "seed": seed, "out": out, "threads": threads}
+            given = [key for key, value in kept.items() if value is not None]
+            if given:
+                raise BiaslabError(
+                    f"{'/'.join(given)} cannot be combined with resume (the run keeps its profile, "
+                    "seed, folder and thread count)"
+                )
+            saved = RunDir.inspect(resume)  # read only: nothing is written before it is proven
+            exp, cfg, profile, seed, threads = _resumed(Path(resume), saved, name, overrides)
+            require_data(exp.required_data(cfg))
+            # Joined once the experiment has run; a refused request returns at once without
+            # waiting (the daemon thread then just finishes its imports, or dies with the process).
+            warming = _warm_up_imports()
+            rundir = RunDir.open(resume, saved)  # locked from here on
+            if rundir.is_complete:
+                rundir.release()
+                return Result(rundir.path, rundir.read_results())
+        else:
+            profile = "default" if profile is None else profile
+            seed = 0 if seed is None else seed
+            exp, cfg = _checked_request(name, profile, seed, overrides)
+            threads = resolve_threads(threads)
+            warming = _warm_up_imports()
+            rundir = RunDir.create(exp.name, seed, out=out, runs_dir=runs_dir)  # locked
+        return _started(rundir, resume is not None, exp, cfg, seed, profile, threads, command,
+                        overrides, progress, echo, warming)  # fmt: skip
+    except KeyboardInterrupt as exc:
+        exc.run_dir = rundir.path if rundir is not None and rundir.is_run else None
+        raise
+
+
+def _started(rundir, resumed, exp, cfg, seed, profile, threads, command, overrides, progress, echo, warming):
+    """The run in its locked directory: config.json (a new run), the experiment, and what a
+    failure leaves (a run that wrote nothing worth resuming is removed; a bug's traceback)."""
+    try:
+        if resumed:
             rundir.rewind_metrics(None, 0)  # ctx.log's records: the experiment logs them again
         else:
             rundir.write_config(
@@ -358,60 +383,74 @@ def run(
         rundir.release()
 
 
+def _check_arguments(name, *, out, resume, runs_dir, progress) -> None:
+    """The Python API's arguments checked as the command line checks them (one-line errors)."""
+    if name is not None and not isinstance(name, str):
+        raise BiaslabError(f"the experiment name must be a string, not {name!r} (see 'biaslab list')")
+    for key, value, optional in (("out", out, True), ("resume", resume, True), ("runs_dir", runs_dir, False)):
+        if value is None and optional:
+            continue
+        if isinstance(value, bytes) or not isinstance(value, (str, os.PathLike)):
+            raise BiaslabError(f"{key} must be a folder's path (a string), not {value!r}")
+        if not os.fspath(value).strip():
+            flag = "--" + key.replace("_", "-")
+            raise BiaslabError(f"{flag} is empty (an unset shell variable?); name a folder or omit {flag}")
+    if progress is not None and not isinstance(progress, bool):
+        raise BiaslabError(f"progress must be True, False or None, not {progress!r}")
+
+
 def _checked_request(name: Any, profile: Any, seed: Any, overrides: dict[str, Any]):
     """The experiment and its config for a new run; every input checked before anything is
     written (a ConfigError or BiaslabError with the command line's message)."""
     if name is None:
         raise BiaslabError("name an experiment to run (see 'biaslab list')")
-    if not isinstance(name, str):
-        raise BiaslabError(f"the experiment name must be a string, not {name!r} (see 'biaslab list')")
     if not isinstance(profile, str):
         raise BiaslabError(f"profile must be one of {', '.join(registry.PROFILES)}, not {profile!r}")
     check_seed(seed)
     exp = registry.get(name)
     cfg = exp.make_config(profile, overrides)
-    require_data(exp.requires)
+    require_data(exp.required_data(cfg))
     return exp, cfg
 
 
-def _resumed(rundir: RunDir, name: str | None, overrides: dict[str, Any]):
-    """Experiment, config, profile, seed and thread count of the run in ``rundir``, checked for
-    ``--resume``. A run from before threads were recorded gets the default (every core)."""
-    path = rundir.config_path
-    saved = rundir.read_config()
-    missing = [k for k in ("experiment", "profile", "seed", "config") if k not in saved]
-    if missing:
-        raise CheckpointError(
-            f"{path} lacks {', '.join(missing)}; it is not a complete run config, cannot resume"
-        )
+def _resumed(path: Path, saved: dict, name: str | None, overrides: dict[str, Any]):
+    """Experiment, config, profile, seed and thread count of the run whose config.json
+    (``saved``, proven a run's by ``RunDir.inspect``) is in ``path``, checked for ``--resume``
+    as strictly as a new run's: nothing has been written yet."""
+    config = path / CONFIG
     if not isinstance(saved["experiment"], str) or not isinstance(saved["config"], dict):
-        raise CheckpointError(f"{path}: 'experiment' must be a string and 'config' an object; cannot resume")
+        raise CheckpointError(
+            f"{config}: 'experiment' must be a string and 'config' an object; cannot resume"
+        )
     if saved["profile"] not in registry.PROFILES:
         choices = ", ".join(registry.PROFILES)
-        raise CheckpointError(f"{path}: profile {saved['profile']!r} is not one of {choices}")
+        raise CheckpointError(f"{config}: profile {saved['profile']!r} is not one of {choices}")
     try:
         check_seed(saved["seed"])
     except ConfigError as exc:
-        raise CheckpointError(f"{path}: {exc}; cannot resume") from None
+        raise CheckpointError(f"{config}: {exc}; cannot resume") from None
     if name is not None and name != saved["experiment"]:
-        raise CheckpointError(f"{rundir.path} is a run of '{saved['experiment']}', not '{name}'")
+        raise CheckpointError(f"{path} is a run of '{saved['experiment']}', not '{name}'")
     if overrides:
         raise BiaslabError("--set cannot be combined with --resume (the run keeps its config)")
-    exp = registry.get(saved["experiment"])
+    try:
+        exp = registry.get(saved["experiment"])
+    except BiaslabError as exc:
+        raise CheckpointError(f"{config}: {exc}; cannot resume") from None
     lacking = sorted({f.name for f in fields(exp.config)} - set(saved["config"]))
     if lacking:
         raise CheckpointError(
-            f"{path} lacks config key(s) {', '.join(lacking)}: resuming would mix two configs; "
+            f"{config} lacks config key(s) {', '.join(lacking)}: resuming would mix two configs; "
             "start a new run"
         )
     try:
         cfg = from_dict(exp.config, saved["config"])
     except ConfigError as exc:
-        raise CheckpointError(f"{path}: {exc}; fix the file or start a new run") from None
+        raise CheckpointError(f"{config}: {exc}; cannot resume: start a new run") from None
     try:
         threads = resolve_threads(saved.get("threads"))
     except ConfigError as exc:
-        raise CheckpointError(f"{path}: {exc}; cannot resume") from None
+        raise CheckpointError(f"{config}: {exc}; cannot resume") from None
     return exp, cfg, saved["profile"], saved["seed"], threads
 
 
@@ -472,17 +511,17 @@ def _execute(
 
 
 def _python_command(name: str, profile: str, seed: int, overrides: dict) -> str:
-    sets = "".join(f" --set {k}={v}" for k, v in overrides.items())
+    sets = "".join(f" --set {shell_quote(f'{k}={v}')}" for k, v in overrides.items())
     flag = "" if profile == "default" else f" --{profile}"
-    return f"biaslab run {name}{flag} --seed {seed}{sets}"
+    return f"biaslab run {shell_quote(name)}{flag} --seed {seed}{sets}"
 
 
 def print_summary(result: Result, stream: TextIO | None = None) -> None:
     """One line per claim, the tally, then where the report is (default stream: stdout)."""
     stream = sys.stdout if stream is None else stream  # looked up now: it may be redirected
     for line in claim_lines(result.claims):
-        stream.write(line + "\n")
+        stream.write(printable(line) + "\n")
     run = RunDir(result.run_dir)
-    stream.write(f"report: {run.report_path}\n")
+    stream.write(f"report: {printable(run.report_path)}\n")
     if run.index_path.exists():
-        stream.write(f"index:  {run.index_path}\n")
+        stream.write(f"index:  {printable(run.index_path)}\n")

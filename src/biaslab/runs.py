@@ -28,6 +28,7 @@ files of atomic writes, a metrics line cut short).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import platform
 import time
@@ -37,6 +38,7 @@ from pathlib import Path
 
 from biaslab.errors import BiaslabError, CheckpointError, DataFormatError
 from biaslab.fileio import (
+    TEMP_NAME,
     as_storage_error,
     atomic_write_text,
     json_safe,
@@ -44,6 +46,7 @@ from biaslab.fileio import (
     remove_temp_files,
     write_json,
 )
+from biaslab.formatting import shell_quote
 from biaslab.locking import DirectoryLock
 from biaslab.results import (  # re-exported: the run directory's readers take them from here
     TIMING_KEYS,
@@ -53,6 +56,7 @@ from biaslab.results import (  # re-exported: the run directory's readers take t
     Verdict,
     reproducible,
     reproducible_record,
+    results_problem,
     tally,
     verdict_of,
 )
@@ -100,6 +104,71 @@ LOCK = ".lock"
 
 # Files that only a run writes: found without a config.json, they are another run's leftovers.
 RUN_OUTPUTS = (COMPLETE, RESULTS, METRICS, REPORT, INDEX, TRACEBACK, FIGURES, CHECKPOINTS, LABS)
+
+# config.json's marker: the hash of the keys that fix a run (see run_fingerprint).
+RUN_MARKER = "run_fingerprint"
+IDENTITY_KEYS = ("experiment", "profile", "seed", "config")  # and "threads" where recorded
+_PROBE = ".write-test"
+
+
+def run_fingerprint(saved: dict) -> str:
+    """The hash of what fixes a run: experiment, profile, seed, thread count and config.
+
+    Written into config.json as its ``run_fingerprint`` when the run starts; a resume refuses a
+    config.json without it (not a biaslab run) or whose fields no longer match it (edited).
+    """
+    identity = {k: saved.get(k) for k in (*IDENTITY_KEYS, "threads") if k in saved}
+    text = json.dumps(identity, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def _stillborn(path: Path) -> bool:
+    """Whether ``path`` holds only what :meth:`RunDir.create` makes before config.json exists
+    (the lock, empty figures/ and checkpoints/, the write probe, config.json's temporary
+    file): a run that a kill stopped while it was being created, before any work. The lock
+    file is there from the start: an empty folder is no run at all."""
+    if not (path / LOCK).is_file():
+        return False
+    for entry in path.iterdir():
+        if entry.name in (FIGURES, CHECKPOINTS):
+            if not _empty_dir(entry):
+                return False
+        elif entry.name not in (LOCK, _PROBE) and not (
+            TEMP_NAME.match(entry.name) and entry.name.startswith(f".{CONFIG}.")
+        ):
+            return False
+    return True
+
+
+def _refuse_occupied(path: Path) -> None:
+    """Refuse ``path`` as a new run's folder unless it is missing, empty, or holds only what a
+    kill left of a run being created. Nothing is written."""
+    try:
+        if not path.exists():
+            return
+        if not path.is_dir():
+            raise BiaslabError(f"--out {path} is a file, not a folder; choose another --out")
+        if (path / CONFIG).exists():
+            raise BiaslabError(
+                f"{path} already holds a run; continue it with: biaslab run --resume "
+                f"{shell_quote(path)} (or choose another --out)"
+            )
+        if _stillborn(path) or not any(path.iterdir()):
+            return
+        names = sorted(entry.name for entry in path.iterdir())
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise BiaslabError(f"cannot use output directory {path}: {reason}") from None
+    leftovers = [n for n in RUN_OUTPUTS if (path / n).exists() and not _empty_dir(path / n)]
+    if leftovers:
+        raise BiaslabError(
+            f"{path} holds files of another run ({', '.join(leftovers)}) but no config.json; "
+            "remove them or choose another --out"
+        )
+    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    raise BiaslabError(
+        f"{path} already holds files ({shown}); a run needs a new or empty folder: choose another --out"
+    )
 
 
 def package_versions() -> dict[str, str]:
@@ -149,6 +218,7 @@ class RunDir:
                 made_root = True
             else:
                 path = Path(out)
+                _refuse_occupied(path)  # checked before the folder (or its parents) is made
                 made_root = not path.exists()
                 path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -157,17 +227,10 @@ class RunDir:
         run = cls(path)
         run._made = [path] if made_root else []
         try:
+            _refuse_occupied(path)  # before the lock: a refused folder is left as it was
             run.acquire()
-            if run.config_path.exists():
-                raise BiaslabError(
-                    f"{path} already holds a run; use --resume {path} to continue it, or choose another --out"
-                )
-            leftovers = [n for n in RUN_OUTPUTS if (path / n).exists() and not _empty_dir(path / n)]
-            if leftovers:
-                raise BiaslabError(
-                    f"{path} holds files of another run ({', '.join(leftovers)}) but no config.json; "
-                    "remove them or choose another --out"
-                )
+            _refuse_occupied(path)  # again, now that no other biaslab process can write it
+            remove_temp_files(path, any_writer=True)  # a config.json a kill interrupted
             run._made += [p for p in (run.figures_dir, run.checkpoints_dir) if not p.exists()]
             run._make_dirs("output directory", probe=True)
         except BaseException:
@@ -178,19 +241,72 @@ class RunDir:
         return run
 
     @classmethod
-    def open(cls, path: str | Path) -> RunDir:
-        """An existing run directory, for ``--resume``: locked, its interrupted writes cleared.
+    def inspect(cls, path: str | Path) -> dict:
+        """config.json of the run at ``path``, proven a biaslab run's; nothing is written.
 
-        Temporary files of atomic writes that a kill interrupted are removed, a last line of
-        metrics.jsonl that a kill cut short is dropped, and an earlier attempt's traceback.txt
-        goes. The caller must :meth:`release` it.
+        A folder is a run when its config.json is a JSON object that carries the run's marker,
+        ``run_fingerprint``: the hash of what fixes the run (experiment, profile, seed, thread
+        count, config; :func:`run_fingerprint`). A folder without it (not a biaslab run), or
+        one whose config.json was edited after the run started (the hash no longer matches: a
+        resume would append one run's records and checkpoints to another's), is refused with a
+        one-line CheckpointError, before anything in it is locked, written or removed.
         """
         path = Path(path)
-        if not (path / CONFIG).is_file():
-            raise CheckpointError(f"{path} is not a run directory (no config.json); cannot resume")
+        config = path / CONFIG
+        try:
+            if not path.is_dir():
+                why = "does not exist" if not path.exists() else "is not a folder"
+                raise CheckpointError(f"{path} {why}; cannot resume")
+            if not config.is_file():
+                if _stillborn(path):
+                    raise CheckpointError(
+                        f"{path} was stopped while its run was being created, before "
+                        "anything was computed: there is nothing to resume; start the run again "
+                        f"with --out {shell_quote(path)}, or delete the folder"
+                    )
+                raise CheckpointError(f"{path} is not a biaslab run (no {CONFIG}); cannot resume")
+        except OSError as exc:  # a name too long, a folder that cannot be read
+            raise CheckpointError(
+                f"{path} cannot be read ({exc.strerror or type(exc).__name__}); cannot resume"
+            ) from None
+        saved = cls._read_object(config, True, "a biaslab run config")
+        marker = saved.get(RUN_MARKER)
+        if marker is None:
+            raise CheckpointError(
+                f"{config} is not a biaslab run's config (it has no '{RUN_MARKER}': another "
+                "program's file, or a run of a biaslab older than 0.2); the folder is left as it is"
+            )
+        missing = [k for k in IDENTITY_KEYS if k not in saved]
+        if missing:
+            raise CheckpointError(
+                f"{config} lacks {', '.join(missing)}; it is not a complete run config, cannot resume"
+            )
+        if marker != run_fingerprint(saved):
+            raise CheckpointError(
+                f"{config} was changed after the run started (its {', '.join(IDENTITY_KEYS)} "
+                f"no longer match its '{RUN_MARKER}'); resuming would mix two runs; start a new run"
+            )
+        return saved
+
+    @classmethod
+    def open(cls, path: str | Path, expected: dict | None = None) -> RunDir:
+        """An existing run directory, for ``--resume``: proven a run, locked, interrupted writes
+        cleared.
+
+        ``expected`` is the config.json that :meth:`inspect` returned and the caller checked
+        (default: inspected here); it must still be the file's content once the lock is held.
+        Only then are temporary files of atomic writes that a kill interrupted removed, a last
+        line of metrics.jsonl that a kill cut short dropped, and an earlier attempt's
+        traceback.txt deleted. The caller must :meth:`release` it.
+        """
+        path = Path(path)
+        if expected is None:
+            expected = cls.inspect(path)
         run = cls(path)
         run.acquire()
         try:
+            if cls.inspect(path) != expected:
+                raise CheckpointError(f"{run.config_path} changed while the resume was starting; try again")
             run._make_dirs("run directory")
             for folder in (path, run.figures_dir, run.checkpoints_dir):
                 remove_temp_files(folder, any_writer=True)
@@ -224,7 +340,7 @@ class RunDir:
             self.figures_dir.mkdir(parents=True, exist_ok=True)
             self.checkpoints_dir.mkdir(exist_ok=True)
             if probe:
-                test = self.path / ".write-test"
+                test = self.path / _PROBE
                 test.write_text("")
                 test.unlink()
         except OSError as exc:
@@ -291,12 +407,13 @@ class RunDir:
 
     @property
     def is_run(self) -> bool:
-        """Whether the directory holds a run (a config.json)."""
-        return self.config_path.is_file()
+        """Whether the directory holds a run (a config.json); False for a path that cannot be
+        looked at (a name too long for the file system, a folder without read permission)."""
+        return _is_file(self.config_path)
 
     @property
     def is_complete(self) -> bool:
-        return (self.path / COMPLETE).exists()
+        return _is_file(self.path / COMPLETE)
 
     @property
     def status(self) -> str:
@@ -308,17 +425,21 @@ class RunDir:
     ) -> None:
         """Write config.json: what fixes the run (experiment, profile, seed, config, and the
         thread count, for a seed fixes a CPU run bit for bit for a given count), with versions."""
+        identity = {
+            "experiment": experiment,
+            "profile": profile,
+            "seed": seed,
+            **({} if threads is None else {"threads": threads}),
+            "config": json_safe(config),
+        }
         write_json(
             self.config_path,
             {
-                "experiment": experiment,
-                "profile": profile,
-                "seed": seed,
-                **({} if threads is None else {"threads": threads}),
-                "config": config,
+                **identity,
                 "versions": package_versions(),
                 "created": datetime.now().isoformat(timespec="seconds"),
                 "command": command,
+                RUN_MARKER: run_fingerprint(identity),
             },
         )
 
@@ -329,9 +450,16 @@ class RunDir:
     def write_results(self, results: dict) -> None:
         write_json(self.results_path, results)
 
-    def read_results(self, required: bool = True) -> dict | None:
-        """results.json as a dict (None if absent and not ``required``); not a dict is an error."""
-        return self._read_object(self.results_path, required, "a biaslab results file")
+    def read_results(self, required: bool = True, checked: bool = True) -> dict | None:
+        """results.json as a dict (None if absent and not ``required``); not a dict is an error,
+        and so, when ``checked``, is a file that is not a run's results
+        (:func:`~biaslab.results.results_problem`): a one-line DataFormatError. The HTML pages
+        read it unchecked: they show whatever it holds, escaped."""
+        results = self._read_object(self.results_path, required, "a biaslab results file")
+        problem = None if results is None or not checked else results_problem(results)
+        if problem is not None:
+            raise DataFormatError(f"{self.results_path} is not a biaslab results file: {problem}")
+        return results
 
     @staticmethod
     def _read_object(path: Path, required: bool, what: str) -> dict | None:
@@ -376,13 +504,15 @@ class RunDir:
                 record = json.loads(text)
                 if not isinstance(record, dict):
                     raise ValueError("not a JSON object")
+                what = _malformed_field(record)
             except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
                 what = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else "not a JSON object"
+            if what is not None:
                 raise DataFormatError(
                     f"{self.metrics_path} line {number} is {what}: the log is corrupt; delete "
                     "that line (or the file, losing the log) and resume with: "
-                    f"biaslab run --resume {self.path}"
-                ) from None
+                    f"biaslab run --resume {shell_quote(self.path)}"
+                )
             records.append((text, record))
         return records
 
@@ -413,6 +543,25 @@ class RunDir:
     def read_metrics(self) -> list[dict]:
         """Every record of metrics.jsonl (a last line cut short by a kill is left out)."""
         return [record for _, record in self._metrics_records()]
+
+
+def _malformed_field(record: dict) -> str | None:
+    """What is wrong with a metrics record's bookkeeping fields (a resume rewinds by them), or
+    None: ``tag`` is text, ``step`` and ``epoch`` whole numbers of at least 0."""
+    if "tag" in record and not isinstance(record["tag"], str):
+        return f"a record whose tag is {record['tag']!r}, not text"
+    for key in ("step", "epoch"):
+        value = record.get(key, 0)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            return f"a record whose {key} is {value!r}, not a whole number >= 0"
+    return None
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:
+        return False
 
 
 def _empty_dir(path: Path) -> bool:

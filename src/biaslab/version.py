@@ -1,3 +1,3 @@
 """The version of biaslab (the package root and config.json take it from here)."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -45,3 +45,11 @@ def test_an_unknown_notebook_name_is_refused():
 
     with pytest.raises(BiaslabError, match="choose one of"):
         notebook_path("Day6.ipynb")
+
+
+def test_an_empty_folder_name_is_refused(tmp_path, capsys, monkeypatch):
+    """An unset shell variable (``biaslab notebooks "$DIR"``) copies nothing into the current folder."""
+    monkeypatch.chdir(tmp_path)
+    rc, _, err = cli(capsys, "notebooks", "")
+    assert_one_line_error(rc, err, "folder is empty (an unset shell variable?)")
+    assert list(tmp_path.iterdir()) == []

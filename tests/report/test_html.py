@@ -288,8 +288,8 @@ def test_report_notes_wrong_claim_has_own_colour_label_and_computation(tmp_path)
 
 def test_index_counts_notes_wrong_apart_from_failures(tmp_path):
     runs = tmp_path / "runs"
-    passed = {"claim": "ok", "measured": 1.0, "passed": True}
-    failed = {"claim": "bad", "measured": 0.0, "passed": False}
+    passed = {"claim": "ok", "expected": "1", "measured": 1.0, "passed": True}
+    failed = {"claim": "bad", "expected": "1", "measured": 0.0, "passed": False}
     _with_claims(make_run(runs / "a-1", "a", day=1), [passed, NOTES_WRONG])
     _with_claims(make_run(runs / "b-1", "b", day=2), [passed, failed, NOTES_WRONG])
     _with_claims(make_run(runs / "c-1", "c", day=3), [passed, passed])
@@ -336,3 +336,17 @@ def test_html_module_uses_shared_vocabulary_and_templates():
     )
     templates = Path(module.__file__).with_name("templates")
     assert {"base.html.j2", "report.html.j2", "index.html.j2"} <= {p.name for p in templates.glob("*.j2")}
+
+
+def test_the_index_never_overwrites_a_page_biaslab_did_not_write(tmp_path):
+    runs = tmp_path / "runs"
+    make_run(runs / "a-1", "a", day=1)
+    (runs / "index.html").write_text("<html><title>My lab's homepage</title></html>")
+    with pytest.raises(BiaslabError, match="is not a page biaslab wrote"):
+        render_index(runs)
+    assert "homepage" in (runs / "index.html").read_text()
+    (runs / "index.html").unlink()
+    render_index(runs)
+    render_index(runs)  # its own index it rewrites
+    with pytest.raises(BiaslabError, match="runs directory is empty"):
+        render_index("")

@@ -199,9 +199,14 @@ def load_fashion_mnist(folder: str | os.PathLike) -> np.ndarray:
         DataFormatError: the file is malformed or not uint8 (N, 28, 28).
     """
     folder = Path(folder).expanduser()
-    for name in (FASHION_TEST_IMAGES, FASHION_TEST_IMAGES + ".gz"):
-        if (folder / name).is_file():
-            return _check_images(read_idx(folder / name), str(folder / name))
+    try:
+        if not folder.is_dir():
+            raise DataMissingError(f"Fashion-MNIST: {folder} is not a folder")
+        for name in (FASHION_TEST_IMAGES, FASHION_TEST_IMAGES + ".gz"):
+            if (folder / name).is_file():
+                return _check_images(read_idx(folder / name), str(folder / name))
+    except OSError as exc:  # a name too long for the file system, a folder that cannot be read
+        raise DataMissingError(f"Fashion-MNIST: cannot read {folder} ({exc.strerror or exc})") from None
     raise DataMissingError(
         f"Fashion-MNIST: {folder} lacks {FASHION_TEST_IMAGES} (or {FASHION_TEST_IMAGES}.gz); "
         "download the official IDX files into it"

@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from biaslab.evaluate._checks import check_integer, check_number
 from biaslab.evaluate.robustness import check_curve_inputs, count_correct, eval_mode
 
 Bound = float | torch.Tensor | None
@@ -24,9 +25,7 @@ LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 
 def _check_eps(eps: float) -> float:
-    if not eps >= 0.0 or eps == float("inf"):  # `not >=` also catches nan
-        raise ValueError(f"eps must be a finite number >= 0, got {eps!r}")
-    return float(eps)
+    return check_number(eps, "eps", 0.0)
 
 
 def _clip(x: torch.Tensor, clamp: Clamp) -> torch.Tensor:
@@ -122,10 +121,8 @@ def pgd(
         x_adv, detached, with ‖x_adv − x‖∞ ≤ ε and within ``clamp``.
     """
     eps = _check_eps(eps)
-    if not alpha > 0.0:
-        raise ValueError(f"alpha (the step size) must be > 0, got {alpha!r}")
-    if isinstance(steps, bool) or int(steps) != steps or steps < 1:
-        raise ValueError(f"steps must be an integer >= 1, got {steps!r}")
+    alpha = check_number(alpha, "alpha", 0.0, low_open=True, why=" (the step size)")
+    steps = check_integer(steps, "steps", 1)
     _check_clamp(clamp)
     x = x.detach()
     x_adv = x.clone()
@@ -157,10 +154,8 @@ def pgd_attack(steps: int = 10, step_scale: float = 2.5) -> Attack:
     Returns:
         ``attack(model, x, y, eps) -> x_adv``, for :func:`accuracy_under_attack` or a training step.
     """
-    if isinstance(steps, bool) or int(steps) != steps or steps < 1:
-        raise ValueError(f"steps must be an integer >= 1, got {steps!r}")
-    if not step_scale > 0.0:
-        raise ValueError(f"step_scale must be > 0, got {step_scale!r}")
+    steps = check_integer(steps, "steps", 1)
+    step_scale = check_number(step_scale, "step_scale", 0.0, low_open=True)
 
     def attack(model: nn.Module, x: torch.Tensor, y: torch.Tensor, eps: float) -> torch.Tensor:
         return pgd(model, x, y, eps, alpha=step_scale * eps / steps, steps=steps)

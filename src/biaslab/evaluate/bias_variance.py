@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from biaslab.evaluate._checks import check_finite_array, check_integer, check_number
+
 __all__ = ["BiasVariance", "bias_variance", "double_descent", "polynomial_fit"]
 
 Learner = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]  # (x_train, y_train, x_test) -> ŷ
@@ -69,15 +71,19 @@ def bias_variance(
         x_range: interval the training inputs are drawn from.
         seed: seeds every draw (``np.random.default_rng``).
     """
-    if n_datasets < 2 or n_train < 1 or noise_std < 0:
-        raise ValueError("need n_datasets >= 2, n_train >= 1 and noise_std >= 0")
+    n_datasets = check_integer(n_datasets, "n_datasets", 2)
+    n_train = check_integer(n_train, "n_train", 1)
+    noise_std = check_number(noise_std, "noise_std", 0.0)
+    low, high = (check_number(b, f"x_range[{i}]") for i, b in enumerate(x_range))
+    if not low < high:
+        raise ValueError(f"x_range must be (low, high) with low < high, got {tuple(x_range)}")
     rng = np.random.default_rng(seed)
-    x_test = np.asarray(x_test, dtype=float)
+    x_test = check_finite_array(x_test, "x_test", ndim=1, min_len=1)
     f_test = truth(x_test)  # (M,)
     predictions = np.empty((n_datasets, len(x_test)))  # (D, M)
     squared_errors = np.empty(n_datasets)
     for d in range(n_datasets):
-        x = rng.uniform(*x_range, n_train)
+        x = rng.uniform(low, high, n_train)
         y = truth(x) + rng.normal(0.0, noise_std, n_train)
         predictions[d] = learner(x, y, x_test)
         y_test = f_test + rng.normal(0.0, noise_std, len(x_test))  # fresh targets
@@ -125,9 +131,12 @@ def double_descent(
         P -> the median test MSE over ``repeats`` draws of data and features (the median: near
         the peak single draws blow up by orders of magnitude).
     """
-    counts = sorted(int(p) for p in feature_counts)
-    if not counts or counts[0] < 1 or n_train < 2 or repeats < 1:
-        raise ValueError("need feature counts >= 1, n_train >= 2 and repeats >= 1")
+    counts = sorted(check_integer(p, f"feature_counts[{i}]") for i, p in enumerate(feature_counts))
+    if not counts:
+        raise ValueError("feature_counts must hold at least one count")
+    n_train, repeats = check_integer(n_train, "n_train", 2), check_integer(repeats, "repeats")
+    input_dim, n_test = check_integer(input_dim, "input_dim"), check_integer(n_test, "n_test")
+    noise = check_number(noise, "noise", 0.0)
     rng = np.random.default_rng(seed)
     beta = rng.normal(0, 1, input_dim) / np.sqrt(input_dim)
     errors: dict[int, list[float]] = {p: [] for p in counts}

@@ -26,8 +26,14 @@ import torch
 import torch.nn.functional as F
 
 from biaslab.errors import NotFittedError
+from biaslab.evaluate._checks import check_integer, check_number
 
 NORMS = ("l1", "l2", "max")
+MAX_BINS = 10_000  # the most bins reliability_bins accepts
+_BINS_WHY = (
+    " (with more bins each holds too few predictions to measure an accuracy, and the bins'"
+    " arrays grow with their count, not with the data)"
+)
 
 
 @dataclass(frozen=True)
@@ -113,12 +119,11 @@ def reliability_bins(probs, labels, n_bins: int = 15) -> ReliabilityDiagram:
             ``(N,)`` of the predicted labels' probabilities.
         labels: integer true labels ``(N,)`` in ``[0, C)``; with a confidence vector: 1 (or True)
             where the prediction was correct, else 0.
-        n_bins: number of equal-width bins M (default 15).
+        n_bins: number of equal-width bins M (default 15), an integer in 1..``MAX_BINS`` (10000).
     Returns:
         A :class:`ReliabilityDiagram` with M + 1 entries (the last for confidences exactly 1.0).
     """
-    if isinstance(n_bins, bool) or not isinstance(n_bins, int) or n_bins < 1:
-        raise ValueError(f"n_bins must be a positive integer; got {n_bins!r}")
+    n_bins = check_integer(n_bins, "n_bins", 1, MAX_BINS, why=_BINS_WHY)
     conf, correct = _top_label(probs, labels)
     edges = torch.linspace(0, 1, n_bins + 1, dtype=torch.float32).numpy()  # torchmetrics' edges
     index = np.searchsorted(edges, conf.astype(np.float32), side="right") - 1  # edge b -> bin b, 1.0 -> M
@@ -187,8 +192,10 @@ class TemperatureScaling:
             max_iter: the most L-BFGS iterations (default 100).
             tol: stop when |dNLL/dlog T| falls below this (default 1e-9).
         """
-        if not 0 < self.min_temperature <= 1 <= self.max_temperature < math.inf:
-            raise ValueError("need 0 < min_temperature <= 1 <= max_temperature < inf")
+        check_number(self.min_temperature, "min_temperature", 0.0, 1.0, low_open=True)
+        check_number(self.max_temperature, "max_temperature", 1.0)
+        max_iter = check_integer(max_iter, "max_iter", 1)
+        tol = check_number(tol, "tol", 0.0)
         z = _logits(logits).to(torch.float64)
         y = labels.detach() if isinstance(labels, torch.Tensor) else torch.as_tensor(_numpy(labels, "labels"))
         if y.shape != (z.shape[0],) or y.is_floating_point() or y.dtype == torch.bool:

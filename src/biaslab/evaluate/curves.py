@@ -19,6 +19,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from biaslab.evaluate._checks import check_number
+
 SHAPES = ("healthy", "overfitting", "underfitting", "diverging")
 
 
@@ -62,6 +64,13 @@ def classify_curve(
     val = [float(v) for v in val_loss]
     if not train:
         raise ValueError("an empty learning curve has no shape")
+    # A NaN threshold makes every comparison false and labels any curve healthy: refuse it.
+    if chance_loss is not None:
+        chance_loss = check_number(chance_loss, "chance_loss", 0.0, low_open=True)
+    blowup = check_number(blowup, "blowup", 0.0, low_open=True)
+    underfit_fraction = check_number(underfit_fraction, "underfit_fraction", 0.0)
+    gap_fraction = check_number(gap_fraction, "gap_fraction", 0.0)
+    overfit_rise = check_number(overfit_rise, "overfit_rise", 0.0)
     # 1. diverging
     bad = [i + 1 for i, v in enumerate(train + val) if not math.isfinite(v)]
     if bad:

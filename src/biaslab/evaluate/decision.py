@@ -32,9 +32,10 @@ the verdict with the rule that fired and every number it looked at:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+
+from biaslab.evaluate._checks import check_fraction, check_number, check_sequence, check_sizes
 
 __all__ = ["VERDICTS", "Decision", "Evidence", "decide", "last_drop"]
 
@@ -46,7 +47,7 @@ class Evidence:
     """What the evaluation measured.
 
     Args:
-        train_sizes: training-set sizes of the learning curve, increasing.
+        train_sizes: training-set sizes of the learning curve, increasing integers >= 1.
         val_errors: validation error (1 − accuracy) at each size.
         accuracy: accuracy on the held-out (test) split of the final model.
         ece: its expected calibration error.
@@ -55,6 +56,10 @@ class Evidence:
             (required with ``shift_accuracy``: whether more data mends a shift failure is read
             off this curve).
         ood_auroc: the OOD detector's AUROC on inputs it must flag (None: not measured).
+
+    Every number is checked (a fraction in [0, 1] where it is one; a bool is refused) and every
+    curve, given as any 1-D sequence (list, tuple, NumPy array), is kept as a tuple of Python
+    numbers.
     """
 
     train_sizes: Sequence[int]
@@ -66,27 +71,40 @@ class Evidence:
     ood_auroc: float | None = None
 
     def __post_init__(self):
-        if len(self.train_sizes) != len(self.val_errors) or len(self.train_sizes) < 2:
-            raise ValueError("a learning curve needs at least two (size, error) points of equal number")
-        if list(self.train_sizes) != sorted(set(self.train_sizes)):
-            raise ValueError(f"train_sizes must increase, got {list(self.train_sizes)}")
+        # Any sequence (a list, a tuple, a NumPy array) is kept as a tuple of Python numbers, so
+        # the evidence compares, hashes and serialises the same whatever it was built from.
+        sizes = check_sizes(self.train_sizes, "train_sizes")
+        object.__setattr__(self, "train_sizes", sizes)
+        for curve in ("val_errors", "shift_val_errors"):
+            errors = getattr(self, curve)
+            if errors is not None or curve == "val_errors":
+                errors = check_sequence(errors, curve)
+                errors = tuple(check_fraction(e, f"{curve}[{i}]") for i, e in enumerate(errors))
+                object.__setattr__(self, curve, errors)
+        for share in ("accuracy", "ece", "shift_accuracy", "ood_auroc"):
+            value = getattr(self, share)
+            if value is not None or share in ("accuracy", "ece"):
+                object.__setattr__(self, share, check_fraction(value, share))
+        if len(sizes) != len(self.val_errors) or len(sizes) < 2:
+            raise ValueError(
+                "a learning curve needs at least two (size, error) points of equal number: got "
+                f"{len(sizes)} train_sizes and {len(self.val_errors)} val_errors"
+            )
+        if list(sizes) != sorted(set(sizes)):
+            raise ValueError(f"train_sizes must increase, got {list(sizes)}")
         if (self.shift_accuracy is None) != (self.shift_val_errors is None):
             raise ValueError("shift_accuracy and shift_val_errors go together: give both or neither")
-        if self.shift_val_errors is not None and len(self.shift_val_errors) != len(self.train_sizes):
+        if self.shift_val_errors is not None and len(self.shift_val_errors) != len(sizes):
             raise ValueError("shift_val_errors needs one error per training-set size")
-        shares = {"accuracy": self.accuracy, "ece": self.ece, "shift_accuracy": self.shift_accuracy}
-        shares["ood_auroc"] = self.ood_auroc
-        for curve in ("val_errors", "shift_val_errors"):
-            shares |= {f"{curve}[{i}]": e for i, e in enumerate(getattr(self, curve) or ())}
-        for name, value in shares.items():
-            if value is not None and not (math.isfinite(value) and 0 <= value <= 1):
-                raise ValueError(f"{name} must be a fraction in [0, 1], got {value}")
 
 
 def last_drop(errors: Sequence[float]) -> float:
     """The relative fall of an error over a curve's last step: ``(e[-2] − e[-1]) / e[-2]``
     (0 when ``e[-2]`` is 0; negative when the error rose)."""
-    previous, last = errors[-2], errors[-1]
+    if len(check_sequence(errors, "errors")) < 2:
+        raise ValueError(f"errors needs at least two points to have a last step, got {len(errors)}")
+    previous = check_number(errors[-2], f"errors[{len(errors) - 2}]", 0.0)
+    last = check_number(errors[-1], f"errors[{len(errors) - 1}]", 0.0)
     return (previous - last) / previous if previous > 0 else 0.0
 
 
@@ -120,7 +138,19 @@ def decide(
         min_ood_auroc: the OOD-detection AUROC required (default 0.9).
         still_falling: an error is still falling if the last step of its curve (usually a
             doubling of the data) cut it by more than this fraction (default 0.1).
+
+    Every threshold must be a fraction in [0, 1] (a bool or NaN is refused: a NaN threshold
+    would make every comparison false and ship anything).
     """
+    if not isinstance(evidence, Evidence):
+        raise ValueError(f"evidence must be an Evidence, got {type(evidence).__name__}")
+    min_accuracy, max_ece = check_fraction(min_accuracy, "min_accuracy"), check_fraction(max_ece, "max_ece")
+    min_shift_accuracy = check_fraction(min_shift_accuracy, "min_shift_accuracy")
+    min_ood_auroc = check_fraction(min_ood_auroc, "min_ood_auroc")
+    # A last drop is at most 1 (the error fell to 0), so 1 means "never still falling"; below 0
+    # a curve that rose would count as falling.
+    why = " (the share of the error a curve's last step must cut for it to count as still falling)"
+    still_falling = check_fraction(still_falling, "still_falling", why=why)
     e = evidence
     drop = last_drop(e.val_errors)
     shift_drop = None if e.shift_val_errors is None else last_drop(e.shift_val_errors)

@@ -4,10 +4,29 @@ from __future__ import annotations
 
 import numpy as np
 
+from biaslab.evaluate._checks import check_finite_array
+
 
 def accuracy_score(pred: np.ndarray, target: np.ndarray) -> float:
-    """Fraction of equal entries."""
-    return float(np.mean(np.asarray(pred) == np.asarray(target)))
+    """Fraction of equal entries of two arrays of one shape (at least one entry)."""
+    pred, target = np.asarray(pred), np.asarray(target)
+    if pred.shape != target.shape or pred.size == 0:
+        raise ValueError(
+            f"pred and target must have the same shape with at least one entry, got {pred.shape} "
+            f"and {target.shape} (unequal shapes would be broadcast, not compared)"
+        )
+    return float(np.mean(pred == target))
+
+
+def _paired(y_true, y_other, other: str) -> tuple[np.ndarray, np.ndarray]:
+    """``y_true`` and the predictions or scores ``other`` as 1-D arrays of one length N >= 1."""
+    y_true, y_other = np.asarray(y_true), np.asarray(y_other)
+    if y_true.ndim != 1 or y_other.ndim != 1 or len(y_true) != len(y_other) or len(y_true) == 0:
+        raise ValueError(
+            f"y_true and {other} must be 1-D of the same length N >= 1, got shapes {y_true.shape} "
+            f"and {y_other.shape}"
+        )
+    return y_true, y_other
 
 
 # -- classification scores on a whole set ---------------------------------------------------------
@@ -23,7 +42,7 @@ def confusion_matrix(y_true: np.ndarray, y_pred: np.ndarray, labels: np.ndarray 
     Shapes:
         y_true, y_pred: (N,); returns (K, K) int64 with K = len(labels).
     """
-    y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
+    y_true, y_pred = _paired(y_true, y_pred, "y_pred")
     labels = np.unique(np.concatenate([y_true, y_pred])) if labels is None else np.asarray(labels)
     k = len(labels)
     order = np.argsort(labels, kind="stable")
@@ -61,7 +80,7 @@ def precision_recall_f1(
     """
     if average not in ("macro", "weighted", "micro", "binary", None):
         raise ValueError(f"unknown average {average!r}")
-    y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
+    y_true, y_pred = _paired(y_true, y_pred, "y_pred")
     if average == "binary":
         present = np.unique(np.concatenate([y_true, y_pred]))
         if len(present) > 2:
@@ -106,7 +125,8 @@ def roc_auc(y_true: np.ndarray, scores: np.ndarray, pos_label=None) -> float:
     Shapes:
         y_true, scores: (N,).
     """
-    y_true, scores = np.asarray(y_true), np.asarray(scores, dtype=np.float64)
+    y_true, scores = _paired(y_true, scores, "scores")
+    scores = check_finite_array(scores, "scores")
     classes = np.unique(y_true)
     if len(classes) != 2:
         raise ValueError(f"roc_auc needs exactly two classes in y_true, got {len(classes)}")
@@ -142,8 +162,15 @@ def log_loss(y_true: np.ndarray, probs: np.ndarray, labels: np.ndarray | None = 
         y_true: (N,); probs: (N, K) or (N,).
     """
     y_true, probs = np.asarray(y_true), np.asarray(probs)
+    if y_true.ndim != 1 or probs.ndim not in (1, 2) or len(probs) != len(y_true) or len(y_true) == 0:
+        raise ValueError(
+            f"y_true must be (N,) and probs (N, K) or (N,) with N >= 1, got shapes {y_true.shape} "
+            f"and {probs.shape}"
+        )
     if probs.dtype.kind != "f":
         probs = probs.astype(np.float64)
+    if not np.all((probs >= 0) & (probs <= 1)):  # also refuses NaN
+        raise ValueError("probs must be probabilities: finite numbers in [0, 1]")
     labels = np.unique(y_true) if labels is None else np.asarray(labels)
     if probs.ndim == 1:
         probs = probs[:, None]  # (N,) -> (N, 1)

@@ -26,18 +26,19 @@ from __future__ import annotations
 import numpy as np
 
 from biaslab.errors import NotFittedError
+from biaslab.evaluate._checks import check_finite_array, check_integer, check_number
 from biaslab.evaluate.metrics import roc_auc
 
 _BLOCK_ELEMENTS = 2**23  # KNN: at most this many query x train distances (64 MiB float64) at once
 
 
 def _matrix(x, name: str) -> np.ndarray:
-    """A (N, D) float64 array from an array or a torch tensor (detached, moved to the CPU)."""
-    if hasattr(x, "detach"):
-        x = x.detach().cpu().numpy()
-    x = np.asarray(x, dtype=np.float64)
-    if x.ndim != 2:
-        raise ValueError(f"{name} must be 2-D (N, D), got shape {x.shape}")
+    """A (N, D) float64 array of finite values, D >= 1, from an array or a torch tensor (detached,
+    moved to the CPU): the input check of every detector. A NaN or infinite logit or feature is
+    refused, since it would give a NaN score that no threshold flags."""
+    x = check_finite_array(x, name, ndim=2)
+    if x.shape[1] == 0:
+        raise ValueError(f"{name} must be 2-D (N, D) with D >= 1, got shape {x.shape}")
     return x
 
 
@@ -94,9 +95,7 @@ class Energy(_Detector):
 
     def score(self, logits) -> np.ndarray:
         """Shapes: logits (N, C); returns (N,) float64."""
-        t = float(self.temperature)
-        if not t > 0:
-            raise ValueError(f"temperature must be > 0, got {self.temperature!r}")
+        t = check_number(self.temperature, "temperature", 0.0, low_open=True)
         return -t * _logsumexp(_matrix(logits, "logits") / t)
 
 
@@ -120,8 +119,11 @@ class Mahalanobis(_Detector):
         """Shapes: features (N, D), labels (N,). Returns ``self``."""
         h = _matrix(features, "features")
         y = np.asarray(labels.detach().cpu() if hasattr(labels, "detach") else labels).ravel()
-        if len(y) != len(h):
-            raise ValueError(f"features has {len(h)} rows but labels has {len(y)} entries")
+        if len(y) != len(h) or len(h) == 0:
+            raise ValueError(
+                f"features and labels need the same number N >= 1 of rows, got {len(h)} feature rows "
+                f"and {len(y)} labels"
+            )
         classes, idx = np.unique(y, return_inverse=True)
         counts = np.bincount(idx, minlength=len(classes)).astype(np.float64)
         sums = np.zeros((len(classes), h.shape[1]))
@@ -176,8 +178,9 @@ class KNN(_Detector):
     def fit(self, features, labels=None):
         """Store the training features (labels are ignored). Shapes: features (N, D). Returns self."""
         h = self._prepare(features)
-        if not 1 <= int(self.k) <= len(h):
-            raise ValueError(f"k must be in [1, {len(h)}] (the number of training features), got {self.k}")
+        check_integer(self.k, "k", 1, max(1, len(h)), why=" (the number of training features)")
+        if len(h) == 0:
+            raise ValueError("features needs at least one training row, got none")
         self.train_features_ = h
         self.train_sq_norms_ = np.einsum("nd,nd->n", h, h)
         return self
@@ -234,6 +237,8 @@ def fit_detectors(train_features, train_labels, knn_k: int = 50, knn_train=None,
     """
     h = _matrix(train_features, "train_features")
     rows = np.arange(len(h))
+    if knn_train is not None:
+        knn_train = check_integer(knn_train, "knn_train", 1)
     if knn_train is not None and knn_train < len(h):
         rows = np.random.default_rng(seed).choice(len(h), knn_train, replace=False)
     return {
@@ -270,11 +275,15 @@ def choose_detector(detectors: dict, inside: dict, outside: dict) -> tuple[str, 
 
 
 def _pair(scores_in, scores_out) -> tuple[np.ndarray, np.ndarray]:
-    s_in, s_out = (np.asarray(s, dtype=np.float64).ravel() for s in (scores_in, scores_out))
+    """Both score vectors as 1-D float64 arrays, each with at least one finite score (their
+    lengths may differ). A 2-D array or a scalar is refused rather than flattened."""
+    s_in, s_out = (
+        check_finite_array(s, n, ndim=1) for s, n in ((scores_in, "scores_in"), (scores_out, "scores_out"))
+    )
     if len(s_in) == 0 or len(s_out) == 0:
-        raise ValueError("both scores_in and scores_out need at least one score")
-    if not (np.isfinite(s_in).all() and np.isfinite(s_out).all()):
-        raise ValueError("OOD scores must be finite")
+        raise ValueError(
+            f"both scores_in and scores_out need at least one score, got {len(s_in)} and {len(s_out)}"
+        )
     return s_in, s_out
 
 
@@ -321,8 +330,7 @@ def fpr_at_95_tpr(scores_in, scores_out, tpr: float = 0.95) -> float:
     Shapes:
         scores_in (N,), scores_out (M,).
     """
-    if not 0 < tpr <= 1:
-        raise ValueError(f"tpr must be in (0, 1], got {tpr}")
+    tpr = check_number(tpr, "tpr", 0.0, 1.0, low_open=True)
     s_in, s_out = _pair(scores_in, scores_out)
     m = len(s_out)
     need = int(np.argmax(np.arange(m + 1) / m >= tpr))  # fewest detections with rate >= tpr

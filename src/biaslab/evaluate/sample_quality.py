@@ -19,13 +19,15 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from biaslab.evaluate._checks import check_finite_array, check_fraction, check_integer, check_number
+
+MAX_PROJECTIONS = 10_000  # sliced_wasserstein: the most directions (memory grows as (N + M) x this)
+
 
 def _points(x, name: str) -> np.ndarray:
-    if hasattr(x, "detach"):
-        x = x.detach().cpu().numpy()
-    x = np.asarray(x, dtype=np.float64)
-    if x.ndim != 2 or len(x) < 2:
-        raise ValueError(f"{name} must be (N, D) with N >= 2, got shape {x.shape}")
+    x = check_finite_array(x, name)
+    if x.ndim != 2 or len(x) < 2 or x.shape[1] == 0:
+        raise ValueError(f"{name} must be (N, D) with N >= 2 and D >= 1, got shape {x.shape}")
     return x
 
 
@@ -53,9 +55,11 @@ def mmd(x, y, bandwidth: float | None = None) -> float:
     x, y = _points(x, "x"), _points(y, "y")
     if x.shape[1] != y.shape[1]:
         raise ValueError(f"x has {x.shape[1]} dimensions, y has {y.shape[1]}")
-    h = median_bandwidth(x, y) if bandwidth is None else float(bandwidth)
+    if bandwidth is not None:
+        bandwidth = check_number(bandwidth, "bandwidth", 0.0, low_open=True)
+    h = median_bandwidth(x, y) if bandwidth is None else bandwidth
     if not h > 0:
-        raise ValueError(f"bandwidth must be > 0, got {h}")
+        raise ValueError(f"bandwidth must be > 0, got {h} (the median heuristic: most points coincide)")
 
     def kernel(a, b):
         return np.exp(-_squared_distances(a, b) / (2 * h * h))
@@ -68,8 +72,9 @@ def mmd(x, y, bandwidth: float | None = None) -> float:
 
 
 def wasserstein_1d(u: np.ndarray, v: np.ndarray) -> float:
-    """W1 between two 1-D samples: the area between their empirical CDFs."""
-    u, v = np.sort(np.asarray(u, dtype=np.float64)), np.sort(np.asarray(v, dtype=np.float64))
+    """W1 between two 1-D samples (each finite, at least one value): the area between their
+    empirical CDFs."""
+    u, v = (np.sort(check_finite_array(s, name, ndim=1, min_len=1)) for s, name in ((u, "u"), (v, "v")))
     grid = np.sort(np.concatenate([u, v]))
     cdf_u = np.searchsorted(u, grid[:-1], side="right") / len(u)
     cdf_v = np.searchsorted(v, grid[:-1], side="right") / len(v)
@@ -78,6 +83,8 @@ def wasserstein_1d(u: np.ndarray, v: np.ndarray) -> float:
 
 def sliced_wasserstein(x, y, projections: int = 200, seed: int = 0) -> float:
     """The mean 1-D Wasserstein-1 distance over ``projections`` random unit directions (seeded)."""
+    why = " (the mean over more directions no longer moves, and memory grows as (N + M) x projections)"
+    projections = check_integer(projections, "projections", 1, MAX_PROJECTIONS, why=why)
     x, y = _points(x, "x"), _points(y, "y")
     if x.shape[1] != y.shape[1]:
         raise ValueError(f"x has {x.shape[1]} dimensions, y has {y.shape[1]}")
@@ -110,6 +117,7 @@ def classifier_scores(probs, threshold: float = 0.9) -> dict:
         equally frequent, 0 when one class takes all: mode collapse) and ``classes`` (how many
         classes were predicted at least once).
     """
+    threshold = check_fraction(threshold, "threshold")
     p = _points(probs, "probs")
     predicted = p.argmax(1)
     histogram = np.bincount(predicted, minlength=p.shape[1])

@@ -40,6 +40,8 @@ def fit_power_law(x, y) -> PowerLaw:
         raise ValueError(f"x and y must be 1-D and of equal length, got {x.shape} and {y.shape}")
     if len(np.unique(x)) < 2:
         raise ValueError("a power law needs at least two distinct x values")
+    if not (np.isfinite(x).all() and np.isfinite(y).all()):
+        raise ValueError("x and y must be finite numbers (a NaN or inf would make the fit NaN)")
     if (x <= 0).any() or (y <= 0).any():
         raise ValueError("a power law is fitted on log axes: every x and y must be positive")
     log_x, log_y = np.log(x), np.log(y)

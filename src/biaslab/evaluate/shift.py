@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from biaslab.evaluate._checks import check_integer
+
 __all__ = ["SHIFT_KINDS", "domain_auc", "predicted_label_shift", "shift_scenario"]
 
 SHIFT_KINDS = ("covariate", "label", "concept")
@@ -44,6 +46,7 @@ def shift_scenario(kind: str, n: int = 2000, seed: int = 0) -> tuple[np.ndarray,
     """
     if kind not in SHIFT_KINDS:
         raise ValueError(f"kind must be one of {SHIFT_KINDS}, got {kind!r}")
+    n = check_integer(n, "n", 1)
     rng = np.random.default_rng(seed)
     if kind == "covariate":
         x_s = rng.normal((-1.0, 0.0), 0.6, (n, 2))
@@ -80,7 +83,19 @@ def domain_auc(x_source, x_target, folds: int = 5, seed: int = 0) -> float:
 
 def predicted_label_shift(pred_source, pred_target, n_classes: int) -> float:
     """Total-variation distance ½·Σ_c |q_s(c) − q_t(c)| between the frequencies of the predicted
-    classes on source (held-out) and target inputs: 0 when the predicted mix is unchanged."""
-    q_s = np.bincount(np.asarray(pred_source), minlength=n_classes) / len(pred_source)
-    q_t = np.bincount(np.asarray(pred_target), minlength=n_classes) / len(pred_target)
+    classes on source (held-out) and target inputs: 0 when the predicted mix is unchanged.
+
+    Shapes: pred_source (N,), pred_target (M,), integer classes in ``[0, n_classes)``, N, M >= 1.
+    """
+    n_classes = check_integer(n_classes, "n_classes", 1)
+    predictions = {"pred_source": np.asarray(pred_source), "pred_target": np.asarray(pred_target)}
+    for name, p in predictions.items():
+        if p.ndim != 1 or len(p) == 0 or not np.issubdtype(p.dtype, np.integer):
+            raise ValueError(
+                f"{name} must be a non-empty 1-D array of integer classes, got {p.dtype} {p.shape}"
+            )
+        if p.min() < 0 or p.max() >= n_classes:
+            raise ValueError(f"{name} must hold classes in [0, {n_classes}), got [{p.min()}, {p.max()}]")
+    q_s = np.bincount(predictions["pred_source"], minlength=n_classes) / len(pred_source)
+    q_t = np.bincount(predictions["pred_target"], minlength=n_classes) / len(pred_target)
     return float(0.5 * np.abs(q_s - q_t).sum())

@@ -21,8 +21,15 @@ from typing import ClassVar
 
 from biaslab.config import check_range
 from biaslab.data.mnist import QUICK_SIZES, MnistSizes, load_mnist, mnist_splits_for
-from biaslab.data.ood import count_duplicates, images_to_tensor, load_animal_mnist, ood_sets
+from biaslab.data.ood import (
+    count_duplicates,
+    images_to_tensor,
+    load_animal_mnist,
+    load_fashion_mnist,
+    ood_sets,
+)
 from biaslab.data.transforms import standardize
+from biaslab.errors import BiaslabError, ConfigError
 from biaslab.evaluate.ood import classifier_outputs, fit_detectors, ood_report, ood_scores
 from biaslab.nn import MLP
 from biaslab.registry import experiment
@@ -52,6 +59,11 @@ class OODConfig(TrainConfig, MnistSizes):
         check_range(self, "n_ood", 10, 10_000, "the smallest OOD set has 10,000 images")
         check_range(self, "knn_k", 1, 1000)
         check_range(self, "knn_train", self.knn_k, 60_000, "at least knn_k training features")
+        if self.fashion_dir:  # read now (under a second), not after the training
+            try:
+                load_fashion_mnist(self.fashion_dir)
+            except BiaslabError as exc:
+                raise ConfigError(f"fashion_dir={self.fashion_dir!r}: {exc}") from None
         super().__post_init__()
 
 

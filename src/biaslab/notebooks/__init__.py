@@ -45,11 +45,16 @@ def copy_notebooks(folder: str | Path, force: bool = False) -> list[Path]:
         BiaslabError: a notebook exists there and ``force`` is off (checked for all five before
             anything is copied), or ``folder`` is a file or cannot be written.
     """
+    if not str(folder).strip():  # an unset shell variable would copy into the current folder
+        raise BiaslabError("the notebooks' folder is empty (an unset shell variable?); name a folder")
     folder = Path(folder)
     sources = [notebook_path(name) for name in NOTEBOOKS]
-    if folder.exists() and not folder.is_dir():
-        raise BiaslabError(f"{folder}: not a folder")
-    existing = [folder / name for name in NOTEBOOKS if (folder / name).exists()]
+    try:
+        if folder.exists() and not folder.is_dir():
+            raise BiaslabError(f"{folder}: not a folder")
+        existing = [folder / name for name in NOTEBOOKS if (folder / name).exists()]
+    except OSError as error:
+        raise BiaslabError(f"{folder}: cannot be read ({error.strerror or error})") from None
     if existing and not force:
         raise BiaslabError(
             f"{existing[0]} exists ({len(existing)} of the notebooks are there already); "

@@ -212,7 +212,7 @@ def _index_row(run: Path, runs_dir: Path, out_dir: Path, positions: dict) -> tup
     rundir = RunDir(run)
     try:
         cfg, error = rundir.read_config(), None
-        res = rundir.read_results(required=False) or {}
+        res = rundir.read_results(required=False, checked=False) or {}
     except BiaslabError as exc:
         cfg, res, error = {}, {}, str(exc)
     day = res.get("day") if _is_number(res.get("day")) else None
@@ -250,7 +250,7 @@ def _runs_rows(runs: list[Path], runs_dir: Path, out_dir: Path, order: Sequence[
 def _report_context(run_dir: Path, complete: bool | None, order: Sequence[str] | None) -> dict:
     """Everything ``report.html.j2`` shows about one run, as plain data."""
     rundir = RunDir(run_dir)
-    res = rundir.read_results()
+    res = rundir.read_results(checked=False)
     cfg = rundir.read_config(required=False) or {}
     status = rundir.status if complete is None else ("complete" if complete else "unfinished")
     meta = [
@@ -335,6 +335,16 @@ def render_claims(claims: Sequence[dict]) -> str:
     return _fill("claims.html.j2", claims=[_claim(c) for c in claims], tally=tally(claims).describe())
 
 
+def _written_by_biaslab(page: Path) -> bool:
+    """Whether ``page`` is one of biaslab's pages (its generator tag; before 0.2, its title)."""
+    try:
+        with open(page, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    return b'<meta name="generator" content="biaslab">' in head or b"<title>biaslab" in head
+
+
 def render_index(runs_dir, out=None, title: str = "biaslab runs", order: Sequence[str] | None = None) -> Path:
     """Write an HTML index of every run found under ``runs_dir``.
 
@@ -352,12 +362,21 @@ def render_index(runs_dir, out=None, title: str = "biaslab runs", order: Sequenc
         The path of the written index.
 
     Raises:
-        BiaslabError: if ``runs_dir`` is not an existing directory.
+        BiaslabError: ``runs_dir`` is empty text or not an existing directory, or ``out`` is a
+            file that biaslab did not write (the user's own page is never overwritten).
     """
+    if not str(runs_dir).strip():  # an unset shell variable: not the current folder
+        raise BiaslabError("the runs directory is empty (an unset shell variable?); name a folder")
     runs_dir = Path(runs_dir)
-    if not runs_dir.is_dir():
+    try:
+        found = runs_dir.is_dir()
+    except OSError as exc:  # a name too long for the file system
+        raise BiaslabError(f"{runs_dir}: cannot be read ({exc.strerror or exc})") from None
+    if not found:
         raise BiaslabError(f"{runs_dir}: runs directory not found")
     out = Path(out) if out is not None else runs_dir / INDEX
+    if out.exists() and not _written_by_biaslab(out):
+        raise BiaslabError(f"{out} exists and is not a page biaslab wrote; move it, and run this again")
     out.parent.mkdir(parents=True, exist_ok=True)
     runs = find_runs(runs_dir)
     rows = _runs_rows(runs, runs_dir, out.parent.absolute(), order)

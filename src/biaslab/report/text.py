@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from biaslab.errors import BiaslabError
-from biaslab.formatting import format_value
+from biaslab.formatting import format_value, shell_quote
 from biaslab.runs import VERDICTS, RunDir, tally, verdict_of
 
 __all__ = ["claim_lines", "open_run", "run_text"]
@@ -27,7 +27,7 @@ def run_text(path: str | Path) -> str:
     lines = [f"{cfg.get('experiment')}  profile={cfg.get('profile')}  seed={cfg.get('seed')}  [{run.status}]"]
     res = run.read_results(required=False)
     if res is None:
-        resume = "" if run.is_complete else f"; continue with: biaslab run --resume {run.path}"
+        resume = "" if run.is_complete else f"; continue with: biaslab run --resume {shell_quote(run.path)}"
         return "\n".join([*lines, "no results yet" + resume])
     metrics = res.get("metrics") if isinstance(res.get("metrics"), dict) else {}
     rows = [(k, format_value(v)) for k, v in metrics.items()]
