@@ -30,6 +30,8 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
+from biaslab.train.checkpoint import check_tensors, is_count, shown
+
 
 class WeightAverage:
     """θ̄, the exponential moving average of ``model``'s parameters.
@@ -93,8 +95,24 @@ class WeightAverage:
     def state_dict(self) -> dict:
         return {"decay": self.decay, "updates": self.updates, "shadow": dict(self.shadow)}
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict, model: nn.Module | None = None) -> None:
+        """Restore what :meth:`state_dict` returned; with ``model``, θ̄ must fit its parameters.
+
+        A state this object could not have returned is a ValueError naming the field, and
+        changes nothing.
+        """
+        if not isinstance(state, dict):
+            raise ValueError(f"weight-average state {shown(state)}, not a dict")
+        missing = [key for key in ("decay", "updates", "shadow") if key not in state]
+        if missing:
+            raise ValueError(f"weight-average state without {', '.join(missing)}")
         if state["decay"] != self.decay:
-            raise ValueError(f"a weight average with decay {state['decay']}, not {self.decay}")
-        self.updates = int(state["updates"])
-        self.shadow = {name: t.clone() for name, t in state["shadow"].items()}
+            raise ValueError(f"a weight average with decay {shown(state['decay'])}, not {self.decay}")
+        updates, shadow = state["updates"], state["shadow"]
+        if not is_count(updates):
+            raise ValueError(f"updates={shown(updates)}, not a count (an int >= 0)")
+        # θ̄ holds nothing before the first update, every parameter from it on
+        params = dict(model.named_parameters()) if model is not None else None
+        check_tensors("shadow", shadow, params if updates else {})
+        self.updates = updates
+        self.shadow = {name: t.clone() for name, t in shadow.items()}

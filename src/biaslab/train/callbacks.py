@@ -7,6 +7,8 @@ import math
 
 from torch import nn
 
+from biaslab.train.checkpoint import check_tensors, is_count, is_number, shown
+
 MINIMISED = ("loss", "mae", "mse", "error")  # monitored keys with these endings are errors
 
 
@@ -61,10 +63,42 @@ class EarlyStopping:
             "stopped_epoch": self.stopped_epoch,
         }
 
-    def load_state_dict(self, state: dict) -> None:
-        self.best, self.best_epoch = state["best"], state["best_epoch"]
-        self.bad_epochs, self.best_state = state["bad_epochs"], state["best_state"]
-        self.stopped_epoch = state["stopped_epoch"]
+    def load_state_dict(self, state: dict, model: nn.Module | None = None) -> None:
+        """Restore what :meth:`state_dict` returned; with ``model``, ``best_state`` must fit it.
+
+        A state this object could not have returned (a wrong type, a negative count, best
+        weights without a best value, more bad epochs than the patience) is a ValueError naming
+        the field, and changes nothing.
+        """
+        if not isinstance(state, dict):
+            raise ValueError(f"early-stopping state {shown(state)}, not a dict")
+        missing = [key for key in self.state_dict() if key not in state]
+        if missing:
+            raise ValueError(f"early-stopping state without {', '.join(missing)}")
+        best, best_state = state["best"], state["best_state"]
+        counts = {key: state[key] for key in ("best_epoch", "bad_epochs", "stopped_epoch")}
+        for key, value in counts.items():
+            if not is_count(value):
+                raise ValueError(f"{key}={shown(value)}, not a count (an int >= 0)")
+        if best is not None and not (is_number(best) and math.isfinite(best)):
+            raise ValueError(f"best={shown(best)}, not a finite number or None")
+        if best is None and any(counts.values()):
+            raise ValueError(f"best=None (nothing seen yet) with {counts}")
+        # best weights are kept, with patience, from the first value seen on
+        if (best_state is not None) != bool(self.patience and best is not None):
+            raise ValueError(
+                f"best_state={shown(best_state)} with best={best!r} and patience={self.patience}"
+            )
+        if best_state is not None:
+            check_tensors("best_state", best_state, model.state_dict() if model is not None else None)
+        # training stops when bad_epochs reaches the patience, never without it
+        bad, stopped = counts["bad_epochs"], counts["stopped_epoch"]
+        if (stopped and (not self.patience or bad != self.patience)) or (
+            not stopped and self.patience and bad >= self.patience
+        ):
+            raise ValueError(f"bad_epochs={bad} with stopped_epoch={stopped} and patience={self.patience}")
+        self.best, self.best_state = best, best_state
+        self.best_epoch, self.bad_epochs, self.stopped_epoch = counts.values()
 
 
 class _NoBar:

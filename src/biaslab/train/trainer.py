@@ -28,6 +28,7 @@ error is not a mean over batches); the loss is the batch-size-weighted mean of b
 from __future__ import annotations
 
 import contextlib
+import copy
 import math
 import os
 import sys
@@ -176,7 +177,7 @@ class Trainer:
             self.config, self.optimizer, total_steps=self.config.epochs * steps_per_epoch
         )
         if self.checkpoint and self.checkpoint.exists():
-            self._load(self.checkpoint)
+            self._load(self.checkpoint, steps_per_epoch)
         if self.logger is not None:
             self.logger.rewind(self.step)
         if self.finished:
@@ -333,9 +334,9 @@ class Trainer:
             self.epoch += 1
             self._batch_in_epoch, self._epoch_loss_sum, self._epoch_count = 0, 0.0, 0
             self._epoch_term_sums = {}
-            if self.early_stopping.update(record, self.model, self.epoch):
-                self.finished = True
-        self._save()
+            self.finished = self.early_stopping.update(record, self.model, self.epoch)
+        if not self.finished:  # else fit() saves once it holds the final weights
+            self._save()
 
     def _evaluated_weights(self):
         """The weights validation judges: θ̄ with ``ema_decay``, else the model's own."""
@@ -427,31 +428,40 @@ class Trainer:
         if self.checkpoint is not None:
             checkpoint.save(self.checkpoint, self.state_dict())
 
-    def _load(self, path: Path) -> None:
+    def _load(self, path: Path, steps_per_epoch: int) -> None:
+        """Resume from ``path``, all or nothing: its counters, sums and history are checked
+        first, and a part that fails to load puts back what the others changed."""
         state = checkpoint.load(path, self.fingerprint, self.tag, required=checkpoint.TRAINER_STATE)
+        checkpoint.check_trainer_state(state, path, self.tag, self.config.epochs, steps_per_epoch)
+        before, key = copy.deepcopy(self.state_dict()), ""
         try:
-            self.model.load_state_dict(state["model"])
-            self.optimizer.load_state_dict(state["optimizer"])
-            if self.scheduler is not None and state["scheduler"] is not None:
-                self.scheduler.load_state_dict(state["scheduler"])
-            self.shuffle_gen.set_state(state["shuffle_gen"])
-            if "step_gen" in state:  # checkpoints written before custom steps lack it
-                self.step_gen.set_state(state["step_gen"])
-            set_rng_state(state["rng"])
-            self.early_stopping.load_state_dict(state["early_stopping"])
-            if self.average is not None:
-                self.average.load_state_dict(state["weight_average"])
-        except (KeyError, RuntimeError, ValueError, TypeError, IndexError) as exc:
+            for key, load in self._parts(state):
+                load(state[key])
+        except (LookupError, RuntimeError, ValueError, TypeError, AttributeError, OverflowError) as exc:
+            for part, load in self._parts(before):
+                load(before[part])
             raise CheckpointError(
-                f"checkpoint {path} is incomplete or mismatched "
-                f"({type(exc).__name__}: {' '.join(str(exc).split())}); "
-                f"delete it to restart '{self.tag}' from scratch"
+                f"checkpoint {path} is incomplete or mismatched: a malformed {key} ({type(exc).__name__}: "
+                f"{' '.join(str(exc).split())}); delete it to restart '{self.tag}' from scratch"
             ) from None
-        self.step, self.epoch = state["step"], state["epoch"]
+        self.step, self.epoch, self._batch_in_epoch = state["step"], state["epoch"], state["batch_in_epoch"]
         self.finished, self.diverged = state["finished"], state["diverged"]
-        self.train_time = float(state["train_time"])
-        self._batch_in_epoch = state["batch_in_epoch"]
-        self._epoch_gen_state = state["epoch_gen_state"]
-        self._epoch_loss_sum, self._epoch_count = float(state["epoch_loss_sum"]), state["epoch_count"]
-        self._epoch_term_sums = dict(state.get("epoch_term_sums", {}))
+        self.train_time, self._epoch_loss_sum = float(state["train_time"]), float(state["epoch_loss_sum"])
+        self._epoch_gen_state, self._epoch_count = state["epoch_gen_state"], state["epoch_count"]
+        self._epoch_term_sums = {k: float(v) for k, v in state.get("epoch_term_sums", {}).items()}
         self.history = list(state["history"])
+
+    def _parts(self, state: dict[str, Any]) -> list[tuple[str, Callable]]:
+        """(key, loader) of the parts that objects load and check (epoch_gen_state: only tried)."""
+        parts = {
+            "model": self.model.load_state_dict,
+            "optimizer": self.optimizer.load_state_dict,
+            "scheduler": self.scheduler and self.scheduler.load_state_dict,
+            "shuffle_gen": self.shuffle_gen.set_state,
+            "step_gen": "step_gen" in state and self.step_gen.set_state,  # older checkpoints lack it
+            "epoch_gen_state": torch.Generator().set_state,
+            "rng": set_rng_state,
+            "early_stopping": lambda s: self.early_stopping.load_state_dict(s, self.model),
+            "weight_average": self.average and (lambda s: self.average.load_state_dict(s, self.model)),
+        }
+        return [(key, load) for key, load in parts.items() if load]
