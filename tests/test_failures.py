@@ -40,7 +40,7 @@ def in_tmp(tmp_path, monkeypatch):
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
     out = tmp_path_factory.mktemp("ref") / "xor"
-    return biaslab.run("xor", profile="quick", out=out, epochs=EPOCHS).run_dir
+    return biaslab.run("xor", {"epochs": EPOCHS}, profile="quick", out=out).run_dir
 
 
 def one_line_error(capsys, rc: int, status: int = 2) -> str:
@@ -178,7 +178,7 @@ def _interrupt_after_records(run: Path, n: int) -> None:
 
     try:
         RunDir.log = log
-        biaslab.run("xor", profile="quick", out=run, epochs=EPOCHS)
+        biaslab.run("xor", {"epochs": EPOCHS}, profile="quick", out=run)
     finally:
         RunDir.log = real
 
@@ -497,10 +497,12 @@ def _import_lab(name: str) -> str:
         (("xor",), {"seed": 2**64}, "must be in 0..18446744073709551615"),
         (("xor",), {"profile": 3}, "profile"),
         (("xor",), {"profile": "fast"}, "unknown profile 'fast'"),
-        (("xor",), {"epochs": "many"}, "epochs='many'"),
-        (("xor",), {"epochs": 0}, "epochs=0"),
-        (("xor",), {"lr": float("nan")}, "lr=nan"),
-        (("xor",), {"hiddn": 3}, "did you mean 'hidden'"),
+        (("xor", {"epochs": "many"}), {}, "epochs='many'"),
+        (("xor", {"epochs": 0}), {}, "epochs=0"),
+        (("xor", {"lr": float("nan")}), {}, "lr=nan"),
+        (("xor", {"hiddn": 3}), {}, "did you mean 'hidden'"),
+        (("xor", {"seed": 3}), {}, "'seed' is a run option, not a config key: give it as --seed"),
+        (("xor", [("epochs", 3)]), {}, "overrides must be a mapping"),
         (("no-such-lab",), {}, "no-such-lab"),
     ],
 )
@@ -519,7 +521,7 @@ def test_cli_seed_too_large_for_a_64_bit_generator(capsys, in_tmp):
 
 
 def test_the_largest_seed_runs(in_tmp):
-    result = biaslab.run("xor", profile="quick", seed=2**64 - 1, out=in_tmp / "r", epochs=1)
+    result = biaslab.run("xor", {"epochs": 1}, profile="quick", seed=2**64 - 1, out=in_tmp / "r")
     assert read_json(result.run_dir / "config.json")["seed"] == 2**64 - 1
 
 

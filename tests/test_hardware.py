@@ -79,7 +79,7 @@ def test_threads_are_recorded_and_reused_on_resume(in_tmp):
     biaslab.runs.RunDir.log = log_then_stop
     try:
         with pytest.raises(KeyboardInterrupt):
-            biaslab.run("xor", profile="quick", out=run, threads=1, epochs=3)
+            biaslab.run("xor", {"epochs": 3}, profile="quick", out=run, threads=1)
     finally:
         biaslab.runs.RunDir.log = real_log
     assert read_json(run / "config.json")["threads"] == 1 and set(seen) == {1}
@@ -121,7 +121,7 @@ def test_cli_threads_option(capsys, in_tmp):
 @pytest.mark.parametrize("threads", [1, 2])
 def test_a_seed_fixes_a_run_for_a_given_thread_count(in_tmp, threads):
     runs = [
-        biaslab.run("xor", profile="quick", out=in_tmp / f"r{i}", threads=threads, epochs=3).run_dir
+        biaslab.run("xor", {"epochs": 3}, profile="quick", out=in_tmp / f"r{i}", threads=threads).run_dir
         for i in (1, 2)
     ]
     assert comparable_results(runs[0]) == comparable_results(runs[1])

@@ -1,6 +1,7 @@
 """Running an experiment: the run directory it writes, determinism, and exact resume after a kill."""
 
 import dataclasses
+import inspect
 import itertools
 import json
 import signal
@@ -15,7 +16,7 @@ import pytest
 import torch
 
 import biaslab
-from biaslab import registry
+from biaslab import registry, runner
 from biaslab.cli import main
 from biaslab.errors import BiaslabError
 from biaslab.runner import Result
@@ -80,7 +81,7 @@ def script(*args, timeout=120):
 @pytest.fixture(scope="module")
 def api_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("api") / "xor-seed3"
-    return biaslab.run("xor", profile="quick", seed=3, out=out, epochs=5), out
+    return biaslab.run("xor", {"epochs": 5}, profile="quick", seed=3, out=out), out
 
 
 def test_python_api_writes_a_complete_run(api_run):
@@ -133,7 +134,7 @@ def test_python_api_writes_a_complete_run(api_run):
 
 
 def test_string_overrides_are_parsed(in_tmp):
-    result = biaslab.run("xor", profile="quick", out=in_tmp / "run", epochs="1", hidden="4")
+    result = biaslab.run("xor", {"epochs": "1", "hidden": "4"}, profile="quick", out=in_tmp / "run")
     cfg = read_json(result.run_dir / "config.json")["config"]
     assert cfg["epochs"] == 1 and cfg["hidden"] == 4
 
@@ -142,7 +143,7 @@ def test_python_api_errors_are_biaslab_errors(in_tmp):
     with pytest.raises(BiaslabError, match="did you mean 'xor'"):
         biaslab.run("xr")
     with pytest.raises(BiaslabError, match="did you mean 'epochs'"):
-        biaslab.run("xor", epoch=3)
+        biaslab.run("xor", {"epoch": 3})
     with pytest.raises(BiaslabError, match="unknown profile"):
         biaslab.run("xor", profile="fast")
     assert not (in_tmp / "runs").exists()
@@ -153,13 +154,13 @@ def test_python_api_errors_are_biaslab_errors(in_tmp):
 
 def test_same_seed_same_numbers(api_run, in_tmp):
     _, first = api_run
-    again = biaslab.run("xor", profile="quick", seed=3, out=in_tmp / "again", epochs=5).run_dir
+    again = biaslab.run("xor", {"epochs": 5}, profile="quick", seed=3, out=in_tmp / "again").run_dir
     assert_same_run(again, first)
 
 
 def test_different_seed_different_numbers(api_run, in_tmp):
     _, first = api_run
-    other = biaslab.run("xor", profile="quick", seed=4, out=in_tmp / "seed4", epochs=5).run_dir
+    other = biaslab.run("xor", {"epochs": 5}, profile="quick", seed=4, out=in_tmp / "seed4").run_dir
     assert comparable_results(other)["metrics"] != comparable_results(first)["metrics"]
     losses = [[r["train_loss"] for r in comparable_metrics(run)] for run in (first, other)]
     assert len(losses[0]) == len(losses[1]) and not np.any(np.equal(*losses))
@@ -204,7 +205,7 @@ def test_resume_after_sigkill_gives_identical_results(in_tmp):
     assert "Traceback" not in resumed.stderr
     assert read_json(run / "config.json")["command"].endswith(f"--set epochs={epochs}")
 
-    ref = biaslab.run("xor", profile="quick", out=in_tmp / "reference", epochs=epochs).run_dir
+    ref = biaslab.run("xor", {"epochs": epochs}, profile="quick", out=in_tmp / "reference").run_dir
     assert_same_run(run, ref)
 
 
@@ -221,7 +222,7 @@ EPOCHS = 6  # quick xor: 200 examples, batch 32 -> 7 steps per epoch, 42 per tra
 @pytest.fixture(scope="module")
 def reference6(tmp_path_factory):
     out = tmp_path_factory.mktemp("ref") / "xor"
-    return biaslab.run("xor", profile="quick", out=out, epochs=EPOCHS).run_dir
+    return biaslab.run("xor", {"epochs": EPOCHS}, profile="quick", out=out).run_dir
 
 
 def _crash_at_step(monkeypatch, n):
@@ -295,7 +296,7 @@ def test_resume_after_exception_gives_identical_results(monkeypatch, in_tmp, ref
     with monkeypatch.context() as m:
         {"step": _crash_at_step, "checkpoint": _crash_in_checkpoint_write, "log": _crash_after_log}[how](m, n)
         with pytest.raises(Crash):
-            biaslab.run("xor", profile="quick", out=run, epochs=EPOCHS)
+            biaslab.run("xor", {"epochs": EPOCHS}, profile="quick", out=run)
     assert not (run / "COMPLETE").exists() and (run / "config.json").is_file()
     assert not [p for p in (run / "checkpoints").iterdir() if p.suffix != ".pt"], "temp file left"
     result = biaslab.run(None, resume=run)
@@ -453,6 +454,34 @@ def test_bug_in_experiment_is_one_line_with_the_traceback_saved(capsys, in_tmp, 
 
 def test_bug_in_the_python_api_raises_itself_with_the_traceback_path(in_tmp, failing):
     with pytest.raises(ValueError, match="programming error") as info:
-        biaslab.run("test-failing", out=in_tmp / "run", kind="bug")
+        biaslab.run("test-failing", {"kind": "bug"}, out=in_tmp / "run")
     assert info.value.details_path == in_tmp / "run" / "traceback.txt"
     assert info.value.details_path.is_file()
+
+
+@pytest.mark.parametrize("option", sorted(runner.RUN_OPTIONS))
+def test_a_run_option_given_as_a_config_key_is_one_line_naming_the_option(capsys, in_tmp, option):
+    """``--set seed=3`` once ended in "run() got multiple values for keyword argument 'seed'"."""
+    rc = main(["run", "xor", "--quick", "--set", f"{option}=3"])
+    err = capsys.readouterr().err
+    assert rc == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"'{option}' is a run option, not a config key" in err
+    flag = runner.RUN_OPTIONS[option]
+    assert (flag or f"{option}=... to biaslab.run") in err
+    with pytest.raises(BiaslabError, match=f"'{option}' is a run option"):
+        biaslab.run("xor", {option: 3}, profile="quick")
+    assert list(in_tmp.iterdir()) == []
+
+
+def test_no_config_key_is_named_like_a_run_option():
+    for exp in registry.all_experiments():
+        clash = {f.name for f in dataclasses.fields(exp.config)} & set(runner.RUN_OPTIONS)
+        assert not clash, f"{exp.name}'s config has keys named like run options: {clash}"
+
+
+def test_help_shows_the_run_signature_with_its_docstring():
+    """``help(biaslab.run)`` shows the signature the runner implements, and documents it."""
+    assert inspect.signature(biaslab.run) == inspect.signature(runner.run)
+    documented = biaslab.run.__doc__
+    for name in inspect.signature(biaslab.run).parameters:
+        assert f"{name}:" in documented, f"biaslab.run's docstring does not describe {name}"

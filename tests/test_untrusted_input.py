@@ -36,7 +36,7 @@ def in_tmp(tmp_path, monkeypatch):
 @pytest.fixture(scope="module")
 def xor_done(tmp_path_factory):
     out = tmp_path_factory.mktemp("untrusted") / "xor"
-    return biaslab.run("xor", profile="quick", out=out, epochs=EPOCHS).run_dir
+    return biaslab.run("xor", {"epochs": EPOCHS}, profile="quick", out=out).run_dir
 
 
 def cli(capsys, *args) -> tuple[int, str, str]:
@@ -375,7 +375,7 @@ def test_an_interrupt_names_the_run_to_resume(capsys, in_tmp, monkeypatch):
 
 def test_a_resumed_workshop_reports_a_finished_labs_own_time(in_tmp, monkeypatch):
     monkeypatch.setattr(workshop, "all_experiments", lambda: [registry.get("xor")])
-    done = biaslab.run("workshop", profile="quick", out=in_tmp / "w", days="1")
+    done = biaslab.run("workshop", {"days": "1"}, profile="quick", out=in_tmp / "w")
     lab_time = read_json(in_tmp / "w" / "labs" / "xor" / "results.json")["elapsed_s"]
     assert done.results["timings"]["xor"] >= lab_time
     for name in ("COMPLETE", "results.json", "report.html"):

@@ -182,6 +182,7 @@ def cmd_run(args, argv: list[str]) -> int:
     try:
         result = run(
             args.name,
+            overrides,
             profile=args.profile,
             seed=args.seed,
             out=args.out,
@@ -191,7 +192,6 @@ def cmd_run(args, argv: list[str]) -> int:
             command=command,
             echo=sys.stdout,
             threads=args.threads,
-            **overrides,
         )
     except KeyboardInterrupt as exc:
         run_dir = getattr(exc, "run_dir", None)

@@ -13,7 +13,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields
 from pathlib import Path
 from typing import Any, TextIO
@@ -269,49 +269,39 @@ def _reproducible(exact: Callable[[], Any], claim: str):
     return values[0]
 
 
+# Run options: how a run is made, never what it computes, so never a config key. Each with the
+# command line's spelling (None: an argument of biaslab.run only), for the message that refuses
+# one given as a config key.
+RUN_OPTIONS = {
+    "name": "biaslab run NAME",
+    "profile": "--quick / --full",
+    "seed": "--seed",
+    "out": "--out",
+    "resume": "--resume",
+    "runs_dir": "--runs-dir",
+    "threads": "--threads",
+    "progress": "--no-progress",
+    "command": None,
+    "echo": None,
+}
+
+
 def run(
     name: str | None = None,
+    overrides: Mapping[str, Any] | None = None,
     *,
     profile: str | None = None,
     seed: int | None = None,
     out: str | os.PathLike | None = None,
     resume: str | os.PathLike | None = None,
     runs_dir: str | os.PathLike = "runs",
+    threads: int | str | None = None,
     progress: bool | None = None,
     command: str | None = None,
     echo: TextIO | None = None,
-    threads: int | str | None = None,
-    **overrides: Any,
 ) -> Result:
-    """Run experiment ``name`` and return its :class:`Result`.
-
-    Args:
-        name: a registered experiment (``biaslab list``); optional with ``resume``.
-        profile: ``"quick"`` (CI smoke test), ``"default"`` (laptop CPU, the default) or ``"full"``.
-        seed: fixes every random choice of the run; an integer in 0..2**64 - 1 (default 0).
-        out: the run directory, new or empty; default ``<runs_dir>/<name>-<YYYYmmdd-HHMMSS>-<seed>``.
-        resume: an unfinished run directory to continue (its config, profile, seed, thread count
-            and folder are reused: ``profile``, ``seed``, ``out``, ``threads`` and overrides are
-            refused with it).
-        runs_dir: parent of new run directories (default ``runs``).
-        progress: progress bars (default: only on a terminal).
-        command: the command line recorded in config.json (default: the equivalent CLI call).
-        echo: a stream for progress lines (the workshop prints one per lab); default silent.
-        threads: CPU threads for torch and NumPy: a number, ``"auto"`` (the cores idle now) or
-            None (default: every core). Recorded in config.json; a resume reuses it, since a
-            seed fixes a run bit for bit for a given thread count and precision.
-        **overrides: config values, e.g. ``epochs=3`` (strings are parsed as by ``--set``).
-
-    Raises:
-        BiaslabError: bad input (name, seed, profile, override, data, a run directory in use,
-            a full disk...), with the command line's one-line message. Input is checked before
-            anything is written: a refused run leaves nothing on disk, and a refused resume
-            leaves the folder as it was.
-        KeyboardInterrupt: interrupted; ``run_dir`` on the exception names the run to resume
-            (None when no run directory was written yet).
-        Exception: a bug; its traceback is saved as ``traceback.txt`` in the run directory,
-            whose path the exception carries as ``details_path``.
-    """
+    """The implementation of :func:`biaslab.run`; see there for the arguments."""
+    overrides = _checked_overrides(overrides)
     _check_arguments(name, out=out, resume=resume, runs_dir=runs_dir, progress=progress)
     rundir: RunDir | None = None
     try:
@@ -381,6 +371,26 @@ def _started(rundir, resumed, exp, cfg, seed, profile, threads, command, overrid
         raise
     finally:
         rundir.release()
+
+
+def _checked_overrides(overrides) -> dict[str, Any]:
+    """``overrides`` as a dict of config keys; a run option given as one is refused, naming the
+    option to use (``--set seed=3`` -> ``--seed``)."""
+    if overrides is None:
+        return {}
+    if not isinstance(overrides, Mapping):
+        raise BiaslabError(
+            f"overrides must be a mapping of config keys to values (e.g. {{'epochs': 3}}), not {overrides!r}"
+        )
+    for key in overrides:
+        if not isinstance(key, str):
+            raise BiaslabError(f"config keys are text, not {key!r}")
+        if key in RUN_OPTIONS:
+            flag = RUN_OPTIONS[key]
+            use = f"pass {key}=... to biaslab.run"
+            use = f"give it as {flag} (or {use})" if flag else use
+            raise BiaslabError(f"'{key}' is a run option, not a config key: {use}")
+    return dict(overrides)
 
 
 def _check_arguments(name, *, out, resume, runs_dir, progress) -> None:

@@ -1,7 +1,6 @@
 """The QM9 loader on small CSV files the tests write, and on the head of the real package's file."""
 
 import csv
-import time
 
 import numpy as np
 import pytest
@@ -181,11 +180,17 @@ def test_real_file_positions_are_molecular(package_head):
     assert len(data) + sum(map(len, data.skipped.values())) == 300
 
 
-def test_reload_of_the_cache_is_fast(package_head, tmp_path_factory):
-    start = time.perf_counter()
-    for _ in range(3):
-        qm9.load_qm9(tmp_path_factory.getbasetemp() / "qm9head0" / "cache")
-    assert (time.perf_counter() - start) / 3 < 1.0
+def test_a_reload_reads_the_cache_only(package_head, tmp_path_factory, monkeypatch):
+    """Neither a CSV nor RDKit is touched once the cache exists (its speed is measured in
+    benchmarks/qm9.py, not asserted here: a wall-clock time depends on the machine's load)."""
+
+    def never(*args, **kwargs):
+        raise AssertionError("a reload featurised the CSVs again")
+
+    monkeypatch.setattr(qm9, "read_qm9_csv", never)
+    monkeypatch.setattr(qm9, "_featurise", never)
+    data = qm9.load_qm9(tmp_path_factory.getbasetemp() / "qm9head0" / "cache")
+    assert len(data) > 0
 
 
 def test_batch_matches_torch_geometric_batch(loaded):

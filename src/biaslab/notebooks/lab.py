@@ -16,6 +16,7 @@ exactly when the day's claims do.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -110,9 +111,10 @@ class Lab:
         """The day's experiments, in the notes' order."""
         return [e.name for e in registry.catalog() if e.day == self.day]
 
-    def run(self, name: str, **overrides: Any) -> Result:
-        """Run experiment ``name`` in this notebook's profile and seed; its claims join the day's."""
-        result = run(name, profile=self.profile, seed=self.seed, runs_dir=self.runs_dir, **overrides)
+    def run(self, name: str, overrides: Mapping[str, Any] | None = None) -> Result:
+        """Run experiment ``name`` (with config ``overrides``) in this notebook's profile and
+        seed; its claims join the day's."""
+        result = run(name, overrides, profile=self.profile, seed=self.seed, runs_dir=self.runs_dir)
         self.claims += [{**c, "claim": f"{name}: {c.get('claim')}"} for c in result.claims]
         return result
 
