@@ -25,6 +25,7 @@ from biaslab.cli import main
 from biaslab.registry import DAY_TITLES
 from biaslab.runs import RUN_MARKER, read_json, run_fingerprint, write_json
 from tests.snapshots import snapshot as folder_state
+from tests.stderr import message_lines
 
 SCRIPT = Path(sys.executable).parent / "biaslab"
 
@@ -59,7 +60,7 @@ def cli(capsys, *args):
 def assert_one_line_error(rc, err, *needles):
     assert rc == 2, err
     assert "Traceback" not in err
-    lines = err.strip().splitlines()
+    lines = message_lines(err)
     assert len(lines) == 1, f"expected one line on stderr, got:\n{err}"
     assert lines[0].startswith("biaslab: error: ")
     for needle in needles:
@@ -500,3 +501,22 @@ def test_list_help_and_config_do_not_import_torch(tmp_path):
     done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]", done.stdout
+
+
+def test_a_piped_run_prints_a_line_per_epoch_and_no_progress_prints_none(capsys, in_tmp):
+    """stderr not a terminal (a log file, a pipe): one line per epoch of each training, so a long
+    run is never silent; ``--no-progress``: nothing but messages."""
+    rc, _, err = cli(capsys, "run", "xor", "--quick", "--out", in_tmp / "a", "--set", "epochs=2")
+    assert rc == 0
+    lines = err.strip().splitlines()
+    assert [line.split("  ")[:2] for line in lines] == [
+        ["perceptron", "epoch 1/2"],
+        ["perceptron", "epoch 2/2"],
+        ["mlp", "epoch 1/2"],
+        ["mlp", "epoch 2/2"],
+    ], err
+    assert message_lines(err) == []
+    rc, _, err = cli(
+        capsys, "run", "xor", "--quick", "--out", in_tmp / "b", "--set", "epochs=2", "--no-progress"
+    )
+    assert rc == 0 and err == ""

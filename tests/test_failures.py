@@ -26,6 +26,7 @@ from biaslab.cli import main
 from biaslab.config import to_dict
 from biaslab.errors import BiaslabError, DivergenceError
 from biaslab.runs import RUN_MARKER, RunDir, read_json, run_fingerprint
+from tests.stderr import message_lines
 from tests.test_runner import assert_same_run, comparable_metrics, comparable_results
 
 EPOCHS = 3  # quick xor with 3 epochs per training: seconds per run
@@ -46,7 +47,7 @@ def reference(tmp_path_factory):
 def one_line_error(capsys, rc: int, status: int = 2) -> str:
     err = capsys.readouterr().err
     assert rc == status, err
-    lines = err.strip().splitlines()
+    lines = message_lines(err)
     assert len(lines) == 1 and "Traceback" not in err, err
     prefix = "biaslab: error: " if status == 2 else "biaslab: internal error: "
     assert lines[0].startswith(prefix), lines[0]

@@ -22,6 +22,7 @@ from biaslab.errors import BiaslabError
 from biaslab.runner import Result
 from biaslab.runs import RunDir, read_json, reproducible, reproducible_record
 from biaslab.train import TrainConfig
+from tests.stderr import message_lines
 
 SCRIPT = Path(sys.executable).parent / "biaslab"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -232,14 +233,17 @@ def _crash_at_step(monkeypatch, n):
     counter = itertools.count(1)
 
     class Bar:
-        def update(self, k=1):
+        def step(self, running_loss):
             if next(counter) == n:
                 raise Crash(f"step {n}")
+
+        def epoch(self, record):
+            pass
 
         def close(self):
             pass
 
-    monkeypatch.setattr(trainer_module, "progress_bar", lambda *a, **k: Bar())
+    monkeypatch.setattr(trainer_module, "TrainingProgress", lambda *a, **k: Bar())
 
 
 def _crash_in_checkpoint_write(monkeypatch, n):
@@ -311,15 +315,18 @@ def test_ctrl_c_then_resume_from_the_cli(monkeypatch, capsys, in_tmp, reference6
     counter = itertools.count(1)
 
     class Bar:
-        def update(self, k=1):
+        def step(self, running_loss):
             if next(counter) == 50:
                 raise KeyboardInterrupt
+
+        def epoch(self, record):
+            pass
 
         def close(self):
             pass
 
     with monkeypatch.context() as m:
-        m.setattr(trainer_module, "progress_bar", lambda *a, **k: Bar())
+        m.setattr(trainer_module, "TrainingProgress", lambda *a, **k: Bar())
         rc = main(["run", "xor", "--quick", "--out", str(run), "--set", f"epochs={EPOCHS}"])
     err = capsys.readouterr().err
     assert rc == 130 and "biaslab run --resume" in err and "Traceback" not in err
@@ -396,7 +403,7 @@ def failing(monkeypatch):
 
 
 def _one_line(err: str) -> str:
-    lines = err.strip().splitlines()
+    lines = message_lines(err)
     assert len(lines) == 1 and lines[0].startswith("biaslab: error: ") and "Traceback" not in err
     return lines[0]
 

@@ -23,6 +23,7 @@ from biaslab.errors import BiaslabError, DataMissingError, StorageError
 from biaslab.experiments import workshop
 from biaslab.runs import RUN_MARKER, read_json, run_fingerprint
 from tests.snapshots import snapshot
+from tests.stderr import message_lines
 
 EPOCHS = 2
 
@@ -47,7 +48,7 @@ def cli(capsys, *args) -> tuple[int, str, str]:
 
 def one_line(rc: int, err: str, *needles: str) -> str:
     assert rc == 2, err
-    lines = err.strip().splitlines()
+    lines = message_lines(err)
     assert len(lines) == 1 and lines[0].startswith("biaslab: error: "), err
     for needle in needles:
         assert needle in lines[0], lines[0]
@@ -290,7 +291,7 @@ def test_a_kill_while_config_json_is_written(capsys, in_tmp):
         ({"out": 123}, "out must be a folder's path (a string), not 123"),
         ({"out": b"bytes"}, "out must be a folder's path"),
         ({"runs_dir": None}, "runs_dir must be a folder's path"),
-        ({"progress": "yes"}, "progress must be True, False or None"),
+        ({"progress": "yes"}, "progress must be True, False, None or 'lines'"),
     ],
 )
 def test_the_api_refuses_bad_arguments(in_tmp, kwargs, needle):

@@ -33,7 +33,7 @@ def run(
     resume: str | os.PathLike | None = None,
     runs_dir: str | os.PathLike = "runs",
     threads: int | str | None = None,
-    progress: bool | None = None,
+    progress: bool | str | None = None,
     command: str | None = None,
     echo: TextIO | None = None,
 ) -> Result:
@@ -57,7 +57,8 @@ def run(
         threads: CPU threads for torch and NumPy: a number, ``"auto"`` (the cores idle now) or
             None (default: every core). Recorded in config.json; a resume reuses it, since a
             seed fixes a run bit for bit for a given thread count and precision.
-        progress: progress bars (default: only on a terminal).
+        progress: ``True`` progress bars, ``"lines"`` one line per epoch of each training (for
+            a log file), ``False`` nothing; default None: bars on a terminal only.
         command: the command line recorded in config.json (default: the equivalent CLI call).
         echo: a stream for progress lines (the workshop prints one per lab); default silent.
 

@@ -107,7 +107,12 @@ def build_parser() -> argparse.ArgumentParser:
         "for a given thread count",
     )
     p.add_argument("--resume", metavar="DIR", help="continue an unfinished run from its checkpoints")
-    p.add_argument("--no-progress", action="store_true", help="never show progress bars")
+    p.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="show no progress: by default a bar per training on a terminal (steps, running loss, "
+        "the last validation figure) and, when stderr is a file or a pipe, one line per epoch",
+    )
 
     p = sub.add_parser("show", help="print a run's results as a table")
     p.add_argument("run_dir", metavar="RUN_DIR")
@@ -188,7 +193,8 @@ def cmd_run(args, argv: list[str]) -> int:
             out=args.out,
             resume=args.resume,
             runs_dir=args.runs_dir,
-            progress=False if args.no_progress else None,
+            # A bar on a terminal; piped to a file, one line per epoch of each training.
+            progress=False if args.no_progress else (None if sys.stderr.isatty() else "lines"),
             command=command,
             echo=sys.stdout,
             threads=args.threads,

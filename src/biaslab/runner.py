@@ -31,6 +31,7 @@ from biaslab.report.display import Result
 from biaslab.report.text import claim_lines
 from biaslab.results import Claim
 from biaslab.runs import CONFIG, TIMINGS, TRACEBACK, RunDir
+from biaslab.train.callbacks import PROGRESS_MODES
 from biaslab.train.recipes import TrainSetup
 from biaslab.train.seed import derive_seed, rng_state, seed_everything, set_rng_state
 
@@ -58,7 +59,7 @@ class RunContext:
         seed: int,
         profile: str,
         run: RunDir,
-        progress: bool | None,
+        progress: bool | str | None,
         echo: TextIO | None = None,
     ):
         self.experiment = experiment
@@ -296,7 +297,7 @@ def run(
     resume: str | os.PathLike | None = None,
     runs_dir: str | os.PathLike = "runs",
     threads: int | str | None = None,
-    progress: bool | None = None,
+    progress: bool | str | None = None,
     command: str | None = None,
     echo: TextIO | None = None,
 ) -> Result:
@@ -405,8 +406,8 @@ def _check_arguments(name, *, out, resume, runs_dir, progress) -> None:
         if not os.fspath(value).strip():
             flag = "--" + key.replace("_", "-")
             raise BiaslabError(f"{flag} is empty (an unset shell variable?); name a folder or omit {flag}")
-    if progress is not None and not isinstance(progress, bool):
-        raise BiaslabError(f"progress must be True, False or None, not {progress!r}")
+    if progress not in PROGRESS_MODES:
+        raise BiaslabError(f"progress must be True, False, None or 'lines', not {progress!r}")
 
 
 def _checked_request(name: Any, profile: Any, seed: Any, overrides: dict[str, Any]):

@@ -2,6 +2,7 @@
 
 import itertools
 import math
+import re
 
 import pytest
 import torch
@@ -187,9 +188,52 @@ def test_schedules_shape_the_learning_rate(schedule):
 def test_no_progress_bar_when_not_a_terminal(capsys, monkeypatch):
     monkeypatch.delenv("CI", raising=False)
     trainer = Trainer(nn.Linear(2, 2), config=TrainConfig(epochs=1, batch_size=10))
-    assert trainer.progress is False  # pytest captures stderr: not a terminal
     trainer.fit((torch.randn(30, 2), torch.randint(0, 2, (30,))))
-    assert capsys.readouterr().err == ""
+    assert capsys.readouterr().err == ""  # pytest captures stderr: not a terminal
+
+
+def test_progress_lines_print_one_line_per_epoch(capsys):
+    """For a log file or a pipe: tag, epoch, loss, the validation figure, elapsed time."""
+    data = (torch.randn(30, 2), torch.randint(0, 2, (30,)))
+    config = TrainConfig(epochs=3, batch_size=10, monitor="val_loss")
+    Trainer(nn.Linear(2, 2), config=config, tag="probe", progress="lines").fit(data, val=data)
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 3
+    for epoch, line in enumerate(lines, start=1):
+        assert re.fullmatch(rf"probe  epoch {epoch}/3  loss \S+  val_loss \S+  \d+\.\d s", line), line
+
+
+def test_the_progress_bar_shows_the_loss_and_stays(monkeypatch):
+    """On a terminal: the running loss and the last validation figure, left on screen."""
+    import tqdm.auto
+
+    shown = {}
+
+    class Bar:
+        def __init__(self, **kwargs):
+            shown["leave"] = kwargs.get("leave", True)
+
+        def set_postfix(self, postfix, refresh=True):
+            shown.update(postfix)
+
+        def update(self, n=1):
+            shown["steps"] = shown.get("steps", 0) + n
+
+        def close(self):
+            shown["closed"] = True
+
+    monkeypatch.setattr(tqdm.auto, "tqdm", Bar)
+    data = (torch.randn(30, 2), torch.randint(0, 2, (30,)))
+    config = TrainConfig(epochs=2, batch_size=10, monitor="val_accuracy")
+    trainer = Trainer(nn.Linear(2, 2), config=config, metrics={"accuracy": accuracy}, progress=True)
+    trainer.fit(data, val=data)
+    assert shown["leave"] and shown["closed"] and shown["steps"] == 6
+    assert float(shown["loss"]) > 0 and 0 <= float(shown["val_accuracy"]) <= 1
+
+
+def test_progress_refuses_an_unknown_mode():
+    with pytest.raises(ValueError, match="progress must be True, False, None or 'lines'"):
+        Trainer(nn.Linear(2, 2), progress="bars")
 
 
 @pytest.mark.skipif(

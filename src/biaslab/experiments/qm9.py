@@ -149,7 +149,7 @@ def run(ctx) -> None:
     ctx.metric(device=str(device), hardware=_hardware(device))
 
     # 1. Data: every molecule as a graph (cached), the split, and the tabular views.
-    data = load_qm9(progress=ctx.progress)
+    data = load_qm9(progress=ctx.progress is not False)  # a bar on a terminal only
     y = data.target(cfg.target)
     split = _split(data, cfg, ctx.seed_for("split"))
     split = split.subsample(val=cfg.val_size, test=cfg.test_size, seed=ctx.seed_for("evaluation rows"))

@@ -1,9 +1,12 @@
-"""Early stopping and the progress bar."""
+"""Early stopping and what a training shows while it runs."""
 
 from __future__ import annotations
 
 import copy
 import math
+import os
+import sys
+import time
 
 from torch import nn
 
@@ -101,18 +104,59 @@ class EarlyStopping:
         self.best_epoch, self.bad_epochs, self.stopped_epoch = counts.values()
 
 
-class _NoBar:
-    def update(self, n: int = 1) -> None:
-        pass
+PROGRESS_MODES = (True, False, None, "lines")
+
+
+class TrainingProgress:
+    """What a training shows while it runs, on stderr.
+
+    ``mode``: ``True``, a bar over optimizer steps with the epoch's running loss and the last
+    validation figure, left on screen when the training ends; ``"lines"``, one line per epoch
+    (tag, epoch, loss, the validation figure, elapsed time), for a log file or a pipe: a long
+    run is never silent for longer than an epoch; ``False``, nothing; ``None``, a bar when
+    stderr is a terminal (and not in CI), else nothing.
+    """
+
+    def __init__(self, mode, total: int, initial: int, tag: str, epochs: int, monitor: str):
+        if mode not in PROGRESS_MODES:
+            raise ValueError(f"progress must be True, False, None or 'lines', not {mode!r}")
+        if mode is None:
+            mode = sys.stderr.isatty() and not os.environ.get("CI")
+        self.lines, self.tag, self.epochs, self.monitor = mode == "lines", tag, epochs, monitor
+        self.start = time.perf_counter()
+        self.bar = None
+        if mode is True:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=total, initial=initial, desc=tag, unit="step", dynamic_ncols=True)
+        self.postfix: dict[str, str] = {}
+
+    def step(self, running_loss: float) -> None:
+        """One optimizer step; ``running_loss``: the mean loss of the epoch so far."""
+        if self.bar is not None:
+            self.postfix["loss"] = f"{running_loss:.4g}"
+            self.bar.set_postfix(self.postfix, refresh=False)
+            self.bar.update(1)
+
+    def epoch(self, record: dict) -> None:
+        """An epoch's record (after validation)."""
+        key = (
+            self.monitor
+            if self.monitor in record
+            else next((k for k in record if k.startswith("val_")), None)
+        )
+        if self.bar is not None and key is not None:
+            self.postfix[key] = f"{record[key]:.4g}"
+            self.bar.set_postfix(self.postfix)
+        if self.lines:
+            figure = f"  {key} {record[key]:.4g}" if key is not None else ""
+            elapsed = time.perf_counter() - self.start
+            sys.stderr.write(
+                f"{self.tag}  epoch {record['epoch']}/{self.epochs}  loss {record['train_loss']:.4g}"
+                f"{figure}  {elapsed:.1f} s\n"
+            )
+            sys.stderr.flush()
 
     def close(self) -> None:
-        pass
-
-
-def progress_bar(total: int, initial: int = 0, desc: str = "", enabled: bool = True):
-    """A tqdm bar over optimizer steps, or a silent stand-in (CI logs, pipes)."""
-    if not enabled:
-        return _NoBar()
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, initial=initial, desc=desc, unit="step", leave=False, dynamic_ncols=True)
+        if self.bar is not None:
+            self.bar.close()

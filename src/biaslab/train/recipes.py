@@ -35,7 +35,8 @@ class TrainSetup:
         checkpoint: file to save to and resume from (default None: no checkpoint).
         fingerprint: identifies the run; a checkpoint with another fingerprint is refused.
         logger: receives one record per epoch (and ``rewind`` on resume).
-        progress: show a progress bar (default None: only on a terminal).
+        progress: ``True`` a bar, ``"lines"`` a line per epoch, ``False`` nothing (default None:
+            a bar on a terminal only).
         lr_key: the config key of the learning rate, for a divergence message (default "lr").
     """
 
@@ -44,7 +45,7 @@ class TrainSetup:
     checkpoint: Path | None = None
     fingerprint: str = ""
     logger: Logger | None = None
-    progress: bool | None = None
+    progress: bool | str | None = None
     lr_key: str = "lr"
 
     def trainer(self, model: nn.Module, config: TrainConfig, **kwargs: Any) -> Trainer:

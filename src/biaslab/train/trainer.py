@@ -30,8 +30,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import math
-import os
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -44,7 +42,7 @@ from torch.utils.data import DataLoader, Dataset
 from biaslab.errors import CheckpointError, DivergenceError
 from biaslab.train import checkpoint
 from biaslab.train.averaging import WeightAverage
-from biaslab.train.callbacks import EarlyStopping, progress_bar
+from biaslab.train.callbacks import PROGRESS_MODES, EarlyStopping, TrainingProgress
 from biaslab.train.config import EVAL_BATCH, TrainConfig, make_optimizer, make_scheduler
 from biaslab.train.seed import derive_seed, rng_state, set_rng_state
 from biaslab.train.steps import (
@@ -91,7 +89,9 @@ class Trainer:
         fingerprint: a string identifying the run; a checkpoint with another one is refused.
         logger: receives one record per epoch (``log``) and ``rewind(step)`` on resume.
         tag: names this training in logs and messages.
-        progress: show a progress bar; default: only when stderr is a terminal and not in CI.
+        progress: ``True`` a progress bar, ``"lines"`` one line per epoch, ``False`` nothing;
+            default None: a bar when stderr is a terminal and not in CI
+            (:class:`~biaslab.train.callbacks.TrainingProgress`).
         on_divergence: ``"raise"`` (a :class:`DivergenceError` naming the learning rate) or
             ``"stop"`` (end training, ``history[-1]["diverged"] = True``).
         step: instead of ``loss_fn``, ``step(model, batch, generator) -> loss | (loss, terms) |
@@ -118,7 +118,7 @@ class Trainer:
         fingerprint: str = "",
         logger: Logger | None = None,
         tag: str = "train",
-        progress: bool | None = None,
+        progress: bool | str | None = None,
         on_divergence: str = "raise",
         step: StepFn | None = None,
         collate_fn: Callable | None = None,
@@ -140,8 +140,8 @@ class Trainer:
         self.tag = tag
         self.on_divergence = on_divergence
         self.lr_key = lr_key
-        if progress is None:
-            progress = sys.stderr.isatty() and not os.environ.get("CI")
+        if progress not in PROGRESS_MODES:
+            raise ValueError(f"progress must be True, False, None or 'lines', not {progress!r}")
         self.progress = progress
         self.fingerprint = self._fingerprint(fingerprint)
 
@@ -183,12 +183,10 @@ class Trainer:
         if self.finished:
             return self.history
 
-        bar = progress_bar(
-            total=self.config.epochs * steps_per_epoch,
-            initial=self.step,
-            desc=self.tag,
-            enabled=self.progress,
-        )
+        bar = self._progress = TrainingProgress(
+            self.progress, self.config.epochs * steps_per_epoch, self.step, self.tag,
+            self.config.epochs, self.config.monitor,
+        )  # fmt: skip
         try:
             while self.epoch < self.config.epochs and not self.finished:
                 self._train_one_epoch(train, n, bar)
@@ -272,7 +270,7 @@ class Trainer:
             self._epoch_count += k
             for name, term in terms.items():
                 self._epoch_term_sums[name] = self._epoch_term_sums.get(name, 0.0) + term * k
-            bar.update(1)
+            bar.step(self._epoch_loss_sum / max(self._epoch_count, 1))
             if cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0:
                 self._save()
 
@@ -331,6 +329,7 @@ class Trainer:
             self.history.append(record)
             if self.logger is not None:
                 self.logger.log(record)
+            self._progress.epoch(record)
             self.epoch += 1
             self._batch_in_epoch, self._epoch_loss_sum, self._epoch_count = 0, 0.0, 0
             self._epoch_term_sums = {}
