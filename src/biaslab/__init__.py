@@ -12,7 +12,7 @@ Run an experiment from Python exactly as from the command line::
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from biaslab.version import __version__
@@ -33,6 +33,7 @@ def run(
     resume: str | os.PathLike | None = None,
     runs_dir: str | os.PathLike = "runs",
     threads: int | str | None = None,
+    log: str | Sequence[str] | None = None,
     progress: bool | str | None = None,
     command: str | None = None,
     echo: TextIO | None = None,
@@ -57,6 +58,9 @@ def run(
         threads: CPU threads for torch and NumPy: a number, ``"auto"`` (the cores idle now) or
             None (default: every core). Recorded in config.json; a resume reuses it, since a
             seed fixes a run bit for bit for a given thread count and precision.
+        log: where the metrics go besides metrics.jsonl: ``"csv"`` (metrics.csv), ``"tensorboard"``
+            (event files under tensorboard/; ``pip install 'biaslab[tensorboard]'``), a list or a
+            comma-separated string of them. Recorded in config.json; a resume reuses them.
         progress: ``True`` progress bars, ``"lines"`` one line per epoch of each training (for
             a log file), ``False`` nothing; default None: bars on a terminal only.
         command: the command line recorded in config.json (default: the equivalent CLI call).
@@ -76,7 +80,7 @@ def run(
 
     return _run(
         name, overrides, profile=profile, seed=seed, out=out, resume=resume, runs_dir=runs_dir,
-        threads=threads, progress=progress, command=command, echo=echo,
+        threads=threads, log=log, progress=progress, command=command, echo=echo,
     )  # fmt: skip
 
 

@@ -106,6 +106,13 @@ def build_parser() -> argparse.ArgumentParser:
         "starts (default: every core). Recorded in config.json; a seed fixes a run bit for bit "
         "for a given thread count",
     )
+    p.add_argument(
+        "--log",
+        metavar="NAMES",
+        help="where the metrics go besides metrics.jsonl, comma-separated: csv (metrics.csv, a row "
+        "per epoch per training), tensorboard (event files under tensorboard/: tensorboard --logdir "
+        "RUN_DIR/tensorboard; pip install 'biaslab[tensorboard]'). Recorded in config.json",
+    )
     p.add_argument("--resume", metavar="DIR", help="continue an unfinished run from its checkpoints")
     p.add_argument(
         "--no-progress",
@@ -181,8 +188,10 @@ def cmd_run(args, argv: list[str]) -> int:
         raise BiaslabError(
             "--seed/--out cannot be combined with --resume (the run keeps its seed and directory)"
         )
-    if args.resume is not None and args.threads is not None:
-        raise BiaslabError("--threads cannot be combined with --resume (the run keeps its thread count)")
+    if args.resume is not None and (args.threads is not None or args.log is not None):
+        raise BiaslabError(
+            "--threads/--log cannot be combined with --resume (the run keeps its thread count and loggers)"
+        )
     command = "biaslab " + " ".join(shell_quote(a) for a in argv)
     try:
         result = run(
@@ -198,6 +207,7 @@ def cmd_run(args, argv: list[str]) -> int:
             command=command,
             echo=sys.stdout,
             threads=args.threads,
+            log=args.log,
         )
     except KeyboardInterrupt as exc:
         run_dir = getattr(exc, "run_dir", None)

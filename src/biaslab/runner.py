@@ -27,6 +27,7 @@ from biaslab.errors import BiaslabError, CheckpointError, ConfigError, StorageEr
 from biaslab.fileio import atomic_write, write_traceback
 from biaslab.formatting import format_value, printable, shell_quote
 from biaslab.hardware import resolve_threads, use_threads
+from biaslab.loggers import check_loggers, make_sinks
 from biaslab.report.display import Result
 from biaslab.report.text import claim_lines
 from biaslab.results import Claim
@@ -75,6 +76,7 @@ class RunContext:
         self.tables: list[dict[str, Any]] = []
         self._echo = echo
         self.threads: int | None = None  # the CPU threads the run computes on (set by the runner)
+        self.loggers: tuple[str, ...] = ()  # where records go besides metrics.jsonl (--log)
         self._warming: threading.Thread | None = None  # the runner's background imports
         self._trained: list[str] = []  # tags of the trainings set up so far
 
@@ -281,6 +283,7 @@ RUN_OPTIONS = {
     "resume": "--resume",
     "runs_dir": "--runs-dir",
     "threads": "--threads",
+    "log": "--log",
     "progress": "--no-progress",
     "command": None,
     "echo": None,
@@ -297,6 +300,7 @@ def run(
     resume: str | os.PathLike | None = None,
     runs_dir: str | os.PathLike = "runs",
     threads: int | str | None = None,
+    log: str | Sequence[str] | None = None,
     progress: bool | str | None = None,
     command: str | None = None,
     echo: TextIO | None = None,
@@ -307,15 +311,19 @@ def run(
     rundir: RunDir | None = None
     try:
         if resume is not None:
-            kept = {"profile": profile, "seed": seed, "out": out, "threads": threads}
+            kept = {"profile": profile, "seed": seed, "out": out, "threads": threads, "log": log}
             given = [key for key, value in kept.items() if value is not None]
             if given:
                 raise BiaslabError(
                     f"{'/'.join(given)} cannot be combined with resume (the run keeps its profile, "
-                    "seed, folder and thread count)"
+                    "seed, folder, thread count and loggers)"
                 )
             saved = RunDir.inspect(resume)  # read only: nothing is written before it is proven
             exp, cfg, profile, seed, threads = _resumed(Path(resume), saved, name, overrides)
+            try:
+                log = check_loggers(saved.get("log"))
+            except BiaslabError as exc:
+                raise CheckpointError(f"{Path(resume) / CONFIG}: {exc}") from None
             require_data(exp.required_data(cfg))
             # Joined once the experiment has run; a refused request returns at once without
             # waiting (the daemon thread then just finishes its imports, or dies with the process).
@@ -329,18 +337,22 @@ def run(
             seed = 0 if seed is None else seed
             exp, cfg = _checked_request(name, profile, seed, overrides)
             threads = resolve_threads(threads)
+            log = check_loggers(log)
             warming = _warm_up_imports()
             rundir = RunDir.create(exp.name, seed, out=out, runs_dir=runs_dir)  # locked
-        return _started(rundir, resume is not None, exp, cfg, seed, profile, threads, command,
+        return _started(rundir, resume is not None, exp, cfg, seed, profile, threads, log, command,
                         overrides, progress, echo, warming)  # fmt: skip
     except KeyboardInterrupt as exc:
         exc.run_dir = rundir.path if rundir is not None and rundir.is_run else None
         raise
 
 
-def _started(rundir, resumed, exp, cfg, seed, profile, threads, command, overrides, progress, echo, warming):
+def _started(
+    rundir, resumed, exp, cfg, seed, profile, threads, log, command, overrides, progress, echo, warming
+):
     """The run in its locked directory: config.json (a new run), the experiment, and what a
     failure leaves (a run that wrote nothing worth resuming is removed; a bug's traceback)."""
+    rundir.sinks = make_sinks(log, rundir.path)
     try:
         if resumed:
             rundir.rewind_metrics(None, 0)  # ctx.log's records: the experiment logs them again
@@ -352,10 +364,11 @@ def _started(rundir, resumed, exp, cfg, seed, profile, threads, command, overrid
                 to_dict(cfg),
                 command or _python_command(exp.name, profile, seed, overrides),
                 threads=threads,
+                log=log,
             )
         try:
             with use_threads(threads):
-                return _execute(exp, cfg, seed, profile, rundir, progress, echo, threads, warming)
+                return _execute(exp, cfg, seed, profile, rundir, progress, echo, threads, warming, log)
         finally:
             warming.join()  # the imports are done before a run returns
     except BiaslabError as exc:
@@ -371,6 +384,10 @@ def _started(rundir, resumed, exp, cfg, seed, profile, threads, command, overrid
                 pass
         raise
     finally:
+        try:  # an attempt that failed still leaves its loggers in step with metrics.jsonl
+            rundir.close_sinks()
+        except (OSError, BiaslabError):
+            pass
         rundir.release()
 
 
@@ -489,12 +506,13 @@ def _warm_up_imports() -> threading.Thread:
 
 
 def _execute(
-    exp, cfg, seed: int, profile: str, rundir: RunDir, progress, echo, threads: int, warming=None
+    exp, cfg, seed: int, profile: str, rundir: RunDir, progress, echo, threads: int, warming=None, log=()
 ) -> Result:
     """Run the experiment in a written, locked run directory; results, report, then COMPLETE."""
     seed_everything(seed)
     ctx = RunContext(exp, cfg, seed, profile, rundir, progress, echo)
     ctx.threads = threads
+    ctx.loggers = tuple(log)
     ctx._warming = warming
     start = time.perf_counter()
     exp.fn(ctx)
@@ -512,6 +530,7 @@ def _execute(
         "figures": ctx.figures,
         "tables": ctx.tables,
     }
+    rundir.close_sinks()  # metrics.csv and the event files complete before COMPLETE
     rundir.write_results(results)
     from biaslab.report.html import render_report
 

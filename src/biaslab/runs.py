@@ -32,7 +32,7 @@ import hashlib
 import json
 import platform
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -48,6 +48,7 @@ from biaslab.fileio import (
 )
 from biaslab.formatting import shell_quote
 from biaslab.locking import DirectoryLock
+from biaslab.loggers import Sink
 from biaslab.results import (  # re-exported: the run directory's readers take them from here
     TIMING_KEYS,
     TIMINGS,
@@ -192,6 +193,7 @@ class RunDir:
         self.path = Path(path)
         self._made: list[Path] = []  # directories create() made (for discard_if_unused)
         self._lock: DirectoryLock | None = None
+        self.sinks: list[Sink] = []  # where records go besides metrics.jsonl (``--log``)
 
     # -- creation -------------------------------------------------------------------------
     @classmethod
@@ -421,7 +423,14 @@ class RunDir:
         return "complete" if self.is_complete else "unfinished"
 
     def write_config(
-        self, experiment: str, profile: str, seed: int, config: dict, command: str, threads: int | None = None
+        self,
+        experiment: str,
+        profile: str,
+        seed: int,
+        config: dict,
+        command: str,
+        threads: int | None = None,
+        log: Sequence[str] = (),
     ) -> None:
         """Write config.json: what fixes the run (experiment, profile, seed, config, and the
         thread count, for a seed fixes a CPU run bit for bit for a given count), with versions."""
@@ -439,6 +448,7 @@ class RunDir:
                 "versions": package_versions(),
                 "created": datetime.now().isoformat(timespec="seconds"),
                 "command": command,
+                **({"log": list(log)} if log else {}),  # loggers: how the run reports, not what it is
                 RUN_MARKER: run_fingerprint(identity),
             },
         )
@@ -476,12 +486,23 @@ class RunDir:
     # -- metrics log ----------------------------------------------------------------------
     def log(self, record: dict) -> None:
         """Append one JSON object to metrics.jsonl (one line, flushed)."""
-        line = json.dumps(json_safe({"time": round(time.time(), 3), **record}))
+        record = json_safe({"time": round(time.time(), 3), **record})
+        line = json.dumps(record)
         try:
             with open(self.metrics_path, "a", encoding="utf-8") as f:
                 f.write(line + "\n")
         except OSError as exc:
             raise (as_storage_error(exc, self.metrics_path) or exc) from None
+        for sink in self.sinks:
+            sink.log(record)
+
+    def close_sinks(self) -> None:
+        """Hand every sink the whole log and close it (the end of an attempt)."""
+        sinks, self.sinks = self.sinks, []
+        if sinks:
+            records = self.read_metrics()
+            for sink in sinks:
+                sink.close(records)
 
     def _metrics_records(self) -> list[tuple[str, dict]]:
         """metrics.jsonl's complete lines, each with the JSON object it holds.
@@ -539,6 +560,8 @@ class RunDir:
             self._keep_metrics(lambda record: "tag" in record)
         else:
             self._keep_metrics(lambda record: record.get("tag") != tag or record.get("step", 0) <= step)
+        for sink in self.sinks:
+            sink.rewind(tag, step)
 
     def read_metrics(self) -> list[dict]:
         """Every record of metrics.jsonl (a last line cut short by a kill is left out)."""

@@ -58,7 +58,7 @@ def run(ctx) -> None:
         start = time.perf_counter()
         finished_before = lab.is_complete  # a resumed workshop reloads it: its time is its own
         if lab.is_run:  # resuming the workshop: finish or reuse the lab
-            result = run_experiment(resume=lab.path, progress=ctx.progress)
+            result = run_experiment(resume=lab.path, progress=ctx.progress)  # keeps its loggers
         else:
             result = run_experiment(
                 exp.name,
@@ -67,6 +67,7 @@ def run(ctx) -> None:
                 out=lab.path,
                 progress=ctx.progress,
                 threads=ctx.threads,
+                log=ctx.loggers,
             )
         seconds = time.perf_counter() - start
         if finished_before:  # the time it took when it ran, not the time to reload it

@@ -1,0 +1,141 @@
+"""Where a run's metrics go besides metrics.jsonl: a CSV file and TensorBoard (``--log``).
+
+metrics.jsonl stays the run's one record (a resume rewinds it); every other destination is a
+*sink* that receives the same records:
+
+* ``csv``: ``metrics.csv`` in the run directory, a row per epoch per tagged training (columns
+  ``tag, epoch, step``, then every other key in sorted order), written from metrics.jsonl at the
+  end of each attempt, so it never disagrees with it;
+* ``tensorboard``: event files under ``tensorboard/<tag>/`` as the run goes (open them with
+  ``tensorboard --logdir RUN_DIR/tensorboard``): every numeric field of a record is a scalar at
+  the record's ``step``. A resume reopens a training's writer with ``purge_step`` set just past
+  its checkpoint, so TensorBoard drops the points the rewound log dropped.
+
+A sink needs only ``log(record)``, ``rewind(tag, step)`` and ``close(records)`` (the whole log,
+at the end of an attempt): :class:`Sink`. The extras ``biaslab[tensorboard]`` install what
+``tensorboard`` needs; a missing one is a one-line error before the run starts.
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import io
+import math
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from biaslab.errors import BiaslabError
+from biaslab.fileio import atomic_write_text
+
+__all__ = ["LOGGERS", "CsvSink", "Sink", "TensorBoardSink", "check_loggers", "make_sinks"]
+
+CSV_NAME = "metrics.csv"
+TENSORBOARD_DIR = "tensorboard"
+FIRST_COLUMNS = ("tag", "epoch", "step")
+
+
+class Sink(Protocol):
+    def log(self, record: dict) -> None: ...
+    def rewind(self, tag: str | None, step: int) -> None: ...
+    def close(self, records: Sequence[dict]) -> None: ...
+
+
+class CsvSink:
+    """``metrics.csv``: the log as a table a spreadsheet opens, rewritten at each attempt's end."""
+
+    def __init__(self, run_dir: Path):
+        self.path = Path(run_dir) / CSV_NAME
+
+    def log(self, record: dict) -> None:
+        pass  # written whole at close: the columns are known only then
+
+    def rewind(self, tag: str | None, step: int) -> None:
+        pass
+
+    def close(self, records: Sequence[dict]) -> None:
+        atomic_write_text(self.path, metrics_table(records))
+
+
+def metrics_table(records: Iterable[dict]) -> str:
+    """The records as CSV text: ``tag, epoch, step``, then the other keys sorted; a record
+    lacking a key leaves its cell empty."""
+    records = list(records)
+    keys = sorted({key for record in records for key in record} - set(FIRST_COLUMNS))
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=[*FIRST_COLUMNS, *keys], lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(records)
+    return out.getvalue()
+
+
+class TensorBoardSink:
+    """Event files under ``tensorboard/<tag>/``: one writer per training (untagged records:
+    ``run``), each numeric field a scalar at the record's step."""
+
+    def __init__(self, run_dir: Path):
+        self.root = Path(run_dir) / TENSORBOARD_DIR
+        self.writers: dict[str, Any] = {}
+        self.purge: dict[str, int] = {}
+
+    def _writer(self, tag: str):
+        if tag not in self.writers:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self.writers[tag] = SummaryWriter(str(self.root / tag), purge_step=self.purge.pop(tag, None))
+        return self.writers[tag]
+
+    def log(self, record: dict) -> None:
+        tag = record.get("tag") or "run"
+        step = record.get("step", 0)
+        writer = self._writer(tag)
+        for key, value in record.items():
+            if key in FIRST_COLUMNS or key == "time" or isinstance(value, bool):
+                continue
+            if isinstance(value, (int, float)) and math.isfinite(value):
+                writer.add_scalar(key, value, step)
+        writer.flush()
+
+    def rewind(self, tag: str | None, step: int) -> None:
+        """Points of ``tag`` past ``step`` are gone from the log: the next writer purges them."""
+        name = tag or "run"
+        if name in self.writers:
+            self.writers.pop(name).close()
+        self.purge[name] = step + 1
+
+    def close(self, records: Sequence[dict]) -> None:
+        for writer in self.writers.values():
+            writer.close()
+        self.writers.clear()
+
+
+# name -> (sink class, the module it needs or None, the extra that installs it)
+LOGGERS = {
+    "csv": (CsvSink, None, None),
+    "tensorboard": (TensorBoardSink, "tensorboard", "tensorboard"),
+}
+
+
+def check_loggers(names: Any) -> tuple[str, ...]:
+    """``names`` (a comma-separated string or a sequence) as a tuple of known loggers whose
+    packages are installed; otherwise one line naming the choices or the extra to install."""
+    if names is None:
+        return ()
+    if isinstance(names, str):
+        names = [n.strip() for n in names.split(",") if n.strip()]
+    if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
+        raise BiaslabError(f"log must name loggers ({', '.join(LOGGERS)}), not {names!r}")
+    for name in names:
+        if name not in LOGGERS:
+            raise BiaslabError(
+                f"unknown logger '{name}' (choose from {', '.join(LOGGERS)}; metrics.jsonl is always written)"
+            )
+        _, module, extra = LOGGERS[name]
+        if module is not None and importlib.util.find_spec(module) is None:
+            raise BiaslabError(f"--log {name} needs {module}: pip install 'biaslab[{extra}]'")
+    return tuple(dict.fromkeys(names))
+
+
+def make_sinks(names: Sequence[str], run_dir: Path) -> list[Sink]:
+    return [LOGGERS[name][0](run_dir) for name in names]
