@@ -3,8 +3,8 @@
 Layers, bottom up (docs/architecture.md):
 
     errors, fileio, formatting, hardware, locking, results, version  ->  scratch, nn, data, config
-    ->  train, evaluate, generative  ->  runs, registry, catalog, loggers  ->  report  ->  runner
-    ->  experiments, notebooks  ->  cli (and the package root)
+    ->  train, evaluate, generative  ->  runs, registry, catalog, config_slices, loggers
+    ->  report  ->  runner  ->  experiments, notebooks  ->  cli (and the package root)
 
 A module may import from its own layer or any layer below. Every import statement counts,
 also those inside functions (a lazy import is still a dependency).
@@ -22,7 +22,7 @@ LAYERS = [
     {"errors", "fileio", "formatting", "hardware", "locking", "results", "version"},
     {"scratch", "nn", "data", "config"},
     {"train", "evaluate", "generative"},
-    {"runs", "registry", "catalog", "loggers"},
+    {"runs", "registry", "catalog", "config_slices", "loggers"},
     {"report"},
     {"runner"},
     {"experiments", "notebooks"},

@@ -106,7 +106,7 @@ def test_unknown_or_missing_loggers_are_one_line_before_anything_is_written(caps
 def test_a_resume_keeps_the_runs_loggers(capsys, in_tmp):
     run = biaslab.run("xor", {"epochs": 1}, profile="quick", out=in_tmp / "run", log="csv").run_dir
     assert main(["run", "--resume", str(run), "--log", "tensorboard"]) == 2
-    assert "--threads/--log cannot be combined with --resume" in capsys.readouterr().err
+    assert "--log cannot be combined with --resume" in capsys.readouterr().err
     with pytest.raises(BiaslabError, match="log cannot be combined with resume"):
         biaslab.run(resume=run, log="csv")
 

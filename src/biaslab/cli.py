@@ -167,7 +167,7 @@ def cmd_notebooks(folder: str, force: bool) -> None:
 def cmd_list() -> None:
     from biaslab.registry import DAY_TITLES, catalog
 
-    entries = catalog()  # plain data, cached: no lab (and no torch) is imported
+    entries = catalog()  # read from the sources: no lab (and no torch) is imported
     width = max(len(e.name) for e in entries)
     day = None
     for entry in entries:
@@ -188,9 +188,10 @@ def cmd_run(args, argv: list[str]) -> int:
         raise BiaslabError(
             "--seed/--out cannot be combined with --resume (the run keeps its seed and directory)"
         )
-    if args.resume is not None and (args.threads is not None or args.log is not None):
+    kept = [flag for flag, value in (("--threads", args.threads), ("--log", args.log)) if value is not None]
+    if args.resume is not None and kept:
         raise BiaslabError(
-            "--threads/--log cannot be combined with --resume (the run keeps its thread count and loggers)"
+            f"{'/'.join(kept)} cannot be combined with --resume (the run keeps its thread count and loggers)"
         )
     command = "biaslab " + " ".join(shell_quote(a) for a in argv)
     try:
@@ -230,9 +231,9 @@ def cmd_show(run_dir: str) -> None:
 
 
 def cmd_config(name: str) -> None:
-    from biaslab.registry import PROFILES, entry
+    from biaslab.registry import PROFILES, configs
 
-    found = entry(name)  # from the catalog: no lab (and no torch) is imported
+    found = configs(name)  # from a slice of the sources: no lab is imported
     cfgs = found.configs
     w = max(len(k) for k in cfgs["default"])
     print(f"{'key':<{w}}  " + "  ".join(f"{p:>12}" for p in PROFILES))

@@ -5,30 +5,31 @@ dict of overrides for each profile. Every module in ``biaslab/experiments/`` is 
 (:func:`discover`): adding a lab means adding its module, nothing else. ``biaslab list`` groups
 experiments by workshop day and orders them by their ``step`` within the day.
 
-The command line answers ``list`` and ``config`` from a :func:`catalog` of plain data. Building it
-imports every lab (and so torch, ~3 s); it is cached as JSON in the data directory, keyed by the
-size and modification time of every source file of the package, so a later call reads it back
-without importing any lab, and any edit of the sources rebuilds it.
+The command line answers ``list`` and ``config`` without importing any lab (and so torch, ~1 s):
+:func:`catalog` reads the ``@experiment(...)`` declarations from the sources and :func:`configs`
+builds a lab's config class from a slice of them (:mod:`biaslab.catalog`). Nothing is cached:
+every call reads the sources as they are now.
 """
 
 from __future__ import annotations
 
 import difflib
-import hashlib
 import importlib
-import json
-import pkgutil
-import platform
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from biaslab.catalog import (
+    EXPERIMENTS_PACKAGE,  # noqa: F401 (re-exported: registry.EXPERIMENTS_PACKAGE)
+    PROFILES,
+    Configs,
+    Entry,
+    experiment_modules,
+    read_catalog,
+)
+from biaslab.config import apply_overrides, to_dict
+from biaslab.config_slices import lab_configs
 from biaslab.errors import BiaslabError
-
-PROFILES = ("quick", "default", "full")
-EXPERIMENTS_PACKAGE = "biaslab.experiments"
-CATALOG_FILE = "registry-catalog.json"
 
 DAY_TITLES = {
     1: "Day 1 - linear algebra and parametric models",
@@ -61,30 +62,10 @@ class Experiment:
 
     def make_config(self, profile: str = "default", overrides: dict[str, Any] | None = None):
         """Defaults, then the profile's overrides, then the user's ``overrides``."""
-        from biaslab.config import apply_overrides
-
         if profile not in PROFILES:
             raise BiaslabError(f"unknown profile '{profile}' (choose from {', '.join(PROFILES)})")
         cfg = apply_overrides(self.config(), self.profiles.get(profile, {}), context=self.name)
         return apply_overrides(cfg, overrides or {}, context=f"experiment '{self.name}'")
-
-
-@dataclass(frozen=True)
-class Entry:
-    """What ``biaslab list`` and ``biaslab config`` show of an experiment: plain data only.
-
-    ``configs`` maps each profile to the resolved config as JSON (``config.to_dict``);
-    ``unused`` names inherited keys the lab does not use, with the reason.
-    """
-
-    name: str
-    day: int
-    step: int
-    title: str
-    summary: str
-    module: str
-    configs: dict[str, dict[str, Any]]
-    unused: dict[str, str] = field(default_factory=dict)
 
 
 _REGISTRY: dict[str, Experiment] = {}
@@ -131,16 +112,6 @@ def experiment(
     return decorate
 
 
-def experiment_modules() -> list[str]:
-    """Every module of ``biaslab.experiments`` (each one registers at least one lab)."""
-    package = importlib.import_module(EXPERIMENTS_PACKAGE)
-    return sorted(
-        f"{EXPERIMENTS_PACKAGE}.{m.name}"
-        for m in pkgutil.iter_modules(package.__path__)
-        if not m.name.startswith("_")
-    )
-
-
 def discover() -> None:
     """Import every experiment module, which registers its labs."""
     for module in experiment_modules():
@@ -169,7 +140,7 @@ def get(name: str) -> Experiment:
     Only the lab's own module is imported when the catalog knows it.
     """
     if name not in _REGISTRY:
-        module = next((e.module for e in _cached_catalog() or () if e.name == name), None)
+        module = next((e.module for e in catalog() if e.name == name), None)
         if module is not None:
             importlib.import_module(module)
     if name not in _REGISTRY:
@@ -180,79 +151,23 @@ def get(name: str) -> Experiment:
 
 
 # -- the catalog: list and config without importing the labs ---------------------------------
-def _source_fingerprint() -> str:
-    """A hash of the path, size and modification time of every source file of the package."""
-    from biaslab.version import __version__
-
-    root = Path(__file__).resolve().parent
-    h = hashlib.sha256(f"{__version__}|{platform.python_version()}".encode())
-    for path in sorted(root.rglob("*.py")):
-        st = path.stat()
-        h.update(f"{path.relative_to(root)}|{st.st_size}|{st.st_mtime_ns}\n".encode())
-    return h.hexdigest()
-
-
-def _catalog_path() -> Path | None:
-    from biaslab.fileio import data_dir
-
-    try:
-        return data_dir() / CATALOG_FILE
-    except BiaslabError:  # no writable data directory: build the catalog each time
-        return None
-
-
-def _cached_catalog(fingerprint: str | None = None) -> list[Entry] | None:
-    """The catalog from its cache, or None when there is none for the current sources."""
-    from biaslab.fileio import read_json
-
-    path = _catalog_path()
-    if path is None or not path.is_file():
-        return None
-    try:
-        data = read_json(path)
-        if data.get("fingerprint") != (fingerprint or _source_fingerprint()):
-            return None
-        return [Entry(**e) for e in data["entries"]]
-    except (BiaslabError, TypeError, KeyError, AttributeError):
-        return None  # unreadable or from an older format: rebuild
-
-
 def catalog() -> list[Entry]:
     """Every lab of ``biaslab/experiments/`` as plain data, in :func:`all_experiments` order.
 
-    Cached (see the module docstring). Experiments registered from elsewhere (a test's) are
-    left out, so that they never reach the cache.
+    Read from the ``@experiment(...)`` declarations in the sources (:mod:`biaslab.catalog`): no
+    lab is imported, nothing is cached. A module whose declaration is not literal is imported
+    instead (``tests/test_catalog.py`` fails on it). Experiments registered from elsewhere (a
+    test's) are left out.
     """
-    fingerprint = _source_fingerprint()
-    cached = _cached_catalog(fingerprint)
-    if cached is not None:
-        return cached
-    from biaslab.config import to_dict
-    from biaslab.fileio import atomic_write_text
-
-    entries = [
-        Entry(
-            e.name,
-            e.day,
-            e.step,
-            e.title,
-            e.summary,
-            e.fn.__module__,
-            {p: to_dict(e.make_config(p)) for p in PROFILES},
-            dict(getattr(e.config, "UNUSED_KEYS", {})),
-        )
-        for e in all_experiments()
-        if e.fn.__module__.startswith(f"{EXPERIMENTS_PACKAGE}.")
-    ]
-    path = _catalog_path()
-    if path is not None:
-        try:
-            atomic_write_text(
-                path, json.dumps({"fingerprint": fingerprint, "entries": [vars(e) for e in entries]})
-            )
-        except OSError:
-            pass  # a cache that cannot be written only costs time
-    return entries
+    entries, problems = read_catalog()
+    for problem in problems:
+        importlib.import_module(problem.module)
+        entries += [
+            Entry(e.name, e.day, e.step, e.title, e.summary, problem.module)
+            for e in _REGISTRY.values()
+            if e.fn.__module__ == problem.module
+        ]
+    return sorted(entries, key=lambda e: _order(e.day, e.step, e.name))
 
 
 def entry(name: str) -> Entry:
@@ -261,6 +176,24 @@ def entry(name: str) -> Entry:
     if name not in entries:
         raise _unknown(name, entries)
     return entries[name]
+
+
+def configs(name: str) -> Configs:
+    """The configs of experiment ``name`` in every profile and its unused keys (``biaslab
+    config``), as :meth:`Experiment.make_config` gives them.
+
+    Built from a slice of the sources (:func:`biaslab.config_slices.lab_configs`: no torch, unless
+    the config itself uses it); where a slice cannot be made, from the imported lab.
+    """
+    found = entry(name)
+    try:
+        return lab_configs(found.module, name)
+    except Exception:  # a shortcut only: where it fails, the lab itself gives the answer
+        pass
+    exp = get(name)
+    return Configs(
+        {p: to_dict(exp.make_config(p)) for p in PROFILES}, dict(getattr(exp.config, "UNUSED_KEYS", {}))
+    )
 
 
 def workshop_order() -> list[str]:

@@ -284,7 +284,7 @@ def test_detector_settings(call, match):
 @pytest.mark.parametrize(
     ("call", "match"),
     [
-        (lambda: accuracy_score(np.zeros(3), np.zeros((3, 1))), "pred and target must have the same shape"),
+        (lambda: accuracy_score(np.zeros(3), np.zeros((3, 1))), "y_true and y_pred must have the same shape"),
         (lambda: accuracy_score([], []), "at least one entry"),
         (lambda: confusion_matrix([0, 1, 1], [0, 1]), "y_true and y_pred must be 1-D of the same length"),
         (lambda: precision_recall_f1([0, 1, 1], [0, 1]), "y_true and y_pred must be 1-D of the same length"),

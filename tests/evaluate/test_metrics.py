@@ -1,5 +1,7 @@
 """Whole-set classification metrics: each equals scikit-learn's; AUROC is not a mean over batches."""
 
+import inspect
+
 import numpy as np
 import pytest
 import torch
@@ -26,11 +28,16 @@ def labels_pair(seed, n_classes=4):
     return rng.integers(0, n_classes, n), rng.integers(0, n_classes, n)
 
 
+@pytest.mark.parametrize("metric", [accuracy_score, confusion_matrix, precision_recall_f1, roc_auc, log_loss])
+def test_every_metric_takes_the_true_labels_first_as_sklearn(metric):
+    assert next(iter(inspect.signature(metric).parameters)) == "y_true"
+
+
 @settings(max_examples=60, deadline=None)
 @given(seeds)
 def test_accuracy_and_confusion_matrix_equal_sklearn(seed):
     y, p = labels_pair(seed)
-    assert accuracy_score(p, y) == skm.accuracy_score(y, p)
+    assert accuracy_score(y_true=y, y_pred=p) == skm.accuracy_score(y_true=y, y_pred=p)
     np.testing.assert_array_equal(confusion_matrix(y, p), skm.confusion_matrix(y, p))
     labels = list(dict.fromkeys([3, int(y[0]), 0, 5]))  # custom order; class 5 never occurs
     np.testing.assert_array_equal(

@@ -1,15 +1,19 @@
 """Tests for biaslab.evaluate.sample_quality: MMD against scikit-learn's RBF kernel, W1 against
-scipy, and both distances' behaviour on equal and shifted distributions."""
+scipy, nearest distances against scikit-learn's NearestNeighbors, and both distances' behaviour
+on equal and shifted distributions."""
 
 import numpy as np
 import pytest
 from scipy.stats import wasserstein_distance
 from sklearn.metrics.pairwise import euclidean_distances, rbf_kernel
+from sklearn.neighbors import NearestNeighbors
 
+from biaslab.evaluate import sample_quality
 from biaslab.evaluate.sample_quality import (
     mean_distance,
     median_bandwidth,
     mmd,
+    nearest_distances,
     sliced_wasserstein,
     wasserstein_1d,
 )
@@ -61,6 +65,27 @@ def test_both_distances_separate_a_shifted_sample_from_a_fresh_one():
     assert sliced_wasserstein(draws(0), shifted) > 2 * floor_sw
 
 
+@pytest.mark.parametrize(("seed", "block"), [(0, 1 << 22), (1, 1 << 22), (2, 7), (3, 1)])
+def test_nearest_distances_equal_sklearn_nearest_neighbors(seed, block, monkeypatch):
+    monkeypatch.setattr(sample_quality, "BLOCK_ENTRIES", block)  # small: many blocks, down to 1 row
+    rng = np.random.default_rng(seed)
+    d = int(rng.integers(1, 6))
+    x, reference = (
+        rng.normal(size=(int(rng.integers(1, 80)), d)),
+        rng.normal(size=(int(rng.integers(1, 90)), d)),
+    )
+    expected = NearestNeighbors(n_neighbors=1, algorithm="brute").fit(reference).kneighbors(x)[0][:, 0]
+    np.testing.assert_allclose(nearest_distances(x, reference), expected, rtol=1e-12, atol=1e-14)
+
+
+def test_a_copied_point_is_at_distance_zero_and_tensors_are_read():
+    torch = pytest.importorskip("torch")
+    reference = draws(0, n=50) * 1e3  # large norms: the expanded form alone would leave ~1e-5
+    x = np.concatenate([reference[[3, 17]], reference[[5]] + [0.0, 1e-9]])
+    np.testing.assert_array_equal(nearest_distances(torch.from_numpy(x), reference)[:2], 0.0)
+    assert nearest_distances(x, reference)[2] == pytest.approx(1e-9, abs=1e-12)  # ulp of 1e3: 1e-13
+
+
 def test_mean_distance_averages_over_the_reference_sets_with_the_options_passed_on():
     x, references = draws(0), [draws(1), draws(2), draws(3)]
     each = [sliced_wasserstein(x, r, projections=20, seed=5) for r in references]
@@ -79,6 +104,10 @@ def test_bad_inputs():
         sliced_wasserstein(np.zeros((1, 2)), np.zeros((3, 2)))
     with pytest.raises(ValueError, match="bandwidth"):
         mmd(draws(0), draws(1), bandwidth=0.0)
+    with pytest.raises(ValueError, match="share D >= 1 columns"):
+        nearest_distances(np.zeros((3, 2)), np.zeros((4, 3)))
+    with pytest.raises(ValueError, match="reference needs at least 1 entry"):
+        nearest_distances(np.zeros((3, 2)), np.zeros((0, 2)))
 
 
 def test_classifier_scores_by_hand():

@@ -1,7 +1,12 @@
-"""Tests for biaslab.evaluate.symmetry: the verifier on torch's own layers, where the answer is known."""
+"""Tests for biaslab.evaluate.symmetry: the verifier on torch's own layers, where the answer is
+known; random isometries against scipy's uniformly distributed rotations."""
 
+import dataclasses
+
+import numpy as np
 import pytest
 import torch
+from scipy.stats import ks_2samp, ortho_group, special_ortho_group
 from torch import nn
 
 from biaslab.evaluate.symmetry import (
@@ -9,9 +14,12 @@ from biaslab.evaluate.symmetry import (
     equivariance_error,
     identity,
     invariance_error,
+    on_field,
     permute,
     permute_dense_graph,
     permute_nodes,
+    random_isometry,
+    random_orthogonal,
     random_permutation,
     reverse,
     rotate90,
@@ -121,3 +129,70 @@ def test_random_permutation_is_explicitly_seeded_and_never_the_identity():
     assert torch.equal(random_permutation(6, 3), random_permutation(6, 3))
     assert not torch.equal(random_permutation(2, 0), torch.arange(2))
     assert sorted(random_permutation(10, 1).tolist()) == list(range(10))
+
+
+@pytest.mark.parametrize("dim", [1, 2, 3, 5])
+@pytest.mark.parametrize("det", [None, 1, -1])
+def test_random_orthogonal_is_orthogonal_with_the_determinant_asked_for(dim, det):
+    dets = set()
+    for seed in range(12):
+        q = random_orthogonal(dim, seed, det)
+        assert q.dtype == torch.float64 and q.shape == (dim, dim)
+        torch.testing.assert_close(q.T @ q, torch.eye(dim, dtype=torch.float64), rtol=0, atol=1e-13)
+        dets.add(round(float(torch.linalg.det(q))))
+    assert dets == ({1, -1} if det is None else {det})
+    assert torch.equal(random_orthogonal(dim, 7, det), random_orthogonal(dim, 7, det))
+
+
+@pytest.mark.parametrize("det", [None, 1])
+def test_random_orthogonal_is_distributed_as_scipys_uniform_draws(det):
+    # Haar measure: compare the trace and one entry with scipy's ortho_group / special_ortho_group
+    gen = torch.Generator().manual_seed(0)
+    draws = torch.stack([random_orthogonal(3, gen, det) for _ in range(2000)]).numpy()
+    reference = (ortho_group if det is None else special_ortho_group).rvs(3, size=2000, random_state=0)
+    for ours, theirs in ((np.trace(draws, axis1=1, axis2=2), np.trace(reference, axis1=1, axis2=2)),
+                         (draws[:, 0, 0], reference[:, 0, 0])):  # fmt: skip
+        assert ks_2samp(ours, theirs).pvalue > 0.01
+
+
+def test_an_isometry_keeps_distances_so_a_distance_function_is_invariant_and_a_linear_map_is_not():
+    points = torch.randn(4, 6, 3, generator=torch.Generator().manual_seed(8))  # 4 clouds of 6 points
+    move = random_isometry(3, 1, det=-1, shift_std=5.0)
+    assert float(torch.linalg.det(move.matrix)) == pytest.approx(-1.0)
+    assert move.shift.abs().max() > 1.0
+    moved = move(points)
+    assert moved.dtype == torch.float32
+    torch.testing.assert_close(moved, points @ move.matrix.float().T + move.shift.float())
+    torch.testing.assert_close(torch.cdist(moved, moved), torch.cdist(points, points), rtol=0, atol=1e-4)
+
+    def gram_of_distances(x):  # a function of the pairwise distances only: E(3)-invariant
+        return torch.cdist(x, x).pow(2).sum(-1)
+
+    assert invariance_error(gram_of_distances, move, points) < EXACT
+    torch.manual_seed(0)
+    assert invariance_error(nn.Linear(3, 2), move, points) > BROKEN
+    centred = lambda x: (x - x.mean(-2, keepdim=True)).norm(dim=-1)  # translation invariant ...
+    assert invariance_error(centred, random_isometry(3, 2, shift_std=0.0), points) < EXACT
+    assert invariance_error(lambda x: x.norm(dim=-1), move, points) > BROKEN  # ... norms are not
+
+
+def test_on_field_moves_one_field_of_a_batch_and_keeps_the_rest():
+    @dataclasses.dataclass(frozen=True)
+    class Batch:
+        x: torch.Tensor
+        pos: torch.Tensor
+
+    batch = Batch(torch.arange(3.0), torch.randn(3, 3, generator=torch.Generator().manual_seed(9)))
+    move = random_isometry(3, 4)
+    moved = on_field("pos", move)(batch)
+    assert isinstance(moved, Batch) and moved.x is batch.x
+    assert torch.equal(moved.pos, move(batch.pos)) and not torch.equal(moved.pos, batch.pos)
+
+
+def test_bad_isometry_arguments():
+    with pytest.raises(ValueError, match="det must be 1, -1 or None"):
+        random_orthogonal(3, 0, det=0)
+    with pytest.raises(ValueError, match="dim must be an integer"):
+        random_orthogonal(0)
+    with pytest.raises(ValueError, match="shift_std must be"):
+        random_isometry(3, 0, shift_std=-1.0)

@@ -90,3 +90,11 @@ def test_importance_weighted_estimate_approaches_log_px_and_bounds_the_elbo():
     torch.testing.assert_close(one, elbo, rtol=0, atol=0.08)  # k = 1 is the ELBO's estimate
     assert bool(torch.all(tight <= elbo + 1e-4)) and bool(torch.all(exact <= elbo))  # −log p ≤ −ELBO
     assert np.isfinite(importance_weighted_nll(model, x, k=3, batch_size=2).numpy()).all()
+
+
+def test_the_package_exports_the_public_names_of_the_design():
+    import biaslab.generative
+
+    for name in ("Autoencoder", "VAE", "NoiseSchedule", "DDPM", "DDIM"):  # shared/DESIGN.md
+        assert name in biaslab.generative.__all__
+    assert biaslab.generative.VAE is VAE

@@ -108,11 +108,6 @@ def rotate(images: torch.Tensor, degrees: float, fill: float = 0.0) -> torch.Ten
     return out.squeeze(1) if squeeze else out
 
 
-def flatten_images(x: torch.Tensor) -> torch.Tensor:
-    """(N, C, H, W) or (N, H, W) -> (N, C*H*W)."""
-    return x.reshape(len(x), -1)
-
-
 def corrupt_labels(y: torch.Tensor, fraction: float, n_classes: int, seed: int) -> torch.Tensor:
     """Replace a random ``fraction`` of the labels by labels drawn uniformly from all classes.
 

@@ -1,4 +1,8 @@
-"""Scores for predictions and representations."""
+"""Scores for predictions and representations.
+
+Every score of predictions takes scikit-learn's argument order: the true labels first,
+``(y_true, y_pred)`` or ``(y_true, scores)``.
+"""
 
 from __future__ import annotations
 
@@ -7,15 +11,16 @@ import numpy as np
 from biaslab.evaluate._checks import check_finite_array
 
 
-def accuracy_score(pred: np.ndarray, target: np.ndarray) -> float:
-    """Fraction of equal entries of two arrays of one shape (at least one entry)."""
-    pred, target = np.asarray(pred), np.asarray(target)
-    if pred.shape != target.shape or pred.size == 0:
+def accuracy_score(y_true: np.ndarray, y_pred: np.ndarray) -> float:
+    """Fraction of predictions equal to the true labels: two arrays of one shape (at least one
+    entry), in scikit-learn's order ``(y_true, y_pred)``."""
+    y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
+    if y_true.shape != y_pred.shape or y_true.size == 0:
         raise ValueError(
-            f"pred and target must have the same shape with at least one entry, got {pred.shape} "
-            f"and {target.shape} (unequal shapes would be broadcast, not compared)"
+            f"y_true and y_pred must have the same shape with at least one entry, got {y_true.shape} "
+            f"and {y_pred.shape} (unequal shapes would be broadcast, not compared)"
         )
-    return float(np.mean(pred == target))
+    return float(np.mean(y_true == y_pred))
 
 
 def _paired(y_true, y_other, other: str) -> tuple[np.ndarray, np.ndarray]:

@@ -14,23 +14,35 @@ transforms below are the ones the notes discuss. The error is relative to the ou
     error = max |f(T_in(x)) − T_out(f(x))| / max |T_out(f(x))|
 
 (~1e-7 in float32 for an exact symmetry, order 1 for none).
+
+Points in space (atoms of a molecule) have the Euclidean group E(D) as their symmetry: x → Q x + t
+with Q orthogonal (a rotation, det +1, or a rotation-reflection, det −1) and t a translation.
+:func:`random_isometry` draws one, seeded, and :func:`on_field` applies a transform to one field
+of a batch (the coordinates ``pos`` of a molecule batch).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 
+from biaslab.evaluate._checks import check_integer, check_number
+
 __all__ = [
+    "Isometry",
     "cyclic_shift",
     "equivariance_error",
     "identity",
     "invariance_error",
+    "on_field",
     "permute",
     "permute_dense_graph",
     "permute_nodes",
+    "random_isometry",
+    "random_orthogonal",
     "random_permutation",
     "reverse",
     "rotate90",
@@ -152,6 +164,75 @@ def permute_dense_graph(perm: torch.Tensor) -> Transform:
     return apply
 
 
+def _generator(generator: torch.Generator | int) -> torch.Generator:
+    """``generator`` itself, or a fresh one seeded with it: randomness is explicit."""
+    if isinstance(generator, torch.Generator):
+        return generator
+    return torch.Generator().manual_seed(int(generator))
+
+
+def random_orthogonal(
+    dim: int = 3, generator: torch.Generator | int = 0, det: int | None = None
+) -> torch.Tensor:
+    """A random orthogonal matrix Q (Qᵀ Q = I), uniformly distributed (Haar measure), float64.
+
+    The QR decomposition of a standard normal matrix with the signs of R's diagonal moved into
+    Q (Mezzadri 2007: without that step Q is not uniform).
+
+    Args:
+        dim: D, the matrix is (D, D).
+        generator: a ``torch.Generator``, or the seed of a fresh one (default 0).
+        det: +1 for a rotation, −1 for a rotation-reflection (the first column's sign flipped
+            where needed, which keeps the draw uniform within its kind), None for either.
+    """
+    dim = check_integer(dim, "dim")
+    if det not in (None, 1, -1):
+        raise ValueError(f"det must be 1, -1 or None, got {det!r}")
+    z = torch.randn(dim, dim, generator=_generator(generator), dtype=torch.float64)
+    q, r = torch.linalg.qr(z)
+    q = q * torch.where(torch.diagonal(r) < 0, -1.0, 1.0)  # column j times sign(R_jj)
+    if det is not None and torch.linalg.det(q) * det < 0:
+        q[:, 0] = -q[:, 0]
+    return q
+
+
+@dataclasses.dataclass(frozen=True)
+class Isometry:
+    """x → Q x + t on points (..., D): ``matrix`` Q (D, D) orthogonal, ``shift`` t (D,), float64;
+    applied in the points' dtype and device."""
+
+    matrix: torch.Tensor
+    shift: torch.Tensor
+
+    def __call__(self, points: torch.Tensor) -> torch.Tensor:
+        return points @ self.matrix.to(points).T + self.shift.to(points)
+
+
+def random_isometry(
+    dim: int = 3, generator: torch.Generator | int = 0, det: int | None = None, shift_std: float = 1.0
+) -> Isometry:
+    """A random element of E(D): :func:`random_orthogonal` Q and a translation t ~ N(0, shift_std² I).
+
+    Args:
+        det: as :func:`random_orthogonal` (−1: every draw includes a reflection).
+        shift_std: the standard deviation of each coordinate of the translation (0: none).
+    """
+    shift_std = check_number(shift_std, "shift_std", 0.0)
+    generator = _generator(generator)
+    matrix = random_orthogonal(dim, generator, det)
+    return Isometry(matrix, torch.randn(dim, generator=generator, dtype=torch.float64) * shift_std)
+
+
+def on_field(name: str, transform: Transform) -> Transform:
+    """Apply ``transform`` to the field ``name`` of a dataclass (a batch), the rest unchanged:
+    ``on_field("pos", random_isometry(3, seed))`` moves a molecule batch's atoms."""
+
+    def apply(batch: Any) -> Any:
+        return dataclasses.replace(batch, **{name: transform(getattr(batch, name))})
+
+    return apply
+
+
 def random_permutation(n: int, generator: torch.Generator | int = 0) -> torch.Tensor:
     """A uniformly random permutation of ``range(n)`` that is not the identity (for n > 1).
 
@@ -160,8 +241,7 @@ def random_permutation(n: int, generator: torch.Generator | int = 0) -> torch.Te
         generator: a ``torch.Generator``, or the seed of a fresh one (default 0): randomness is
             explicit, never the global generator.
     """
-    if not isinstance(generator, torch.Generator):
-        generator = torch.Generator().manual_seed(int(generator))
+    generator = _generator(generator)
     while True:
         perm = torch.randperm(n, generator=generator)
         if n < 2 or not torch.equal(perm, torch.arange(n)):

@@ -11,16 +11,14 @@ with the computation. Attention's O(T²·C) cost is measured: the time of our
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from biaslab.config import check_memory, check_range
 from biaslab.errors import ConfigError
 from biaslab.evaluate.scaling import fit_power_law
-from biaslab.nn.attention import scaled_dot_product_attention
+from biaslab.evaluate.timing import time_attention
 from biaslab.nn.conv import conv_operation_count, conv_parameter_count
 from biaslab.nn.mlp import linear_parameter_count
 from biaslab.registry import experiment
@@ -54,19 +52,6 @@ class ClaimsConfig:
         scores = self.batch * self.lengths[-1] ** 2 * 4  # one float32 T x T matrix per sequence
         key = f"lengths={self.lengths[-1]}, batch={self.batch}"
         check_memory(key, 4 * scores, "attention's score matrices")
-
-
-def time_attention(length: int, channels: int, batch: int, repeats: int, seed: int) -> float:
-    """The fastest of ``repeats`` forward passes of self-attention over ``length`` tokens."""
-    gen = torch.Generator().manual_seed(seed)
-    q, k, v = (torch.randn(batch, length, channels, generator=gen) for _ in range(3))  # (B, T, C)
-    best = float("inf")
-    with torch.no_grad():
-        for _ in range(repeats):
-            start = time.perf_counter()
-            scaled_dot_product_attention(q, k, v)
-            best = min(best, time.perf_counter() - start)
-    return best
 
 
 def arithmetic_claims(ctx) -> None:

@@ -26,9 +26,10 @@ from biaslab.config import check_range
 from biaslab.data.splits import GeneratedSizes
 from biaslab.data.synthetic import spiral
 from biaslab.errors import ConfigError
-from biaslab.evaluate.sample_quality import mean_distance, mmd, sliced_wasserstein
+from biaslab.evaluate.sample_quality import mean_distance, mmd, nearest_distances, sliced_wasserstein
 from biaslab.generative.denoisers import MLPDenoiser
 from biaslab.generative.diffusion import DDIM, DDPM, NoiseSchedule, diffusion_step
+from biaslab.generative.gaussian import fit_gaussian, sample_gaussian
 from biaslab.registry import experiment
 from biaslab.report import plots, plots_distributions
 from biaslab.train import TrainConfig
@@ -99,18 +100,6 @@ def forward_panels(schedule: NoiseSchedule, points: torch.Tensor, seed: int) -> 
     return panels
 
 
-def gaussian_like(points: torch.Tensor, n: int, seed: int) -> torch.Tensor:
-    """``n`` draws of the Gaussian with the points' mean and covariance: the no-structure baseline."""
-    x = points.numpy()
-    draws = np.random.default_rng(seed).multivariate_normal(x.mean(0), np.cov(x.T), n)
-    return torch.from_numpy(draws.astype(np.float32))
-
-
-def nearest_distance(points: torch.Tensor, reference: torch.Tensor) -> float:
-    """Mean Euclidean distance from each point to its nearest reference point."""
-    return float(torch.cat([torch.cdist(p, reference).min(1).values for p in points.split(500)]).mean())
-
-
 @experiment(
     name="diffusion-spiral",
     day=3,
@@ -175,9 +164,14 @@ def run(ctx) -> None:
             sliced_wasserstein, points, references, projections=cfg.projections, seed=projection_seed
         )
         squared = mean_distance(mmd, points[:MMD_POINTS], [r[:MMD_POINTS] for r in references])
-        return sliced, squared, nearest_distance(points, x_train)
+        return sliced, squared, float(nearest_distances(points, x_train).mean())
 
-    gaussian = gaussian_like(x_train, cfg.n_test, ctx.seed_for("gaussian"))
+    # The no-structure baseline: the maximum-likelihood Gaussian of the training points (1/N
+    # covariance), the best a generator that knows nothing of the arms can fit, sampled.
+    fitted = fit_gaussian(x_train.numpy())
+    gaussian = torch.from_numpy(
+        sample_gaussian(fitted.mean, fitted.cov, cfg.n_test, ctx.seed_for("gaussian")).astype(np.float32)
+    )
     generators = {
         "two spiral samples (the floor)": (spiral_points(cfg.n_test, cfg, ctx.seed_for("floor")), 0),
         **{name: (out.x, out.evaluations) for name, out in runs.items()},

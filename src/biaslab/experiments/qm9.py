@@ -30,7 +30,7 @@ from biaslab.data.molecules import ATOM_FEATURES, BOND_TYPES
 from biaslab.data.qm9 import TARGETS, load_qm9
 from biaslab.errors import ConfigError
 from biaslab.evaluate.scaling import fit_power_law
-from biaslab.evaluate.symmetry import invariance_error
+from biaslab.evaluate.symmetry import invariance_error, on_field, random_isometry
 from biaslab.hardware import cpu_name
 from biaslab.nn.molecules import MOLECULE_MODELS, build_molecule_model
 from biaslab.registry import experiment
@@ -222,24 +222,10 @@ def _fit(ctx, cfg: QM9Config, name: str, data, split, y, views, seed: int, n: in
         device=device, repeat_to=cfg.epoch_molecules,
     )  # fmt: skip
     if name in THREE_D and seed == 0 and n == cfg.train_sizes[-1]:
-        ctx.metric(
-            egnn_invariance_error=_e3_error(model.cpu(), data, split.test[:64], ctx.seed_for("rotation"))
-        )
+        # A random rotation-reflection (det −1) and translation of every molecule's atoms.
+        moved = on_field("pos", random_isometry(3, ctx.seed_for("rotation"), det=-1, shift_std=5.0))
+        ctx.metric(egnn_invariance_error=invariance_error(model.cpu(), moved, data.batch(split.test[:64])))
     return fit
-
-
-def _e3_error(model, data, rows, seed: int) -> float:
-    """The trained model's relative change under a random rotation-reflection and translation."""
-    g = torch.Generator().manual_seed(seed)
-    q, _ = torch.linalg.qr(torch.randn(3, 3, generator=g, dtype=torch.float64))
-    q = (q * torch.tensor([-1.0, 1.0, 1.0], dtype=torch.float64)).float()  # det −1: a reflection too
-    shift = torch.randn(3, generator=g) * 5
-    batch = data.batch(rows)
-
-    def moved(b):
-        return type(b)(**{**vars(b), "pos": b.pos @ q.T + shift})
-
-    return invariance_error(model, moved, batch)
 
 
 def _hardware(device: torch.device) -> str:

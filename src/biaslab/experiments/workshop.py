@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from biaslab.config import check_range
 from biaslab.errors import ConfigError
 from biaslab.formatting import format_duration
-from biaslab.registry import DAY_TITLES, all_experiments, experiment, workshop_order
+from biaslab.registry import DAY_TITLES, all_experiments, catalog, experiment, workshop_order
 from biaslab.report.html import render_index
 from biaslab.runner import run as run_experiment
 from biaslab.runs import RunDir, Tally, tally
@@ -24,7 +24,7 @@ class WorkshopConfig:
     def __post_init__(self):
         # Day 0 is the workshop itself, which would run itself again.
         check_range(self, "days", 1, max(DAY_TITLES), "the workshop's days; 0 is the workshop itself")
-        with_labs = sorted({e.day for e in all_experiments() if e.day})
+        with_labs = sorted({e.day for e in catalog() if e.day})  # read from the sources: no lab imported
         if not set(self.days) & set(with_labs):
             raise ConfigError(
                 f"days={','.join(map(str, self.days))}: no lab belongs to these days "

@@ -1,4 +1,5 @@
-"""Generative models: autoencoders, Gaussians and the likelihood, denoising diffusion."""
+"""Generative models: autoencoders, the variational autoencoder, Gaussians and the likelihood,
+denoising diffusion."""
 
 from biaslab.generative.autoencoder import Autoencoder
 from biaslab.generative.denoisers import MLPDenoiser, UNet
@@ -12,10 +13,12 @@ from biaslab.generative.gaussian import (
     kl_monte_carlo,
     sample_gaussian,
 )
+from biaslab.generative.vae import VAE
 
 __all__ = [
     "DDIM",
     "DDPM",
+    "VAE",
     "Autoencoder",
     "Gaussian",
     "MLPDenoiser",

@@ -1,0 +1,271 @@
+"""The catalog: ``biaslab list`` and ``biaslab config`` read from the sources, no lab imported.
+
+Every declaration must be literal, every lab's config built from a slice of the sources must
+equal the imported lab's, and neither command may import torch (timings: benchmarks/startup.py).
+"""
+
+import contextlib
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from biaslab import catalog, cli, config_slices, registry
+from biaslab.config import to_dict
+
+EXPERIMENTS = registry.all_experiments()
+# Labs whose config needs torch, with the reason; `biaslab config NAME` takes ~1 s more for them.
+TORCH_NEEDED = {
+    "workshop": "WorkshopConfig checks its days against every lab (all_experiments imports them all)",
+}
+
+
+def run_python(code: str, data_dir) -> str:
+    env = {**os.environ, "BIASLAB_DATA": str(data_dir)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_every_declaration_is_literal():
+    """name, day, step, title and summary of every @experiment are literals: `list` reads them
+    without importing the lab. A lab whose declaration is not literal fails here, by name."""
+    entries, problems = catalog.read_catalog()
+    assert not problems, "not readable from the source:\n" + "\n".join(
+        f"  {p.module}: {p.reason}" for p in problems
+    )
+    assert sorted(e.name for e in entries) == sorted(e.name for e in EXPERIMENTS)
+    assert {e.module for e in entries} == set(catalog.experiment_modules())
+
+
+def test_list_and_config_xor_import_no_torch(tmp_path, capsys):
+    """The first call in an empty data directory: no torch, no lab, the same output."""
+    probe = textwrap.dedent(
+        """
+        import contextlib, io, json, sys
+        from biaslab.cli import main
+
+        report = {}
+        for argv in (["list"], ["config", "xor"], ["config", "mnist-mlp"]):
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                code = main(argv)
+            heavy = [m for m in sys.modules if m == "torch" or m.startswith("biaslab.experiments.")]
+            report[" ".join(argv)] = {"code": code, "out": out.getvalue(), "heavy": heavy}
+        print(json.dumps(report))
+        """
+    )
+    data = tmp_path / "empty"
+    data.mkdir()
+    report = json.loads(run_python(probe, data))
+    for command, got in report.items():
+        assert got["code"] == 0, command
+        assert got["heavy"] == [], f"{command} imported {got['heavy'][:5]}"
+        expected = io.StringIO()
+        with contextlib.redirect_stdout(expected):
+            assert cli.main(command.split()) == 0
+        assert got["out"] == expected.getvalue(), command
+    assert list(data.iterdir()) == []  # nothing cached, nothing written
+    names = [line.split()[0] for line in report["list"]["out"].splitlines() if line.startswith("  ")]
+    assert names == [e.name for e in EXPERIMENTS]
+
+
+def test_every_lab_config_from_its_slice_equals_the_imported_lab(tmp_path):
+    """In a fresh process, each lab's configs from a slice of the sources (no fallback) equal
+    the registry's, and only the labs of TORCH_NEEDED import torch."""
+    probe = textwrap.dedent(
+        """
+        import json, sys
+        from biaslab import catalog, config_slices
+
+        entries, _ = catalog.read_catalog()
+        entries.sort(key=lambda e: e.name == "workshop")  # last: it imports every lab
+        report = {}
+        for e in entries:
+            try:
+                found = config_slices.lab_configs(e.module, e.name)
+            except Exception as exc:
+                report[e.name] = {"error": f"{type(exc).__name__}: {exc}"}
+                continue
+            report[e.name] = {
+                "configs": found.configs,
+                "unused": found.unused,
+                "torch": "torch" in sys.modules,
+                "lab imported": e.module in sys.modules,
+                "slices left": [m for m in sys.modules if m.startswith(catalog.SHADOW_PREFIX)],
+            }
+        print(json.dumps(report))
+        """
+    )
+    report = json.loads(run_python(probe, tmp_path))
+    assert set(report) == {e.name for e in EXPERIMENTS}
+    errors = {name: got["error"] for name, got in report.items() if "error" in got}
+    assert not errors, f"configs not built from the sources: {errors}"
+    for exp in EXPERIMENTS:
+        got = report[exp.name]
+        assert got["configs"] == {p: to_dict(exp.make_config(p)) for p in registry.PROFILES}, exp.name
+        assert got["unused"] == dict(getattr(exp.config, "UNUSED_KEYS", {})), exp.name
+        assert got["slices left"] == [], exp.name
+        if exp.name not in TORCH_NEEDED:
+            assert not got["torch"], f"config {exp.name} imported torch"
+            assert not got["lab imported"], f"config {exp.name} imported its lab"
+
+
+# -- the mechanism, on a fake package root ----------------------------------------------------
+BASE = '''
+"""A base config module: the slice runs only what its config needs."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+import not_a_real_package_xyz  # bound lazily: never imported, the config never uses it
+from not_a_real_package_xyz import helper
+from biaslab.config import check_range
+
+BOOM = 1 / 0  # never run: nothing the config needs uses it
+LIMITS = {"width": 1}
+LIMITS.update(depth=2)  # run: it changes a name the config uses
+
+
+def unused():
+    return BOOM
+
+
+@dataclass(frozen=True)
+class BaseConfig:
+    MODES: ClassVar[tuple[str, ...]] = ("a", "b")
+
+    mode: Literal["a", "b"] = "a"
+    depth: int = 3
+
+    def __post_init__(self):
+        check_range(self, "depth", LIMITS["depth"])
+
+    def model(self):
+        return helper(not_a_real_package_xyz.thing)
+'''
+
+LAB = '''
+"""A fake lab."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+import not_a_real_package_xyz as heavy
+from biaslab.fakebase import LIMITS, BaseConfig
+from biaslab.registry import experiment
+
+SCALE = int(math.sqrt(16))
+QUICK = {"depth": 2}
+
+
+@dataclass(frozen=True)
+class FakeConfig(BaseConfig):
+    UNUSED_KEYS: ClassVar[dict[str, str]] = {"mode": "one mode only"}
+
+    width: int = SCALE * LIMITS["width"]
+
+
+@experiment(
+    name="fake-lab",
+    day=1,
+    step=5,
+    summary="a fake lab",
+    config=FakeConfig,
+    quick={**QUICK, "width": 1},
+    full={"depth": 9},
+)
+def run(ctx):
+    heavy.train(ctx)
+'''
+
+
+@pytest.fixture
+def fake_root(tmp_path, monkeypatch):
+    """A package root holding ``fakebase.py`` and ``experiments/fake_lab.py``; returns a
+    function that writes the lab's source."""
+    root = tmp_path / "biaslab"
+    (root / "experiments").mkdir(parents=True)
+    (root / "fakebase.py").write_text(BASE)
+    monkeypatch.setattr(catalog, "ROOT", root)
+    monkeypatch.setattr(catalog, "EXPERIMENTS_DIR", root / "experiments")
+    lab = root / "experiments" / "fake_lab.py"
+
+    def write(source: str = LAB) -> str:
+        mtime = lab.stat().st_mtime_ns if lab.exists() else 0
+        lab.write_text(source)
+        os.utime(lab, ns=(mtime + 10**9, mtime + 10**9))  # a new time even on a coarse clock
+        return "biaslab.experiments.fake_lab"
+
+    return write
+
+
+def test_a_slice_builds_the_config_and_runs_nothing_else(fake_root):
+    module = fake_root()
+    entries, problems = catalog.read_catalog()
+    assert problems == []
+    assert entries == [catalog.Entry("fake-lab", 1, 5, "fake-lab", "a fake lab", module)]
+    found = config_slices.lab_configs(module, "fake-lab")
+    assert found.configs == {
+        "quick": {"mode": "a", "depth": 2, "width": 1},
+        "default": {"mode": "a", "depth": 3, "width": 4},
+        "full": {"mode": "a", "depth": 9, "width": 4},
+    }
+    assert found.unused == {"mode": "one mode only"}
+    assert "not_a_real_package_xyz" not in sys.modules
+    assert not [m for m in sys.modules if m.startswith(catalog.SHADOW_PREFIX)]
+
+
+def test_the_catalog_follows_an_edited_source(fake_root):
+    """Nothing is cached: an edit shows at the next call."""
+    module = fake_root()
+    assert config_slices.lab_configs(module, "fake-lab").configs["default"]["width"] == 4
+    fake_root(LAB.replace("sqrt(16)", "sqrt(25)").replace('"a fake lab"', '"an edited lab"'))
+    assert catalog.read_catalog()[0][0].summary == "an edited lab"
+    assert config_slices.lab_configs(module, "fake-lab").configs["default"]["width"] == 5
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "reason"),
+    [
+        ('summary="a fake lab"', "summary=LIMITS", r"fake_lab.py:\d+: summary= is not a literal \(LIMITS\)"),
+        ("day=1", 'day="1"', r"fake_lab.py:\d+: day='1' is not a int"),
+        ('    summary="a fake lab",\n', "", r"fake_lab.py:\d+: @experiment without summary"),
+        ("step=5,", "**{'step': 5},", r"keywords only"),
+        ("@experiment(", "DECLARED = dict(", r"fake_lab.py: no @experiment\(...\) decorator"),
+    ],
+)
+def test_a_declaration_that_is_not_literal_is_named(fake_root, old, new, reason):
+    """A problem names the module, file, line and keyword; the registry imports such a module."""
+    module = fake_root(LAB.replace(old, new))
+    entries, problems = catalog.read_catalog()
+    assert entries == [] and [p.module for p in problems] == [module]
+    assert re.search(reason, problems[0].reason), problems[0].reason
+
+
+def test_other_decorators_beside_the_declaration_are_fine(fake_root):
+    fake_root(LAB.replace("@experiment(", "@staticmethod\n@experiment("))
+    entries, problems = catalog.read_catalog()
+    assert [e.name for e in entries] == ["fake-lab"] and problems == []
+
+
+def test_what_a_slice_cannot_do_is_unsliceable(fake_root):
+    """A module imported whole: the registry imports the lab instead (tests/test_registry.py)."""
+    source = LAB.replace(
+        "from biaslab.fakebase import LIMITS, BaseConfig",
+        "import biaslab.fakebase as fakebase\nLIMITS = fakebase.LIMITS\nBaseConfig = fakebase.BaseConfig",
+    )
+    module = fake_root(source)
+    with pytest.raises(catalog.Unreadable, match="a whole module"):
+        config_slices.lab_configs(module, "fake-lab")
+    with pytest.raises(catalog.Unreadable, match="declares no lab 'other'"):
+        config_slices.lab_configs(module, "other")
+    assert not [m for m in sys.modules if m.startswith(catalog.SHADOW_PREFIX)]
