@@ -41,6 +41,17 @@ def tensorboard_scalars(run, tag: str, key: str) -> list[tuple[int, float]]:
     return [(e.step, e.value) for e in events.Scalars(key)]
 
 
+def mlflow_history(run, key: str) -> list[tuple[int, float]]:
+    from mlflow.tracking import MlflowClient
+
+    with loggers.allowed_file_store():
+        client = MlflowClient(tracking_uri=(run / "mlruns").resolve().as_uri())
+        experiment = client.get_experiment_by_name("biaslab").experiment_id
+        (only,) = client.search_runs([experiment])  # one MLflow run per biaslab run, attempts aside
+        assert only.data.params["epochs"] == str(EPOCHS)
+        return sorted((m.step, m.value) for m in client.get_metric_history(only.info.run_id, key))
+
+
 def assert_sinks_match_the_log(run) -> None:
     log = records(run)
     rows = csv_rows(run)
@@ -53,13 +64,14 @@ def assert_sinks_match_the_log(run) -> None:
         scalars = tensorboard_scalars(run, tag, "val_loss")
         assert [s for s, _ in scalars] == [s for s, _ in mine]
         assert [v for _, v in scalars] == pytest.approx([v for _, v in mine], rel=1e-6)  # float32
+        assert mlflow_history(run, f"{tag}/val_loss") == mine
 
 
 def test_csv_and_tensorboard_hold_the_logs_records(in_tmp):
     run = biaslab.run(
-        "xor", {"epochs": EPOCHS}, profile="quick", out=in_tmp / "run", log="csv,tensorboard"
+        "xor", {"epochs": EPOCHS}, profile="quick", out=in_tmp / "run", log="csv,tensorboard,mlflow"
     ).run_dir
-    assert json.loads((run / "config.json").read_text())["log"] == ["csv", "tensorboard"]
+    assert json.loads((run / "config.json").read_text())["log"] == ["csv", "tensorboard", "mlflow"]
     assert csv_rows(run)[0].keys() >= {"tag", "epoch", "step", "train_loss", "val_accuracy"}
     assert list(csv_rows(run)[0])[:3] == ["tag", "epoch", "step"]
     assert_sinks_match_the_log(run)
@@ -72,7 +84,7 @@ class Crash(Exception):
 def test_a_resume_rewinds_every_sink(in_tmp, monkeypatch):
     """Killed while the MLP's second checkpoint is written, after its epoch-2 record reached the
     log and TensorBoard: the resume rewinds to the epoch-1 checkpoint, TensorBoard purges the
-    point past it and metrics.csv is rewritten, so neither holds a step twice."""
+    point past it, metrics.csv and the MLflow run are written anew: none holds a step twice."""
     run = in_tmp / "run"
     real, writes = checkpoint_module.atomic_write, itertools.count(1)
 
@@ -84,7 +96,7 @@ def test_a_resume_rewinds_every_sink(in_tmp, monkeypatch):
     with monkeypatch.context() as m:
         m.setattr(checkpoint_module, "atomic_write", atomic_write)
         with pytest.raises(Crash):
-            biaslab.run("xor", {"epochs": EPOCHS}, profile="quick", out=run, log="csv,tensorboard")
+            biaslab.run("xor", {"epochs": EPOCHS}, profile="quick", out=run, log="csv,tensorboard,mlflow")
     assert [r["step"] for r in records(run) if r["tag"] == "mlp"] == [7, 14]  # 14: past the checkpoint
     assert [s for s, _ in tensorboard_scalars(run, "mlp", "val_loss")] == [7, 14]
     biaslab.run(resume=run)
@@ -94,7 +106,10 @@ def test_a_resume_rewinds_every_sink(in_tmp, monkeypatch):
 
 def test_unknown_or_missing_loggers_are_one_line_before_anything_is_written(capsys, in_tmp, monkeypatch):
     assert main(["run", "xor", "--quick", "--log", "csv,wandb"]) == 2
-    assert "unknown logger 'wandb' (choose from csv, tensorboard" in message_lines(capsys.readouterr().err)[0]
+    assert (
+        "unknown logger 'wandb' (choose from csv, tensorboard, mlflow"
+        in message_lines(capsys.readouterr().err)[0]
+    )
     monkeypatch.setattr(loggers.importlib.util, "find_spec", lambda name: None)
     assert main(["run", "xor", "--quick", "--log", "tensorboard"]) == 2
     assert "pip install 'biaslab[tensorboard]'" in message_lines(capsys.readouterr().err)[0]

@@ -59,7 +59,8 @@ def run(
             None (default: every core). Recorded in config.json; a resume reuses it, since a
             seed fixes a run bit for bit for a given thread count and precision.
         log: where the metrics go besides metrics.jsonl: ``"csv"`` (metrics.csv), ``"tensorboard"``
-            (event files under tensorboard/; ``pip install 'biaslab[tensorboard]'``), a list or a
+            (event files under tensorboard/; ``pip install 'biaslab[tensorboard]'``), ``"mlflow"``
+            (a local MLflow store in mlruns/; ``pip install 'biaslab[mlflow]'``), a list or a
             comma-separated string of them. Recorded in config.json; a resume reuses them.
         progress: ``True`` progress bars, ``"lines"`` one line per epoch of each training (for
             a log file), ``False`` nothing; default None: bars on a terminal only.

@@ -111,7 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAMES",
         help="where the metrics go besides metrics.jsonl, comma-separated: csv (metrics.csv, a row "
         "per epoch per training), tensorboard (event files under tensorboard/: tensorboard --logdir "
-        "RUN_DIR/tensorboard; pip install 'biaslab[tensorboard]'). Recorded in config.json",
+        "RUN_DIR/tensorboard; pip install 'biaslab[tensorboard]'), mlflow (a local MLflow store in "
+        "mlruns/; pip install 'biaslab[mlflow]'). Recorded in config.json",
     )
     p.add_argument("--resume", metavar="DIR", help="continue an unfinished run from its checkpoints")
     p.add_argument(

@@ -1,4 +1,4 @@
-"""Where a run's metrics go besides metrics.jsonl: a CSV file and TensorBoard (``--log``).
+"""Where a run's metrics go besides metrics.jsonl: a CSV file, TensorBoard, MLflow (``--log``).
 
 metrics.jsonl stays the run's one record (a resume rewinds it); every other destination is a
 *sink* that receives the same records:
@@ -9,19 +9,25 @@ metrics.jsonl stays the run's one record (a resume rewinds it); every other dest
 * ``tensorboard``: event files under ``tensorboard/<tag>/`` as the run goes (open them with
   ``tensorboard --logdir RUN_DIR/tensorboard``): every numeric field of a record is a scalar at
   the record's ``step``. A resume reopens a training's writer with ``purge_step`` set just past
-  its checkpoint, so TensorBoard drops the points the rewound log dropped.
+  its checkpoint, so TensorBoard drops the points the rewound log dropped;
+* ``mlflow``: an MLflow run in a local file store under ``mlruns/``, written from metrics.jsonl
+  at the end of each attempt (:class:`MlflowSink`).
 
 A sink needs only ``log(record)``, ``rewind(tag, step)`` and ``close(records)`` (the whole log,
-at the end of an attempt): :class:`Sink`. The extras ``biaslab[tensorboard]`` install what
-``tensorboard`` needs; a missing one is a one-line error before the run starts.
+at the end of an attempt): :class:`Sink`. The extras ``biaslab[tensorboard]`` and
+``biaslab[mlflow]`` install what those need; a missing one is a one-line error before the run
+starts.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import importlib.util
 import io
+import json
 import math
+import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -29,10 +35,12 @@ from typing import Any, Protocol
 from biaslab.errors import BiaslabError
 from biaslab.fileio import atomic_write_text
 
-__all__ = ["LOGGERS", "CsvSink", "Sink", "TensorBoardSink", "check_loggers", "make_sinks"]
+__all__ = ["LOGGERS", "CsvSink", "MlflowSink", "Sink", "TensorBoardSink", "check_loggers", "make_sinks"]
 
 CSV_NAME = "metrics.csv"
 TENSORBOARD_DIR = "tensorboard"
+MLFLOW_DIR = "mlruns"
+ALLOW_FILE_STORE = "MLFLOW_ALLOW_FILE_STORE"
 FIRST_COLUMNS = ("tag", "epoch", "step")
 
 
@@ -91,9 +99,9 @@ class TensorBoardSink:
         step = record.get("step", 0)
         writer = self._writer(tag)
         for key, value in record.items():
-            if key in FIRST_COLUMNS or key == "time" or isinstance(value, bool):
+            if key in FIRST_COLUMNS or key == "time":
                 continue
-            if isinstance(value, (int, float)) and math.isfinite(value):
+            if _plottable(value):
                 writer.add_scalar(key, value, step)
         writer.flush()
 
@@ -110,10 +118,94 @@ class TensorBoardSink:
         self.writers.clear()
 
 
+class MlflowSink:
+    """An MLflow run in a local file store under the run directory (``mlruns/``; see
+    :func:`allowed_file_store` to open it), written at each attempt's end from
+    metrics.jsonl: the config as params, every numeric field of a record as the metric
+    ``<tag>/<key>`` at its step. An earlier attempt's MLflow run is deleted first, so the store
+    holds one run per biaslab run that agrees with metrics.jsonl."""
+
+    EXPERIMENT = "biaslab"
+    BATCH = 1000  # MLflow's limit on metrics per log_batch call
+
+    def __init__(self, run_dir: Path):
+        self.run_dir = Path(run_dir)
+
+    def log(self, record: dict) -> None:
+        pass
+
+    def rewind(self, tag: str | None, step: int) -> None:
+        pass
+
+    def close(self, records: Sequence[dict]) -> None:
+        with allowed_file_store():
+            self._write(records)
+
+    def _write(self, records: Sequence[dict]) -> None:
+        from mlflow.entities import Metric, Param
+        from mlflow.tracking import MlflowClient
+
+        client = MlflowClient(tracking_uri=(self.run_dir / MLFLOW_DIR).resolve().as_uri())
+        found = client.get_experiment_by_name(self.EXPERIMENT)
+        experiment = found.experiment_id if found else client.create_experiment(self.EXPERIMENT)
+        for earlier in client.search_runs([experiment]):
+            client.delete_run(earlier.info.run_id)
+        run_id = client.create_run(experiment, run_name=self.run_dir.name).info.run_id
+        metrics = [
+            Metric(
+                f"{record.get('tag') or 'run'}/{key}",
+                float(value),
+                int(record.get("time", 0) * 1000),
+                record.get("step", 0),
+            )
+            for record in records
+            for key, value in record.items()
+            if key not in (*FIRST_COLUMNS, "time") and _plottable(value)
+        ]
+        config = _config_of(self.run_dir)
+        params = [Param(key, str(value)[:500]) for key, value in sorted(config.items())]
+        for start in range(0, max(len(metrics), 1), self.BATCH):
+            client.log_batch(
+                run_id, metrics=metrics[start : start + self.BATCH], params=params if start == 0 else []
+            )
+        client.set_terminated(run_id)
+
+
+@contextlib.contextmanager
+def allowed_file_store():
+    """MLflow 3 refuses its file store unless ``MLFLOW_ALLOW_FILE_STORE`` is set (it prefers a
+    database, which needs SQLAlchemy and more); the store is a folder beside the run's other
+    files, so biaslab allows it while it writes. Read it the same way:
+    ``MLFLOW_ALLOW_FILE_STORE=true mlflow ui --backend-store-uri RUN_DIR/mlruns``."""
+    previous = os.environ.get(ALLOW_FILE_STORE)
+    os.environ[ALLOW_FILE_STORE] = "true"
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(ALLOW_FILE_STORE, None)
+        else:
+            os.environ[ALLOW_FILE_STORE] = previous
+
+
+def _plottable(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _config_of(run_dir: Path) -> dict:
+    """The run's config (config.json's ``config``), or nothing when it cannot be read."""
+    try:
+        config = json.loads((run_dir / "config.json").read_text(encoding="utf-8")).get("config", {})
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return config if isinstance(config, dict) else {}
+
+
 # name -> (sink class, the module it needs or None, the extra that installs it)
 LOGGERS = {
     "csv": (CsvSink, None, None),
     "tensorboard": (TensorBoardSink, "tensorboard", "tensorboard"),
+    "mlflow": (MlflowSink, "mlflow", "mlflow"),
 }
 
 

@@ -385,8 +385,8 @@ def _started(
         raise
     finally:
         try:  # an attempt that failed still leaves its loggers in step with metrics.jsonl
-            rundir.close_sinks()
-        except (OSError, BiaslabError):
+            rundir.close_sinks()  # (after a success they are closed already: nothing to do)
+        except Exception:  # best effort: never hide the failure that ended the attempt
             pass
         rundir.release()
 
