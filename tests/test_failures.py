@@ -533,31 +533,3 @@ def test_sequential_runs_release_their_locks(in_tmp, reference):
     assert main(["run", "--resume", str(out)]) == 0
     assert run_xor(in_tmp / "again") == 0
     assert_same_run(out, reference)
-
-
-def test_untagged_records_are_logged_once_after_a_resume(monkeypatch, in_tmp):
-    """``ctx.log`` records (no tag, no checkpoint behind them) are dropped on resume and
-    logged again by the restarted experiment: never twice."""
-    from dataclasses import dataclass
-
-    @dataclass(frozen=True)
-    class Cfg:
-        n: int = 4
-
-    attempts = []
-
-    def logs_then_dies_once(ctx):
-        for i in range(ctx.cfg.n):
-            ctx.log(i=i)
-        attempts.append(1)
-        if len(attempts) == 1:
-            raise KeyboardInterrupt
-        ctx.metric(done=True)
-
-    exp = registry.Experiment("test-logs", 1, "logs", "logs", Cfg, logs_then_dies_once, {})
-    monkeypatch.setitem(registry._REGISTRY, "test-logs", exp)
-    run = in_tmp / "run"
-    with pytest.raises(KeyboardInterrupt):
-        biaslab.run("test-logs", out=run)
-    biaslab.run(resume=run)
-    assert [r["i"] for r in RunDir(run).read_metrics()] == [0, 1, 2, 3]

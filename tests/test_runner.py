@@ -383,7 +383,7 @@ def _failing(ctx):
             if cfg.kind == "bug":
                 raise ValueError("a programming error")
             raise BiaslabError(f"test experiment gave up at step {step}")
-        ctx.log(tag="t", step=step, value=float(step))
+        ctx.run.log({"tag": "t", "step": step, "value": float(step)})  # as a training's logger does
     ctx.metric(done=True)
 
 

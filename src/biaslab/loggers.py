@@ -46,7 +46,7 @@ FIRST_COLUMNS = ("tag", "epoch", "step")
 
 class Sink(Protocol):
     def log(self, record: dict) -> None: ...
-    def rewind(self, tag: str | None, step: int) -> None: ...
+    def rewind(self, tag: str, step: int) -> None: ...
     def close(self, records: Sequence[dict]) -> None: ...
 
 
@@ -59,7 +59,7 @@ class CsvSink:
     def log(self, record: dict) -> None:
         pass  # written whole at close: the columns are known only then
 
-    def rewind(self, tag: str | None, step: int) -> None:
+    def rewind(self, tag: str, step: int) -> None:
         pass
 
     def close(self, records: Sequence[dict]) -> None:
@@ -105,12 +105,11 @@ class TensorBoardSink:
                 writer.add_scalar(key, value, step)
         writer.flush()
 
-    def rewind(self, tag: str | None, step: int) -> None:
+    def rewind(self, tag: str, step: int) -> None:
         """Points of ``tag`` past ``step`` are gone from the log: the next writer purges them."""
-        name = tag or "run"
-        if name in self.writers:
-            self.writers.pop(name).close()
-        self.purge[name] = step + 1
+        if tag in self.writers:
+            self.writers.pop(tag).close()
+        self.purge[tag] = step + 1
 
     def close(self, records: Sequence[dict]) -> None:
         for writer in self.writers.values():
@@ -134,7 +133,7 @@ class MlflowSink:
     def log(self, record: dict) -> None:
         pass
 
-    def rewind(self, tag: str | None, step: int) -> None:
+    def rewind(self, tag: str, step: int) -> None:
         pass
 
     def close(self, records: Sequence[dict]) -> None:

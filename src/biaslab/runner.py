@@ -124,11 +124,6 @@ class RunContext:
         )
 
     # -- what the run reports ------------------------------------------------------------------
-    def log(self, **record: Any) -> None:
-        """Append a record to metrics.jsonl. No checkpoint covers it: a resumed run starts the
-        experiment again, so these records are dropped on resume and logged anew."""
-        self.run.log(record)
-
     def metric(self, **values: Any) -> None:
         """Record results that the run's seed fixes (never a wall-clock time: see timing)."""
         self.metrics.update(values)
@@ -354,9 +349,7 @@ def _started(
     failure leaves (a run that wrote nothing worth resuming is removed; a bug's traceback)."""
     rundir.sinks = make_sinks(log, rundir.path)
     try:
-        if resumed:
-            rundir.rewind_metrics(None, 0)  # ctx.log's records: the experiment logs them again
-        else:
+        if not resumed:
             rundir.write_config(
                 exp.name,
                 profile,

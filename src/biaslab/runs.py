@@ -550,16 +550,10 @@ class RunDir:
         """Drop a last line that a kill cut short (it would glue onto the next record)."""
         self._keep_metrics(lambda record: True)
 
-    def rewind_metrics(self, tag: str | None, step: int) -> None:
-        """Drop records of ``tag`` logged after ``step`` (work that a resume will redo).
-
-        ``tag=None`` drops every record without a tag (``ctx.log``'s, which no checkpoint
-        covers: a resumed experiment logs them again).
-        """
-        if tag is None:
-            self._keep_metrics(lambda record: "tag" in record)
-        else:
-            self._keep_metrics(lambda record: record.get("tag") != tag or record.get("step", 0) <= step)
+    def rewind_metrics(self, tag: str, step: int) -> None:
+        """Drop records of training ``tag`` logged after ``step`` (work that a resume will redo),
+        here and in every sink."""
+        self._keep_metrics(lambda record: record.get("tag") != tag or record.get("step", 0) <= step)
         for sink in self.sinks:
             sink.rewind(tag, step)
 

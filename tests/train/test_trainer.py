@@ -259,3 +259,15 @@ def test_bf16_autocast_is_deterministic_and_differs_from_fp32():
     assert h1 == h2 and all(torch.equal(w1[k], w2[k]) for k in w1)
     assert all(v.dtype == torch.float32 for v in w1.values())  # weights stay fp32
     assert h1[-1]["val_loss"] != h3[-1]["val_loss"]
+
+
+def test_a_dataset_epoch_leaves_the_global_generator_alone():
+    """The DataLoader over a Dataset gets its own generator although its sampler is explicit:
+    without one, iterating it draws a base seed from torch's global generator."""
+    data = TensorDataset(torch.randn(30, 2), torch.randint(0, 2, (30,)))
+    trainer = Trainer(nn.Linear(2, 2), config=TrainConfig(epochs=1, batch_size=10))
+    torch.manual_seed(0)
+    expected = torch.rand(3)
+    torch.manual_seed(0)
+    list(trainer._batches(data, len(data)))  # one epoch's batches, no training step
+    assert torch.equal(torch.rand(3), expected)

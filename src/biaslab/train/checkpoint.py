@@ -90,7 +90,9 @@ TRAINER_STATE: dict[str, type | tuple[type, ...]] = {
     "epoch_gen_state": torch.Tensor,
     "epoch_loss_sum": (int, float),
     "epoch_count": int,
+    "epoch_term_sums": dict,
     "shuffle_gen": torch.Tensor,
+    "step_gen": torch.Tensor,
     "rng": dict,
     "early_stopping": dict,
     "history": list,
@@ -177,7 +179,7 @@ def check_trainer_state(
         value = state[key]
         if not is_number(value) or not math.isfinite(value) or (key == "train_time" and value < 0):
             refuse(f"{key}={shown(value)}, not a finite number" + (" >= 0" if key == "train_time" else ""))
-    sums = state.get("epoch_term_sums", {})  # checkpoints written before custom steps lack it
+    sums = state["epoch_term_sums"]
     if not isinstance(sums, dict) or not all(isinstance(k, str) and is_number(v) for k, v in sums.items()):
         refuse(f"epoch_term_sums={shown(sums)}, not a dict of term names to numbers")
     if batch == 0 and (state["epoch_count"] or state["epoch_loss_sum"] or sums):

@@ -226,7 +226,9 @@ class Trainer:
             for i in range(start, n, bs):
                 yield tuple(t[i : i + bs] for t in shuffled)
         else:
-            # Its own generator: a DataLoader otherwise draws from the global RNG per epoch.
+            # Its own generator, though the sampler is explicit: iterating a DataLoader draws a base
+            # seed from its generator, or else from torch's global one (whose draws dropout and
+            # step functions consume: the run's numbers would change). Checked in the tests.
             loader = DataLoader(
                 train,
                 batch_size=bs,
@@ -447,7 +449,7 @@ class Trainer:
         self.finished, self.diverged = state["finished"], state["diverged"]
         self.train_time, self._epoch_loss_sum = float(state["train_time"]), float(state["epoch_loss_sum"])
         self._epoch_gen_state, self._epoch_count = state["epoch_gen_state"], state["epoch_count"]
-        self._epoch_term_sums = {k: float(v) for k, v in state.get("epoch_term_sums", {}).items()}
+        self._epoch_term_sums = {k: float(v) for k, v in state["epoch_term_sums"].items()}
         self.history = list(state["history"])
 
     def _parts(self, state: dict[str, Any]) -> list[tuple[str, Callable]]:
@@ -457,7 +459,7 @@ class Trainer:
             "optimizer": self.optimizer.load_state_dict,
             "scheduler": self.scheduler and self.scheduler.load_state_dict,
             "shuffle_gen": self.shuffle_gen.set_state,
-            "step_gen": "step_gen" in state and self.step_gen.set_state,  # older checkpoints lack it
+            "step_gen": self.step_gen.set_state,
             "epoch_gen_state": torch.Generator().set_state,
             "rng": set_rng_state,
             "early_stopping": lambda s: self.early_stopping.load_state_dict(s, self.model),
