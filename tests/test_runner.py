@@ -492,3 +492,23 @@ def test_help_shows_the_run_signature_with_its_docstring():
     documented = biaslab.run.__doc__
     for name in inspect.signature(biaslab.run).parameters:
         assert f"{name}:" in documented, f"biaslab.run's docstring does not describe {name}"
+
+
+def test_the_background_imports_end_before_the_experiment_starts(monkeypatch, in_tmp):
+    """No lab can time anything while the runner's warm-up imports hold a core: the runner
+    waits for them, whether or not the lab remembers to."""
+    import threading
+
+    @dataclasses.dataclass(frozen=True)
+    class Cfg:
+        n: int = 1
+
+    seen = []
+
+    def looks(ctx):
+        seen.append([t.name for t in threading.enumerate() if t.name == "biaslab-warm-imports"])
+
+    exp = registry.Experiment("test-imports", 1, "looks", "looks", Cfg, looks, {})
+    monkeypatch.setitem(registry._REGISTRY, "test-imports", exp)
+    biaslab.run("test-imports", out=in_tmp / "run")
+    assert seen == [[]]

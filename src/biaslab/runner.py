@@ -77,7 +77,6 @@ class RunContext:
         self._echo = echo
         self.threads: int | None = None  # the CPU threads the run computes on (set by the runner)
         self.loggers: tuple[str, ...] = ()  # where records go besides metrics.jsonl (--log)
-        self._warming: threading.Thread | None = None  # the runner's background imports
         self._trained: list[str] = []  # tags of the trainings set up so far
 
     @property
@@ -132,16 +131,6 @@ class RunContext:
         """Record wall-clock measurements, in seconds: machine-dependent, so kept apart from the
         metrics (results.json's ``timings``) and outside the determinism contract."""
         self.timings.update({name: round(float(value), 3) for name, value in seconds.items()})
-
-    def settle(self) -> None:
-        """Wait for the runner's background imports (torch._dynamo, matplotlib) to finish.
-
-        Call it before timing anything a claim is judged on: while a thread imports, it holds
-        the interpreter lock and a core, and a timed loop runs slower (attention timings here
-        came out up to 100x too long at small sizes).
-        """
-        if self._warming is not None:
-            self._warming.join()
 
     def echo(self, line: str) -> None:
         """Print a line of progress where the caller asked for it (the CLI: stdout)."""
@@ -479,9 +468,9 @@ def _warm_up_imports() -> threading.Thread:
     """Start importing, on a background thread, what a run pays for on first use: torch._dynamo
     (1.2-2 s here: every torch.optim optimizer imports it, in ``add_param_group``, ``zero_grad``
     and ``step``; no public option avoids it) and matplotlib (the first figure, ~0.75 s). They
-    overlap checking the request, writing the run directory and loading the data instead of
-    adding to the run's time (measured: ~0.7 s less per mnist-mlp run). Imports consume no
-    random numbers: a run's results stay the same."""
+    overlap checking the request, checking the data and writing the run directory; the runner
+    waits for them before the experiment starts (so nothing a lab times runs beside them).
+    Imports consume no random numbers: a run's results stay the same."""
 
     def work() -> None:
         try:
@@ -506,7 +495,12 @@ def _execute(
     ctx = RunContext(exp, cfg, seed, profile, rundir, progress, echo)
     ctx.threads = threads
     ctx.loggers = tuple(log)
-    ctx._warming = warming
+    if warming is not None:
+        # The background imports end before the experiment starts: while a thread imports it
+        # holds the interpreter lock and a core, and a timed loop runs slower (attention
+        # timings came out up to 100x too long at small sizes). So no lab can time anything
+        # while they run, whether or not it remembers to wait.
+        warming.join()
     start = time.perf_counter()
     exp.fn(ctx)
     results = {

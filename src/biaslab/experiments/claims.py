@@ -132,7 +132,6 @@ def arithmetic_claims(ctx) -> None:
 def run(ctx) -> None:
     cfg: ClaimsConfig = ctx.cfg
     arithmetic_claims(ctx)
-    ctx.settle()  # no background imports while the clock runs
     time_attention(cfg.lengths[0], cfg.channels, cfg.batch, 1, seed=0)  # warm-up: first-call allocations
     seconds = [
         time_attention(t, cfg.channels, cfg.batch, cfg.repeats, ctx.seed_for("attention", str(t)))

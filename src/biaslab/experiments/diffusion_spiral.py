@@ -145,7 +145,6 @@ def run(ctx) -> None:
         **{f"DDIM-{k}": DDIM(schedule, steps=k, spacing=cfg.ddim_spacing) for k in cfg.ddim_steps},
     }
     keep = sorted({min(int(f * cfg.timesteps), cfg.timesteps - 1) for f in REVERSE_SHOWN}, reverse=True)
-    ctx.settle()
     runs, seconds = {}, {}
     for name, sampler in samplers.items():
         start = time.perf_counter()

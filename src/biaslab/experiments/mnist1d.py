@@ -118,7 +118,6 @@ def train_one(ctx, cfg: Mnist1dConfig, model_name: str, variant: str, seed: int)
 )
 def run(ctx) -> None:
     cfg: Mnist1dConfig = ctx.cfg
-    ctx.settle()  # training times are reported: no background imports while they run
     results = {
         (m, v): [train_one(ctx, cfg, m, v, s) for s in range(cfg.seeds)] for v in VARIANTS for m in MODELS
     }
