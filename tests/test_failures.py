@@ -271,7 +271,7 @@ def test_numpy_loop_divergence_is_the_trainers_message(capsys, in_tmp):
         main(["run", "manual-backprop", "--quick", "--no-progress", "--out", str(run), "--set", "lr=1e6"]),
     )
     assert "training 'numpy-sgd' diverged: loss is" in line
-    assert "with learning rate 1e+06; lower it (e.g. --set lr=100000)" in line
+    assert "with learning rate 1e+06; lower it (e.g. lr=100000)" in line
     assert not (run / "COMPLETE").exists()
 
 

@@ -72,7 +72,7 @@ def test_create_refuses_out_that_holds_a_run(tmp_path, complete):
     run.release()
     with pytest.raises(BiaslabError) as info:
         RunDir.create("xor", seed=0, out=tmp_path / "run")
-    assert "already holds a run" in str(info.value) and "--resume" in str(info.value)
+    assert "already holds a run" in str(info.value) and info.value.resume == tmp_path / "run"
     assert run.config_path.read_bytes() == before
 
 

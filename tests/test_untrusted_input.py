@@ -17,7 +17,7 @@ import pytest
 
 import biaslab
 from biaslab import registry, runner
-from biaslab.cli import main
+from biaslab.cli import error_line, main
 from biaslab.data import availability
 from biaslab.errors import BiaslabError, DataMissingError, StorageError
 from biaslab.experiments import workshop
@@ -276,7 +276,9 @@ def test_a_kill_while_config_json_is_written(capsys, in_tmp):
     assert not (run / "config.json").exists() and list(run.glob(".config.json.pid*.tmp"))
     before = snapshot(in_tmp)
     rc, _, err = cli(capsys, "run", "--resume", run)
-    one_line(rc, err, "was stopped while its run was being created", f"--out {shlex.quote(str(run))}")
+    one_line(
+        rc, err, "was stopped while its run was being created", "start the run again into the same folder"
+    )
     assert snapshot(in_tmp) == before
     assert main(args) == 0  # run again into the same folder: it starts afresh
     assert (run / "COMPLETE").is_file() and not list(run.rglob("*.tmp"))
@@ -321,7 +323,7 @@ def test_suggested_commands_are_shell_quoted(capsys, in_tmp, xor_done):
     assert rc == 0 and f"continue with: biaslab run --resume {shlex.quote(str(run))}" in out
     storage = StorageError("cannot write x: the disk is full")
     storage.resume = run
-    assert str(storage).endswith(f"biaslab run --resume {shlex.quote(str(run))}")
+    assert error_line(storage).endswith(f"continue with: biaslab run --resume {shlex.quote(str(run))}")
     pasted = subprocess.run(
         ["bash", "-c", f"printf %s {shlex.quote(str(run))}"], capture_output=True, text=True
     )

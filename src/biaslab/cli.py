@@ -285,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "notebooks":
             cmd_notebooks(args.dir, args.force)
     except BiaslabError as exc:  # one line, always, and no control character reaches the terminal
-        print(f"biaslab: error: {printable(' '.join(str(exc).split()))}", file=sys.stderr)
+        print(f"biaslab: error: {printable(error_line(exc))}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `biaslab list | head`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -293,6 +293,14 @@ def main(argv: list[str] | None = None) -> int:
         print(internal_error_line(exc), file=sys.stderr)
         return 1
     return 0
+
+
+def error_line(exc: BiaslabError) -> str:
+    """The message on one line, with the command that continues the run where there is one."""
+    text = " ".join(str(exc).split())
+    if exc.resume is not None:
+        text += f"; continue with: biaslab run --resume {shell_quote(exc.resume)}"
+    return text
 
 
 def internal_error_line(exc: BaseException) -> str:

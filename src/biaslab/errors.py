@@ -5,11 +5,16 @@ a corrupt file) raises a :class:`BiaslabError`. The command line prints its mess
 on stderr and exits with status 2; Python callers can catch it like any exception.
 """
 
-from biaslab.formatting import shell_quote
-
 
 class BiaslabError(Exception):
-    """An error caused by input the user can fix; its message is one self-contained line."""
+    """An error caused by input the user can fix; its message is one self-contained line.
+
+    ``resume``: the run directory that continues once the cause is fixed (set where that is
+    so). The message names no command: the command line adds its own (``biaslab run --resume
+    DIR``), and from Python it is ``biaslab.run(resume=DIR)``.
+    """
+
+    resume = None
 
 
 class ConfigError(BiaslabError):
@@ -44,7 +49,7 @@ class DivergenceError(BiaslabError):
         """
         return cls(
             f"training '{tag}' diverged: loss is {loss} at {where} with learning rate {lr:g}; "
-            f"lower it (e.g. --set {lr_key}={lr / 10:g})"
+            f"lower it (e.g. {lr_key}={lr / 10:g})"
         )
 
 
@@ -55,17 +60,8 @@ class RunLockedError(BiaslabError):
 class StorageError(BiaslabError):
     """A file could not be written or read: a full disk, a read-only folder, a path in the way.
 
-    ``resume`` is set by the runner to the unfinished run's directory; the message then ends
-    with the command that continues the run once the cause is fixed.
+    ``resume`` is set by the runner to the unfinished run's directory.
     """
-
-    resume = None
-
-    def __str__(self) -> str:
-        text = super().__str__()
-        if self.resume is not None:
-            text += f"; the run is unfinished: continue with: biaslab run --resume {shell_quote(self.resume)}"
-        return text
 
 
 class NotFittedError(ValueError):

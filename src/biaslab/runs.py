@@ -46,7 +46,6 @@ from biaslab.fileio import (
     remove_temp_files,
     write_json,
 )
-from biaslab.formatting import shell_quote
 from biaslab.locking import DirectoryLock
 from biaslab.loggers import Sink
 from biaslab.results import (  # re-exported: the run directory's readers take them from here
@@ -148,12 +147,11 @@ def _refuse_occupied(path: Path) -> None:
         if not path.exists():
             return
         if not path.is_dir():
-            raise BiaslabError(f"--out {path} is a file, not a folder; choose another --out")
+            raise BiaslabError(f"{path} is a file, not a folder; choose another output folder")
         if (path / CONFIG).exists():
-            raise BiaslabError(
-                f"{path} already holds a run; continue it with: biaslab run --resume "
-                f"{shell_quote(path)} (or choose another --out)"
-            )
+            error = BiaslabError(f"{path} already holds a run; resume it, or choose another output folder")
+            error.resume = path
+            raise error
         if _stillborn(path) or not any(path.iterdir()):
             return
         names = sorted(entry.name for entry in path.iterdir())
@@ -164,11 +162,12 @@ def _refuse_occupied(path: Path) -> None:
     if leftovers:
         raise BiaslabError(
             f"{path} holds files of another run ({', '.join(leftovers)}) but no config.json; "
-            "remove them or choose another --out"
+            "remove them or choose another output folder"
         )
     shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
     raise BiaslabError(
-        f"{path} already holds files ({shown}); a run needs a new or empty folder: choose another --out"
+        f"{path} already holds files ({shown}); a run needs a new or empty folder: "
+        "choose another output folder"
     )
 
 
@@ -264,7 +263,7 @@ class RunDir:
                     raise CheckpointError(
                         f"{path} was stopped while its run was being created, before "
                         "anything was computed: there is nothing to resume; start the run again "
-                        f"with --out {shell_quote(path)}, or delete the folder"
+                        "into the same folder, or delete it"
                     )
                 raise CheckpointError(f"{path} is not a biaslab run (no {CONFIG}); cannot resume")
         except OSError as exc:  # a name too long, a folder that cannot be read
@@ -326,7 +325,7 @@ class RunDir:
         if self._lock is None:
             lock = DirectoryLock(self.path / LOCK)
             lock.acquire(
-                f"{self.path} is in use by {{holder}}; wait for it to finish, or choose another --out"
+                f"{self.path} is in use by {{holder}}; wait for it to finish, or choose another output folder"
             )
             self._lock = lock
 
@@ -529,11 +528,12 @@ class RunDir:
             except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
                 what = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else "not a JSON object"
             if what is not None:
-                raise DataFormatError(
+                error = DataFormatError(
                     f"{self.metrics_path} line {number} is {what}: the log is corrupt; delete "
-                    "that line (or the file, losing the log) and resume with: "
-                    f"biaslab run --resume {shell_quote(self.path)}"
+                    "that line (or the file, losing the log) and resume"
                 )
+                error.resume = self.path
+                raise error
             records.append((text, record))
         return records
 

@@ -109,7 +109,7 @@ def test_divergence_raises_with_learning_rate():
         lambda o, t: ((o.squeeze(1) - t) ** 2).mean(),
         TrainConfig(epochs=50, batch_size=16, optimizer="sgd", lr=10.0),
     )
-    with pytest.raises(DivergenceError, match=r"learning rate 10\b.*--set lr=1\b"):
+    with pytest.raises(DivergenceError, match=r"learning rate 10\b.*e\.g\. lr=1\b"):
         trainer.fit((x, y))
 
 
