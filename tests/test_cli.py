@@ -30,11 +30,7 @@ from tests.stderr import message_lines
 SCRIPT = Path(sys.executable).parent / "biaslab"
 
 
-@pytest.fixture(autouse=True)
-def in_tmp(tmp_path, monkeypatch):
-    """Run every test in its own directory, so a default ``runs/`` never lands in the repo."""
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+pytestmark = pytest.mark.usefixtures("in_tmp")  # each test in its own empty folder
 
 
 @pytest.fixture(scope="module")

@@ -32,10 +32,7 @@ from tests.test_runner import assert_same_run, comparable_metrics, comparable_re
 EPOCHS = 3  # quick xor with 3 epochs per training: seconds per run
 
 
-@pytest.fixture(autouse=True)
-def in_tmp(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+pytestmark = pytest.mark.usefixtures("in_tmp")  # each test in its own empty folder
 
 
 @pytest.fixture(scope="module")

@@ -12,11 +12,7 @@ from biaslab.hardware import available_cores, busy_warning, idle_cores, resolve_
 from biaslab.runs import read_json
 from tests.test_runner import comparable_metrics, comparable_results
 
-
-@pytest.fixture(autouse=True)
-def in_tmp(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+pytestmark = pytest.mark.usefixtures("in_tmp")  # each test in its own empty folder
 
 
 def test_resolve_threads():

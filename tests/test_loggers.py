@@ -18,10 +18,7 @@ from tests.stderr import message_lines
 EPOCHS = 3
 
 
-@pytest.fixture(autouse=True)
-def in_tmp(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+pytestmark = pytest.mark.usefixtures("in_tmp")  # each test in its own empty folder
 
 
 def records(run) -> list[dict]:

@@ -28,10 +28,7 @@ SCRIPT = Path(sys.executable).parent / "biaslab"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-@pytest.fixture(autouse=True)
-def in_tmp(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+pytestmark = pytest.mark.usefixtures("in_tmp")  # each test in its own empty folder
 
 
 # -- helpers ----------------------------------------------------------------------------------

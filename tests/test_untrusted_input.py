@@ -23,36 +23,19 @@ from biaslab.errors import BiaslabError, DataMissingError, StorageError
 from biaslab.experiments import workshop
 from biaslab.runs import RUN_MARKER, read_json, run_fingerprint
 from tests.snapshots import snapshot
-from tests.stderr import message_lines
+from tests.test_cli import assert_one_line_error as one_line
+from tests.test_cli import cli
 
 EPOCHS = 2
 
 
-@pytest.fixture(autouse=True)
-def in_tmp(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+pytestmark = pytest.mark.usefixtures("in_tmp")  # each test in its own empty folder
 
 
 @pytest.fixture(scope="module")
 def xor_done(tmp_path_factory):
     out = tmp_path_factory.mktemp("untrusted") / "xor"
     return biaslab.run("xor", {"epochs": EPOCHS}, profile="quick", out=out).run_dir
-
-
-def cli(capsys, *args) -> tuple[int, str, str]:
-    rc = main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-def one_line(rc: int, err: str, *needles: str) -> str:
-    assert rc == 2, err
-    lines = message_lines(err)
-    assert len(lines) == 1 and lines[0].startswith("biaslab: error: "), err
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-    return lines[0]
 
 
 def with_tidy_work(run: Path) -> Path:

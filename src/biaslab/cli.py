@@ -183,17 +183,15 @@ def cmd_run(args, argv: list[str]) -> int:
     from biaslab.runner import print_summary, run
 
     overrides = parse_set_args(args.sets)
-    if args.resume and args.profile:
-        raise BiaslabError("--quick/--full cannot be combined with --resume (the run keeps its profile)")
-    if args.resume is not None and (args.seed is not None or args.out is not None):
-        raise BiaslabError(
-            "--seed/--out cannot be combined with --resume (the run keeps its seed and directory)"
-        )
-    kept = [flag for flag, value in (("--threads", args.threads), ("--log", args.log)) if value is not None]
-    if args.resume is not None and kept:
-        raise BiaslabError(
-            f"{'/'.join(kept)} cannot be combined with --resume (the run keeps its thread count and loggers)"
-        )
+    if args.resume is not None:  # what the run fixed when it started: named as the flags given
+        kept = {f"--{args.profile}": args.profile, "--seed": args.seed, "--out": args.out}
+        kept |= {"--threads": args.threads, "--log": args.log}
+        given = [flag for flag, value in kept.items() if value is not None]
+        if given:
+            raise BiaslabError(
+                f"{'/'.join(given)} cannot be combined with --resume (the run keeps its profile, "
+                "seed, folder, thread count and loggers)"
+            )
     command = "biaslab " + " ".join(shell_quote(a) for a in argv)
     try:
         result = run(
@@ -217,7 +215,7 @@ def cmd_run(args, argv: list[str]) -> int:
             print("\ninterrupted before the run started; nothing was written", file=sys.stderr)
         else:
             print(
-                f"\ninterrupted; continue with: biaslab run --resume {printable(shell_quote(run_dir))}",
+                f"\ninterrupted; continue with: biaslab run --resume {shell_quote(run_dir)}",
                 file=sys.stderr,
             )
         return 130

@@ -98,11 +98,8 @@ class TensorBoardSink:
         tag = record.get("tag") or "run"
         step = record.get("step", 0)
         writer = self._writer(tag)
-        for key, value in record.items():
-            if key in FIRST_COLUMNS or key == "time":
-                continue
-            if _plottable(value):
-                writer.add_scalar(key, value, step)
+        for key, value in _scalars(record):
+            writer.add_scalar(key, value, step)
         writer.flush()
 
     def rewind(self, tag: str, step: int) -> None:
@@ -158,8 +155,7 @@ class MlflowSink:
                 record.get("step", 0),
             )
             for record in records
-            for key, value in record.items()
-            if key not in (*FIRST_COLUMNS, "time") and _plottable(value)
+            for key, value in _scalars(record)
         ]
         config = _config_of(self.run_dir)
         params = [Param(key, str(value)[:500]) for key, value in sorted(config.items())]
@@ -187,8 +183,14 @@ def allowed_file_store():
             os.environ[ALLOW_FILE_STORE] = previous
 
 
-def _plottable(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+def _scalars(record: dict):
+    """The (key, number) pairs of a record that plot against its step: its finite numbers,
+    less the bookkeeping (tag, epoch, step, time)."""
+    for key, value in record.items():
+        if key in (*FIRST_COLUMNS, "time") or isinstance(value, bool):
+            continue
+        if isinstance(value, (int, float)) and math.isfinite(value):
+            yield key, value
 
 
 def _config_of(run_dir: Path) -> dict:

@@ -289,7 +289,45 @@ def run(
     command: str | None = None,
     echo: TextIO | None = None,
 ) -> Result:
-    """The implementation of :func:`biaslab.run`; see there for the arguments."""
+    """Run experiment ``name`` and return its :class:`~biaslab.report.display.Result` (``biaslab.run``).
+
+    Config keys and run options are apart: ``biaslab.run("xor", {"epochs": 20}, seed=3)``.
+
+    Args:
+        name: a registered experiment (``biaslab list``); optional with ``resume``.
+        overrides: config values by key (``biaslab config NAME`` lists them), e.g.
+            ``{"epochs": 3, "lr": 0.01}``; text is parsed as by ``--set``. A run option given
+            here (``{"seed": 3}``) is refused, naming the option.
+        profile: ``"quick"`` (a smoke test), ``"default"`` (a laptop CPU; the default) or
+            ``"full"``.
+        seed: fixes every random choice of the run; an integer in 0..2**64 - 1 (default 0).
+        out: the run directory, new or empty; default ``<runs_dir>/<name>-<YYYYmmdd-HHMMSS>-<seed>``.
+        resume: an unfinished run directory to continue (its config, profile, seed, thread count
+            and folder are reused: ``overrides``, ``profile``, ``seed``, ``out`` and ``threads``
+            are refused with it).
+        runs_dir: parent of new run directories (default ``runs``).
+        threads: CPU threads for torch and NumPy: a number, ``"auto"`` (the cores idle now) or
+            None (default: every core). Recorded in config.json; a resume reuses it, since a
+            seed fixes a run bit for bit for a given thread count and precision.
+        log: where the metrics go besides metrics.jsonl: ``"csv"`` (metrics.csv), ``"tensorboard"``
+            (event files under tensorboard/; ``pip install 'biaslab[tensorboard]'``), ``"mlflow"``
+            (a local MLflow store in mlruns/; ``pip install 'biaslab[mlflow]'``), a list or a
+            comma-separated string of them. Recorded in config.json; a resume reuses them.
+        progress: ``True`` progress bars, ``"lines"`` one line per epoch of each training (for
+            a log file), ``False`` nothing; default None: bars on a terminal only.
+        command: the command line recorded in config.json (default: the equivalent CLI call).
+        echo: a stream for progress lines (the workshop prints one per lab); default silent.
+
+    Raises:
+        BiaslabError: bad input (name, seed, profile, override, data, a run directory in use,
+            a full disk...), with the command line's one-line message. Input is checked before
+            anything is written: a refused run leaves nothing on disk, and a refused resume
+            leaves the folder as it was.
+        KeyboardInterrupt: interrupted; ``run_dir`` on the exception names the run to resume
+            (None when no run directory was written yet).
+        Exception: a bug; its traceback is saved as ``traceback.txt`` in the run directory,
+            whose path the exception carries as ``details_path``.
+    """
     overrides = _checked_overrides(overrides)
     _check_arguments(name, out=out, resume=resume, runs_dir=runs_dir, progress=progress)
     rundir: RunDir | None = None

@@ -228,7 +228,6 @@ class RunDir:
         run = cls(path)
         run._made = [path] if made_root else []
         try:
-            _refuse_occupied(path)  # before the lock: a refused folder is left as it was
             run.acquire()
             _refuse_occupied(path)  # again, now that no other biaslab process can write it
             remove_temp_files(path, any_writer=True)  # a config.json a kill interrupted
