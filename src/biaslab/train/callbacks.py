@@ -118,9 +118,7 @@ class TrainingProgress:
     """
 
     def __init__(self, mode, total: int, initial: int, tag: str, epochs: int, monitor: str):
-        if mode not in PROGRESS_MODES:
-            raise ValueError(f"progress must be True, False, None or 'lines', not {mode!r}")
-        if mode is None:
+        if mode is None:  # (the Trainer has checked mode against PROGRESS_MODES)
             mode = sys.stderr.isatty() and not os.environ.get("CI")
         self.lines, self.tag, self.epochs, self.monitor = mode == "lines", tag, epochs, monitor
         self.start = time.perf_counter()
