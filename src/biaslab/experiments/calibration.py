@@ -114,7 +114,7 @@ def run(ctx) -> None:
     )
     ctx.claim(
         "After temperature scaling the test ECE is at most 1%",
-        source="this issue's target (Guo et al. report 0.8-1.9%)",
+        source="biaslab's target (Guo et al. report 0.8-1.9%)",
         expected=f"ECE after <= {TARGET_ECE}",
         measured=round(ece["after"], 4),
         passed=ece["after"] <= TARGET_ECE,

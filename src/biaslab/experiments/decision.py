@@ -271,7 +271,7 @@ def run(ctx) -> None:
         d = decisions[name]
         ctx.claim(
             f"{name}: {expected}",
-            source="this issue (the ship / collect more data / redesign decision); notes, Day 5",
+            source="biaslab's target (the ship / collect more data / redesign decision); notes, Day 5",
             expected=f"verdict '{expected}'",
             measured=f"{d.verdict} (rule {d.rule}: {d.reason})",
             passed=d.verdict == expected,

@@ -148,7 +148,7 @@ def run(ctx) -> None:
     ctx.claim(
         f"Most generated digits are recognisable: at least {TARGET_CONFIDENT:.0%} classified with "
         f"confidence ≥ {CONFIDENCE}",
-        source="this issue's target (notes, Day 3: diffusion)",
+        source="biaslab's target (notes, Day 3: diffusion)",
         expected=f"share >= {TARGET_CONFIDENT} (real digits: {scores['real test digits']['confident']:.3f})",
         measured=round(generated["confident"], 4),
         passed=generated["confident"] >= TARGET_CONFIDENT,
@@ -156,7 +156,7 @@ def run(ctx) -> None:
     )
     ctx.claim(
         "The sampler covers every digit: all 10 classes appear among the samples",
-        source="this issue's target (no mode collapse)",
+        source="biaslab's target (no mode collapse)",
         expected=f"10 classes (entropy of the labels near ln 10 = {np.log(10):.2f})",
         measured=f"{generated['classes']} classes, entropy {generated['entropy']:.3f}",
         passed=generated["classes"] == 10,

@@ -205,7 +205,7 @@ def run(ctx) -> None:
     ddpm, baseline = quality["DDPM"][0], quality["Gaussian with the data's mean and covariance"][0]
     ctx.claim(
         "DDPM samples are as close to the spiral as finite samples allow: within 2x the floor",
-        source="this issue's target (notes, Day 3: diffusion)",
+        source="biaslab's target (notes, Day 3: diffusion)",
         expected="sliced Wasserstein(DDPM, fresh points) <= 2 x sliced Wasserstein(two fresh samples)",
         measured=f"{ddpm:.4f} = {ddpm / floor:.2f} x the floor {floor:.4f} "
         f"(the Gaussian: {baseline / floor:.2f} x)",
@@ -216,7 +216,7 @@ def run(ctx) -> None:
     ratio, fewer = quality[first][0] / ddpm, runs["DDPM"].evaluations / runs[first].evaluations
     ctx.claim(
         f"{first} samples nearly as well as DDPM with at least 10x fewer network evaluations",
-        source="this issue's target; Song et al. 2021",
+        source="biaslab's target; Song et al. 2021",
         expected="sliced Wasserstein within 1.2x DDPM's; DDPM's evaluations / DDIM's >= 10",
         measured=f"{ratio:.2f} x DDPM's distance; {fewer:.0f}x fewer evaluations",
         passed=ratio <= 1.2 and fewer >= 10,

@@ -140,7 +140,7 @@ def run(ctx) -> None:
     for m, target in TARGETS.items():
         ctx.claim(
             f"Our {m.upper()} beats the published {PUBLISHED[m, 'normal']:.0%} on MNIST-1D",
-            source="Greydanus (2020), table 1; this issue's target",
+            source="Greydanus (2020), table 1; biaslab's target",
             expected=f"mean test accuracy >= {target}",
             measured=f"{mean[m, 'normal']:.3f} ± {std[m, 'normal']:.3f}",
             passed=mean[m, "normal"] >= target,

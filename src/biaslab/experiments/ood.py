@@ -121,7 +121,7 @@ def run(ctx) -> None:
     )
     ctx.claim(
         f"The best detector separates Animal-MNIST from digits with AUROC >= {TARGET_AUROC}",
-        source="this issue's target",
+        source="biaslab's target",
         expected=f"max AUROC >= {TARGET_AUROC}",
         measured=f"{best}: {animal[best]:.4f}",
         passed=animal[best] >= TARGET_AUROC,
@@ -131,7 +131,7 @@ def run(ctx) -> None:
     ctx.metric(animal_mnist_duplicates=duplicates)
     ctx.claim(
         "Animal-MNIST holds exact duplicates (reported, since they weigh twice in any score)",
-        source="this issue (data audit)",
+        source="biaslab's target (data audit)",
         expected="284 exact copies of earlier images",
         measured=duplicates,
         passed=duplicates == 284,

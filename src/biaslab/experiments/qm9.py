@@ -340,7 +340,7 @@ def _claims(ctx, cfg: QM9Config, summary, laws) -> None:
         ctx.claim(
             f"The best 2-D model reaches <= {TARGET_MAE} eV gap MAE on the full random split "
             "(GG-NN 0.107, Chemprop ~0.106)",
-            source="this issue's target",
+            source="biaslab's target",
             expected=f"<= {TARGET_MAE} at 110,000 training molecules"
             + ("" if full else " (judged in --full only)"),
             measured=f"{leader}: {two_d[leader]:.4f} at {largest:,}"

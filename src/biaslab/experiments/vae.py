@@ -113,7 +113,7 @@ def run(ctx) -> None:
     )
     ctx.claim(
         f"The VAE's test −ELBO is at most {TARGET_ELBO:g} nats per image",
-        source=f"this issue's target (the PyTorch examples' VAE reaches ~{REFERENCE_ELBO})",
+        source=f"biaslab's target (the PyTorch examples' VAE reaches ~{REFERENCE_ELBO})",
         expected=f"test −ELBO <= {TARGET_ELBO:g}",
         measured=f"{test['elbo']:.2f} = {test['reconstruction']:.2f} + {test['kl']:.2f} (KL)",
         passed=test["elbo"] <= TARGET_ELBO,
