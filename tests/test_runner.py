@@ -224,23 +224,18 @@ def reference6(tmp_path_factory):
 
 
 def _crash_at_step(monkeypatch, n):
-    """Raise Crash inside the n-th optimizer step of the run (counted over both trainings)."""
-    from biaslab.train import trainer as trainer_module
+    """Raise Crash after the n-th optimizer step of the run (counted over both trainings), as
+    the progress display hears of it: before the step's checkpoint, if it has one."""
+    from biaslab.train import recipes
 
     counter = itertools.count(1)
 
     class Bar:
-        def step(self, running_loss):
+        def on_step_end(self, trainer):
             if next(counter) == n:
                 raise Crash(f"step {n}")
 
-        def epoch(self, record):
-            pass
-
-        def close(self):
-            pass
-
-    monkeypatch.setattr(trainer_module, "TrainingProgress", lambda *a, **k: Bar())
+    monkeypatch.setattr(recipes, "TrainingProgress", lambda *a, **k: Bar())
 
 
 def _crash_in_checkpoint_write(monkeypatch, n):
@@ -307,23 +302,17 @@ def test_resume_after_exception_gives_identical_results(monkeypatch, in_tmp, ref
 
 def test_ctrl_c_then_resume_from_the_cli(monkeypatch, capsys, in_tmp, reference6):
     run = in_tmp / "run"
-    from biaslab.train import trainer as trainer_module
+    from biaslab.train import recipes
 
     counter = itertools.count(1)
 
     class Bar:
-        def step(self, running_loss):
+        def on_step_end(self, trainer):
             if next(counter) == 50:
                 raise KeyboardInterrupt
 
-        def epoch(self, record):
-            pass
-
-        def close(self):
-            pass
-
     with monkeypatch.context() as m:
-        m.setattr(trainer_module, "TrainingProgress", lambda *a, **k: Bar())
+        m.setattr(recipes, "TrainingProgress", lambda *a, **k: Bar())
         rc = main(["run", "xor", "--quick", "--out", str(run), "--set", f"epochs={EPOCHS}"])
     err = capsys.readouterr().err
     assert rc == 130 and "biaslab run --resume" in err and "Traceback" not in err

@@ -107,6 +107,13 @@ def build_parser() -> argparse.ArgumentParser:
         "for a given thread count",
     )
     p.add_argument(
+        "--device",
+        choices=("auto", "cpu", "cuda", "mps"),
+        help="where models, data, training and sampling run: auto (the default: a CUDA GPU, else "
+        "Apple's MPS, else the CPU), cpu, cuda or mps. Recorded in config.json; on the CPU a seed "
+        "fixes a run bit for bit, on a GPU up to rounding",
+    )
+    p.add_argument(
         "--log",
         metavar="NAMES",
         help="where the metrics go besides metrics.jsonl, comma-separated: csv (metrics.csv, a row "
@@ -185,12 +192,12 @@ def cmd_run(args, argv: list[str]) -> int:
     overrides = parse_set_args(args.sets)
     if args.resume is not None:  # what the run fixed when it started: named as the flags given
         kept = {f"--{args.profile}": args.profile, "--seed": args.seed, "--out": args.out}
-        kept |= {"--threads": args.threads, "--log": args.log}
+        kept |= {"--threads": args.threads, "--device": args.device, "--log": args.log}
         given = [flag for flag, value in kept.items() if value is not None]
         if given:
             raise BiaslabError(
                 f"{'/'.join(given)} cannot be combined with --resume (the run keeps its profile, "
-                "seed, folder, thread count and loggers)"
+                "seed, folder, thread count, device and loggers)"
             )
     command = "biaslab " + " ".join(shell_quote(a) for a in argv)
     try:
@@ -207,6 +214,7 @@ def cmd_run(args, argv: list[str]) -> int:
             command=command,
             echo=sys.stdout,
             threads=args.threads,
+            device=args.device,
             log=args.log,
         )
     except KeyboardInterrupt as exc:

@@ -1,4 +1,13 @@
-"""The machine a run uses: how many CPU threads, and how many cores are idle right now.
+"""The machine a run uses: its device, how many CPU threads, and how many cores are idle now.
+
+A run computes on one device, ``--device auto|cpu|cuda|mps`` (``auto``: CUDA, else Apple's
+MPS, else the CPU), recorded in config.json and reused by a resume. What a seed fixes depends on
+it: on the CPU, the run bit for bit (for a given thread count and precision); on CUDA, the
+random draws and, with the deterministic algorithms :func:`make_deterministic` switches on, the
+arithmetic of every operation torch offers a deterministic kernel for; a few (some scatter-adds
+behind graph pooling, for instance) have none, and their sums may differ in the last bits from
+one run to the next, so a CUDA run is reproducible to rounding, not bit for bit, and never equal
+to a CPU run.
 
 A run computes on ``threads`` CPU threads, torch's and the BLAS library's behind NumPy alike.
 CPU results can differ in their last bits between thread counts (a reduction split over more
@@ -20,7 +29,19 @@ from contextlib import contextmanager
 
 from biaslab.errors import ConfigError
 
-__all__ = ["available_cores", "busy_warning", "cpu_name", "idle_cores", "resolve_threads", "use_threads"]
+__all__ = [
+    "DEVICES",
+    "available_cores",
+    "busy_warning",
+    "cpu_name",
+    "idle_cores",
+    "make_deterministic",
+    "resolve_device",
+    "resolve_threads",
+    "use_threads",
+]
+
+DEVICES = ("auto", "cpu", "cuda", "mps")  # what --device accepts
 
 
 def available_cores() -> int:
@@ -139,3 +160,36 @@ def cpu_name() -> str:
     import platform
 
     return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def resolve_device(value: str | None) -> str:
+    """The device for ``--device``: ``"auto"`` (or None) -> ``"cuda"`` when a CUDA GPU is
+    present, else ``"mps"`` when Apple's Metal is, else ``"cpu"``; a named device must exist
+    (a ConfigError in one line otherwise). Returns the device's name, as config.json records it."""
+    import torch
+
+    name = "auto" if value is None else str(value).strip().lower()
+    if name not in DEVICES:
+        raise ConfigError(f"device={value!r}: choose one of {', '.join(DEVICES)}")
+    has_mps = getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "mps" if has_mps else "cpu"
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("device=cuda: no CUDA GPU is available here; use device=cpu (or auto)")
+    if name == "mps" and not has_mps:
+        raise ConfigError("device=mps: Apple's Metal (MPS) is not available here; use device=cpu (or auto)")
+    return name
+
+
+def make_deterministic(device: str) -> None:
+    """Ask torch for deterministic kernels where it has them (on CUDA: cuBLAS's fixed workspace,
+    cuDNN without autotuning, ``torch.use_deterministic_algorithms(warn_only=True)``: an
+    operation without a deterministic kernel warns instead of failing). The CPU needs nothing."""
+    if device != "cuda":
+        return
+    import torch
+
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.backends.cudnn.benchmark = False
+    torch.backends.cudnn.deterministic = True
+    torch.use_deterministic_algorithms(True, warn_only=True)

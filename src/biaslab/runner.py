@@ -26,7 +26,7 @@ from biaslab.data.availability import require_data
 from biaslab.errors import BiaslabError, CheckpointError, ConfigError, StorageError
 from biaslab.fileio import atomic_write, write_traceback
 from biaslab.formatting import format_value, printable, shell_quote
-from biaslab.hardware import resolve_threads, use_threads
+from biaslab.hardware import make_deterministic, resolve_device, resolve_threads, use_threads
 from biaslab.loggers import check_loggers, make_sinks
 from biaslab.report.display import Result
 from biaslab.report.text import claim_lines
@@ -76,6 +76,7 @@ class RunContext:
         self.tables: list[dict[str, Any]] = []
         self._echo = echo
         self.threads: int | None = None  # the CPU threads the run computes on (set by the runner)
+        self.device = "cpu"  # where the run computes: "cpu", "cuda" or "mps" (set by the runner)
         self.loggers: tuple[str, ...] = ()  # where records go besides metrics.jsonl (--log)
         self._trained: list[str] = []  # tags of the trainings set up so far
 
@@ -120,6 +121,7 @@ class RunContext:
             logger=_MetricsLogger(self.run, tag),
             progress=self.progress,
             lr_key=lr_key,
+            device=self.device,
         )
 
     # -- what the run reports ------------------------------------------------------------------
@@ -267,6 +269,7 @@ RUN_OPTIONS = {
     "resume": "--resume",
     "runs_dir": "--runs-dir",
     "threads": "--threads",
+    "device": "--device",
     "log": "--log",
     "progress": "--no-progress",
     "command": None,
@@ -284,6 +287,7 @@ def run(
     resume: str | os.PathLike | None = None,
     runs_dir: str | os.PathLike = "runs",
     threads: int | str | None = None,
+    device: str | None = None,
     log: str | Sequence[str] | None = None,
     progress: bool | str | None = None,
     command: str | None = None,
@@ -302,13 +306,17 @@ def run(
             ``"full"``.
         seed: fixes every random choice of the run; an integer in 0..2**64 - 1 (default 0).
         out: the run directory, new or empty; default ``<runs_dir>/<name>-<YYYYmmdd-HHMMSS>-<seed>``.
-        resume: an unfinished run directory to continue (its config, profile, seed, thread count
-            and folder are reused: ``overrides``, ``profile``, ``seed``, ``out`` and ``threads``
-            are refused with it).
+        resume: an unfinished run directory to continue (its config, profile, seed, thread count,
+            device, loggers and folder are reused: ``overrides``, ``profile``, ``seed``, ``out``,
+            ``threads``, ``device`` and ``log`` are refused with it).
         runs_dir: parent of new run directories (default ``runs``).
         threads: CPU threads for torch and NumPy: a number, ``"auto"`` (the cores idle now) or
             None (default: every core). Recorded in config.json; a resume reuses it, since a
             seed fixes a run bit for bit for a given thread count and precision.
+        device: where models, data, training and sampling run: ``"auto"`` (the default: CUDA,
+            else Apple's MPS, else the CPU), ``"cpu"``, ``"cuda"`` or ``"mps"``; a device this
+            machine lacks is refused. Recorded in config.json; a resume reuses it. What a seed
+            fixes on each device: ``biaslab.hardware``.
         log: where the metrics go besides metrics.jsonl: ``"csv"`` (metrics.csv), ``"tensorboard"``
             (event files under tensorboard/; ``pip install 'biaslab[tensorboard]'``), ``"mlflow"``
             (a local MLflow store in mlruns/; ``pip install 'biaslab[mlflow]'``), a list or a
@@ -333,15 +341,15 @@ def run(
     rundir: RunDir | None = None
     try:
         if resume is not None:
-            kept = {"profile": profile, "seed": seed, "out": out, "threads": threads, "log": log}
-            given = [key for key, value in kept.items() if value is not None]
+            kept = {"profile": profile, "seed": seed, "out": out, "threads": threads, "device": device}
+            given = [key for key, value in {**kept, "log": log}.items() if value is not None]
             if given:
                 raise BiaslabError(
                     f"{'/'.join(given)} cannot be combined with resume (the run keeps its profile, "
-                    "seed, folder, thread count and loggers)"
+                    "seed, folder, thread count, device and loggers)"
                 )
             saved = RunDir.inspect(resume)  # read only: nothing is written before it is proven
-            exp, cfg, profile, seed, threads = _resumed(Path(resume), saved, name, overrides)
+            exp, cfg, profile, seed, threads, device = _resumed(Path(resume), saved, name, overrides)
             try:
                 log = check_loggers(saved.get("log"))
             except BiaslabError as exc:
@@ -359,10 +367,13 @@ def run(
             seed = 0 if seed is None else seed
             exp, cfg = _checked_request(name, profile, seed, overrides)
             threads = resolve_threads(threads)
+            device = resolve_device(device)
+            _check_precision(cfg, device)
             log = check_loggers(log)
             warming = _warm_up_imports()
             rundir = RunDir.create(exp.name, seed, out=out, runs_dir=runs_dir)  # locked
-        return _started(rundir, resume is not None, exp, cfg, seed, profile, threads, log, command,
+        machine = {"threads": threads, "device": device}
+        return _started(rundir, resume is not None, exp, cfg, seed, profile, machine, log, command,
                         overrides, progress, echo, warming)  # fmt: skip
     except KeyboardInterrupt as exc:
         exc.run_dir = rundir.path if rundir is not None and rundir.is_run else None
@@ -370,7 +381,7 @@ def run(
 
 
 def _started(
-    rundir, resumed, exp, cfg, seed, profile, threads, log, command, overrides, progress, echo, warming
+    rundir, resumed, exp, cfg, seed, profile, machine, log, command, overrides, progress, echo, warming
 ):
     """The run in its locked directory: config.json (a new run), the experiment, and what a
     failure leaves (a run that wrote nothing worth resuming is removed; a bug's traceback)."""
@@ -383,12 +394,12 @@ def _started(
                 seed,
                 to_dict(cfg),
                 command or _python_command(exp.name, profile, seed, overrides),
-                threads=threads,
                 log=log,
+                **machine,
             )
         try:
-            with use_threads(threads):
-                return _execute(exp, cfg, seed, profile, rundir, progress, echo, threads, warming, log)
+            with use_threads(machine["threads"]):
+                return _execute(exp, cfg, seed, profile, rundir, progress, echo, machine, warming, log)
         finally:
             warming.join()  # the imports are done before a run returns
     except BiaslabError as exc:
@@ -497,9 +508,22 @@ def _resumed(path: Path, saved: dict, name: str | None, overrides: dict[str, Any
         raise CheckpointError(f"{config}: {exc}; cannot resume: start a new run") from None
     try:
         threads = resolve_threads(saved.get("threads"))
+        device = resolve_device(saved.get("device", "cpu"))  # runs before 0.3 ran on the CPU
+        if saved.get("device", "cpu") == "auto":
+            raise ConfigError("device='auto' (a run records the device it resolved to)")
+        _check_precision(cfg, device)
     except ConfigError as exc:
         raise CheckpointError(f"{config}: {exc}; cannot resume") from None
-    return exp, cfg, saved["profile"], saved["seed"], threads
+    return exp, cfg, saved["profile"], saved["seed"], threads, device
+
+
+def _check_precision(cfg, device: str) -> None:
+    """A config's ``precision`` (where it has one) must run on ``device``: one line if not."""
+    precision = getattr(cfg, "precision", None)
+    if precision is not None:
+        from biaslab.train.config import autocast_dtype
+
+        autocast_dtype(precision, device)
 
 
 def _warm_up_imports() -> threading.Thread:
@@ -526,12 +550,13 @@ def _warm_up_imports() -> threading.Thread:
 
 
 def _execute(
-    exp, cfg, seed: int, profile: str, rundir: RunDir, progress, echo, threads: int, warming=None, log=()
+    exp, cfg, seed: int, profile: str, rundir: RunDir, progress, echo, machine: dict, warming=None, log=()
 ) -> Result:
     """Run the experiment in a written, locked run directory; results, report, then COMPLETE."""
     seed_everything(seed)
+    make_deterministic(machine["device"])
     ctx = RunContext(exp, cfg, seed, profile, rundir, progress, echo)
-    ctx.threads = threads
+    ctx.threads, ctx.device = machine["threads"], machine["device"]
     ctx.loggers = tuple(log)
     if warming is not None:
         # The background imports end before the experiment starts: while a thread imports it

@@ -107,17 +107,17 @@ RUN_OUTPUTS = (COMPLETE, RESULTS, METRICS, REPORT, INDEX, TRACEBACK, FIGURES, CH
 
 # config.json's marker: the hash of the keys that fix a run (see run_fingerprint).
 RUN_MARKER = "run_fingerprint"
-IDENTITY_KEYS = ("experiment", "profile", "seed", "config")  # and "threads" where recorded
+IDENTITY_KEYS = ("experiment", "profile", "seed", "config")  # and "threads", "device" where recorded
 _PROBE = ".write-test"
 
 
 def run_fingerprint(saved: dict) -> str:
-    """The hash of what fixes a run: experiment, profile, seed, thread count and config.
+    """The hash of what fixes a run: experiment, profile, seed, thread count, device and config.
 
     Written into config.json as its ``run_fingerprint`` when the run starts; a resume refuses a
     config.json without it (not a biaslab run) or whose fields no longer match it (edited).
     """
-    identity = {k: saved.get(k) for k in (*IDENTITY_KEYS, "threads") if k in saved}
+    identity = {k: saved.get(k) for k in (*IDENTITY_KEYS, "threads", "device") if k in saved}
     text = json.dumps(identity, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
@@ -429,14 +429,17 @@ class RunDir:
         command: str,
         threads: int | None = None,
         log: Sequence[str] = (),
+        device: str | None = None,
     ) -> None:
-        """Write config.json: what fixes the run (experiment, profile, seed, config, and the
-        thread count, for a seed fixes a CPU run bit for bit for a given count), with versions."""
+        """Write config.json: what fixes the run (experiment, profile, seed, config, the thread
+        count and the device, for a seed fixes a CPU run bit for bit for a given count, and a
+        run on another device computes other bits), with versions."""
         identity = {
             "experiment": experiment,
             "profile": profile,
             "seed": seed,
             **({} if threads is None else {"threads": threads}),
+            **({} if device is None else {"device": device}),
             "config": json_safe(config),
         }
         write_json(

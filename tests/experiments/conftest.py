@@ -22,13 +22,14 @@ def mnist_available():
 
 @pytest.fixture(scope="session")
 def quick_run(tmp_path_factory):
-    """``quick_run(name)``: the lab's --quick run with seed 0, made once per test session."""
+    """``quick_run(name)``: the lab's --quick run with seed 0 on the CPU (the device given
+    explicitly: the whole device path is exercised), made once per test session."""
     root = tmp_path_factory.mktemp("quick")
     done = {}
 
     def get(name):
         if name not in done:
-            done[name] = biaslab.run(name, profile="quick", out=root / name)
+            done[name] = biaslab.run(name, profile="quick", out=root / name, device="cpu")
         return done[name]
 
     return get

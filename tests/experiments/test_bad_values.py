@@ -206,7 +206,6 @@ CASES = [
     ("qm9", ["val_size=0"], ["val_size=0", "10..10000"]),
     ("qm9", ["hidden=4"], ["hidden=4", "8..4096"]),
     ("qm9", ["loss=huber"], ["loss='huber'", "'l1' or 'mse'"]),
-    ("qm9", ["device=tpu"], ["device='tpu'", "'auto', 'cpu' or 'cuda'"]),
     # -- workshop: its days (0 is the workshop itself)
     ("workshop", ["days=0"], ["days=0", "1..7", "the workshop itself"]),
     ("workshop", ["days=8"], ["days=8", "1..7"]),

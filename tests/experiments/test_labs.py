@@ -28,7 +28,8 @@ def png_size(path: Path) -> tuple[int, int]:
 def test_quick_run_is_complete_and_well_formed(quick_run, exp):
     run = quick_run(exp.name).run_dir
     assert (run / "COMPLETE").is_file() and (run / "report.html").is_file()
-    assert read_json(run / "config.json")["profile"] == "quick"
+    saved = read_json(run / "config.json")
+    assert saved["profile"] == "quick" and saved["device"] == "cpu"
     res = read_json(run / "results.json")
     assert res["experiment"] == exp.name and res["day"] == exp.day and res["profile"] == "quick"
     assert res["title"] == exp.title and res["summary"] == exp.summary and res["seed"] == 0

@@ -8,7 +8,7 @@ from torch import nn
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
 from biaslab.train import TrainConfig, Trainer
-from biaslab.train.averaging import WeightAverage
+from biaslab.train.averaging import WeightAverage, WeightAveraging
 
 
 def small_model(seed: int = 0) -> nn.Module:
@@ -106,9 +106,10 @@ def fit(ema_decay: float, val):
 def test_trainer_validates_with_the_average_and_ends_holding_it():
     val = regression_data(40, seed=5)
     model, trainer, history = fit(0.8, val)
-    assert trainer.average.updates == trainer.step == 18
+    average = trainer.callback(WeightAveraging).average
+    assert average.updates == trainer.step == 18
     for name, p in model.named_parameters():  # θ ← θ̄ at the end
-        assert torch.equal(p, trainer.average.shadow[name]), name
+        assert torch.equal(p, average.shadow[name]), name
     assert history[-1]["val_loss"] == pytest.approx(trainer.evaluate(val)["loss"], rel=1e-6)
     # ... and the average is not the last iterate: without it the final weights differ.
     plain, _, plain_history = fit(0.0, val)

@@ -12,15 +12,16 @@ import copy
 import math
 import pickle
 import warnings
+from types import SimpleNamespace
 
 import pytest
 import torch
 from torch import nn
 
 from biaslab.errors import CheckpointError
-from biaslab.train import TrainConfig, Trainer, checkpoint
-from biaslab.train.averaging import WeightAverage
-from biaslab.train.callbacks import EarlyStopping
+from biaslab.train import Checkpointing, LogRecords, TrainConfig, Trainer, checkpoint
+from biaslab.train.averaging import WeightAveraging
+from biaslab.train.callbacks import EarlyStopping, KeepBest
 
 
 class Killed(Exception):
@@ -76,7 +77,8 @@ def killing_loss(kill_at):
 
 
 def trainer(path, model=None, loss=None, logger=None):
-    return Trainer(model or make_model(), loss, CFG, seed=7, checkpoint=path, logger=logger)
+    callbacks = [Checkpointing(path)] + ([LogRecords(logger)] if logger is not None else [])
+    return Trainer(model or make_model(), loss, CFG, seed=7, callbacks=callbacks)
 
 
 @pytest.fixture(scope="module")
@@ -108,13 +110,15 @@ def _history(index, key, value):
 
 def _nested(part, key, value):
     def doctor(state):
-        state[part][key] = value
+        where = state if part in state else state["callbacks"]
+        where[part][key] = value
 
     return doctor
 
 
 def _drop_shadow_key(state):
-    state["weight_average"]["shadow"].pop(next(iter(state["weight_average"]["shadow"])))
+    shadow = state["callbacks"]["weight_average"]["shadow"]
+    shadow.pop(next(iter(shadow)))
 
 
 def _extra_record(state):
@@ -159,13 +163,15 @@ DOCTORED = {
         "early_stopping.*best_epoch",
     ),
     "early stopping best_state junk": (
-        _nested("early_stopping", "best_state", "junk"),
-        "early_stopping.*best_state",
+        _nested("keep_best", "best_state", "junk"),
+        "keep_best.*best_state",
     ),
     "early stopping best_state lost": (
-        _nested("early_stopping", "best_state", None),
-        "early_stopping.*best_state",
+        _nested("keep_best", "best_state", None),
+        "keep_best.*best_state",
     ),
+    "keep-best best past epoch": (_nested("keep_best", "best_epoch", 5), "keep_best.*best_epoch"),
+    "a callback's state missing": (lambda state: state["callbacks"].pop("keep_best"), "callbacks"),
     "weight average shadow junk": (_nested("weight_average", "shadow", "junk"), "weight_average.*shadow"),
     "weight average shadow key missing": (_drop_shadow_key, "weight_average.*shadow"),
     "weight average updates negative": (
@@ -238,34 +244,42 @@ def test_plain_pickle_checkpoint_is_one_line_without_warnings(tmp_path, write):
     "make, junk",
     [
         (lambda: EarlyStopping(patience=2), {"best": "x"}),
-        (lambda: EarlyStopping(patience=2), {"best_state": {"0.weight": torch.zeros(3)}, "best": 0.5}),
         (lambda: EarlyStopping(patience=2), {"bad_epochs": 2}),  # would have stopped
-        (lambda: WeightAverage(0.9), {"shadow": "junk"}),
-        (lambda: WeightAverage(0.9), {"updates": True}),
-        (lambda: WeightAverage(0.9), {"shadow": {"0.weight": torch.zeros(8, 2, dtype=torch.float64)}}),
+        (lambda: EarlyStopping(patience=2), {"stopped_epoch": 1}),  # stopped without reason
+        (lambda: KeepBest(), {"best_state": {"0.weight": torch.zeros(3)}, "best": 0.5}),
+        (lambda: KeepBest(), {"best_epoch": 7}),  # past the trainer's epoch
+        (lambda: WeightAveraging(0.9), {"shadow": "junk"}),
+        (lambda: WeightAveraging(0.9), {"updates": True}),
+        (lambda: WeightAveraging(0.9), {"updates": 3}),  # not one per step
+        (lambda: WeightAveraging(0.9), {"shadow": {"0.weight": torch.zeros(8, 2, dtype=torch.float64)}}),
     ],
     ids=[
         "best a string",
-        "best_state of another model",
         "bad_epochs at the patience",
+        "stopped without bad epochs",
+        "best_state of another model",
+        "best_epoch past the epoch",
         "shadow junk",
         "updates a bool",
+        "updates off the steps",
         "shadow of another model",
     ],
 )
-def test_state_of_early_stopping_and_weight_average_is_checked_before_it_is_kept(make, junk):
-    model = make_model()
+def test_state_of_a_callback_is_checked_before_it_is_kept(make, junk):
+    trainer = SimpleNamespace(model=make_model(), epoch=1, step=1, stopping=False, should_stop=False)
     source = make()
-    if isinstance(source, WeightAverage):
-        source.update(model)
+    if isinstance(source, WeightAveraging):
+        source.on_step_end(trainer)
     else:
-        source.update({"val_loss": 1.0}, model, 1)
+        source.on_validation_end(trainer, {"val_loss": 1.0})
     state = {**source.state_dict(), **junk}
     target = make()
     before = repr(target.state_dict())
     with pytest.raises(ValueError, match=next(iter(junk))):
-        target.load_state_dict(state, model)
+        target.load_state_dict(state, trainer)
     assert repr(target.state_dict()) == before
+    target.load_state_dict(source.state_dict(), trainer)  # the undoctored state loads
+    assert repr(target.state_dict()) == repr(source.state_dict())
 
 
 # -- undoctored checkpoints, saved at every point, pass and resume exactly ------------------------
@@ -334,7 +348,7 @@ def run(scenario, path):
         s.get("loss"),
         s["cfg"],
         seed=3,
-        checkpoint=path,
+        callbacks=[Checkpointing(path)],
         on_divergence=s.get("on_divergence", "raise"),
     )
     history = t.fit(s["train"], s["val"])
@@ -356,7 +370,7 @@ def test_every_saved_checkpoint_passes_and_resumes_exactly(tmp_path, monkeypatch
     if scenario == "every point":
         assert reference.epoch == 3 and not reference.diverged
     elif scenario == "early stopping":
-        assert reference.epoch < 40 and reference.early_stopping.stopped_epoch == reference.epoch
+        assert reference.epoch < 40 and reference.callback(EarlyStopping).stopped_epoch == reference.epoch
     else:
         assert reference.diverged and history[-1]["diverged"] and reference.epoch >= 1
     points = set()

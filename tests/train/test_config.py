@@ -4,6 +4,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import pytest
+import torch
 
 from biaslab.errors import ConfigError
 from biaslab.nn import mlp_memory_bytes
@@ -109,7 +110,7 @@ def test_optimizers_are_fused_on_cpu():
         assert opt.defaults["fused"] is True, name
 
 
-def test_precision_is_a_config_key_refused_without_bf16(monkeypatch):
+def test_precision_follows_the_device(monkeypatch):
     import pytest
 
     from biaslab.errors import ConfigError
@@ -117,7 +118,14 @@ def test_precision_is_a_config_key_refused_without_bf16(monkeypatch):
 
     assert train_config.TrainConfig().precision == "fp32"
     monkeypatch.setattr(train_config, "bf16_supported", lambda: False)
-    with pytest.raises(ConfigError, match="precision=bf16: this CPU has no native bfloat16"):
-        train_config.TrainConfig(precision="bf16")
-    with pytest.raises(ConfigError, match="choose one of fp32, bf16"):
-        train_config.TrainConfig.of(train_config.TrainConfig(), precision="fp16")
+    assert train_config.autocast_dtype("fp32", "cpu") is None
+    assert train_config.autocast_dtype("bf16", "cuda") is torch.bfloat16
+    assert train_config.autocast_dtype("fp16", "cuda") is torch.float16
+    with pytest.raises(ConfigError, match="precision=bf16: runs on CUDA or a CPU with native bfloat16"):
+        train_config.autocast_dtype("bf16", "cpu")
+    with pytest.raises(ConfigError, match="precision=fp16: runs on CUDA, not on this mps"):
+        train_config.autocast_dtype("fp16", "mps")
+    monkeypatch.setattr(train_config, "bf16_supported", lambda: True)
+    assert train_config.autocast_dtype("bf16", "cpu") is torch.bfloat16
+    with pytest.raises(ConfigError, match="choose one of fp32, bf16, fp16"):
+        train_config.TrainConfig.of(train_config.TrainConfig(), precision="fp8")

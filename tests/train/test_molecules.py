@@ -11,7 +11,7 @@ from biaslab.data.molecules import molecule_graph, morgan_fingerprint, parse_smi
 from biaslab.data.qm9 import QM9, TARGETS
 from biaslab.nn.molecules import build_molecule_model
 from biaslab.train import TrainConfig
-from biaslab.train.molecules import fit_gradient_boosting, fit_molecule_regressor, resolve_device
+from biaslab.train.molecules import fit_gradient_boosting, fit_molecule_regressor
 from biaslab.train.recipes import TrainSetup
 
 SMILES = ["C", "CC", "CCC", "CCO", "CO", "C=O", "CC#N", "C1CC1", "C1=CC=CC=C1", "OC(=O)C#N", "CCN", "CF",
@@ -107,16 +107,6 @@ def test_gradient_boosting_on_fingerprints_uses_the_same_rows():
     assert result.parameters > 0 and result.epochs == 30
 
 
-def test_device_resolution():
-    assert resolve_device("cpu") == torch.device("cpu")
-    assert resolve_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
-    if not torch.cuda.is_available():
-        with pytest.raises(ValueError, match="no CUDA GPU"):
-            resolve_device("cuda")
-    with pytest.raises(ValueError, match="auto, cpu or cuda"):
-        resolve_device("tpu")
-
-
 MONITORED = [
     ("val_loss", True),
     ("val_mae", True),
@@ -127,11 +117,11 @@ MONITORED = [
 
 
 @pytest.mark.parametrize(("monitor", "minimise"), MONITORED)
-def test_early_stopping_minimises_errors_and_maximises_scores(monitor, minimise):
-    from biaslab.train.callbacks import EarlyStopping
+def test_best_minimises_errors_and_maximises_scores(monitor, minimise):
+    from biaslab.train.callbacks import Best
 
-    stopper = EarlyStopping(patience=5, monitor=monitor)
-    model = torch.nn.Linear(1, 1)
-    stopper.update({monitor: 1.0}, model, 1)
-    stopper.update({monitor: 0.5}, model, 2)
-    assert stopper.best_epoch == (2 if minimise else 1)
+    best = Best(monitor)
+    assert best.improved({monitor: 1.0}, 1) is True
+    assert best.improved({monitor: 0.5}, 2) is minimise
+    assert best.improved({"other": 0.1}, 3) is None
+    assert best.epoch == (2 if minimise else 1)

@@ -11,7 +11,7 @@ from torch.utils.data import TensorDataset
 
 from biaslab.data.synthetic import two_spirals
 from biaslab.errors import CheckpointError, DivergenceError
-from biaslab.train import TrainConfig, Trainer, accuracy
+from biaslab.train import Checkpointing, TrainConfig, Trainer, TrainingProgress, accuracy
 
 
 class Killed(Exception):
@@ -58,7 +58,7 @@ def train(tmp_path, cfg=CFG, kill_at=None, dataset=False, name="ck.pt"):
         cfg,
         seed=7,
         metrics={"accuracy": accuracy},
-        checkpoint=tmp_path / name,
+        callbacks=[Checkpointing(tmp_path / name)],
     )
     history = trainer.fit(train_data, val_data)
     return model, history, trainer
@@ -196,7 +196,8 @@ def test_progress_lines_print_one_line_per_epoch(capsys):
     """For a log file or a pipe: tag, epoch, loss, the validation figure, elapsed time."""
     data = (torch.randn(30, 2), torch.randint(0, 2, (30,)))
     config = TrainConfig(epochs=3, batch_size=10, monitor="val_loss")
-    Trainer(nn.Linear(2, 2), config=config, tag="probe", progress="lines").fit(data, val=data)
+    trainer = Trainer(nn.Linear(2, 2), config=config, tag="probe", callbacks=[TrainingProgress("lines")])
+    trainer.fit(data, val=data)
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 3
     for epoch, line in enumerate(lines, start=1):
@@ -225,7 +226,9 @@ def test_the_progress_bar_shows_the_loss_and_stays(monkeypatch):
     monkeypatch.setattr(tqdm.auto, "tqdm", Bar)
     data = (torch.randn(30, 2), torch.randint(0, 2, (30,)))
     config = TrainConfig(epochs=2, batch_size=10, monitor="val_accuracy")
-    trainer = Trainer(nn.Linear(2, 2), config=config, metrics={"accuracy": accuracy}, progress=True)
+    trainer = Trainer(
+        nn.Linear(2, 2), config=config, metrics={"accuracy": accuracy}, callbacks=[TrainingProgress(True)]
+    )
     trainer.fit(data, val=data)
     assert shown["leave"] and shown["closed"] and shown["steps"] == 6
     assert float(shown["loss"]) > 0 and 0 <= float(shown["val_accuracy"]) <= 1
@@ -233,7 +236,7 @@ def test_the_progress_bar_shows_the_loss_and_stays(monkeypatch):
 
 def test_progress_refuses_an_unknown_mode():
     with pytest.raises(ValueError, match="progress must be True, False, None or 'lines'"):
-        Trainer(nn.Linear(2, 2), progress="bars")
+        TrainingProgress("bars")
 
 
 @pytest.mark.skipif(
@@ -250,7 +253,9 @@ def test_bf16_autocast_is_deterministic_and_differs_from_fp32():
         torch.manual_seed(0)
         model = torch.nn.Sequential(torch.nn.Linear(20, 32), torch.nn.ReLU(), torch.nn.Linear(32, 2))
         trainer = Trainer(
-            model, config=TrainConfig(epochs=2, batch_size=64, precision=precision), progress=False
+            model,
+            config=TrainConfig(epochs=2, batch_size=64, precision=precision),
+            callbacks=[TrainingProgress(False)],
         )
         history = trainer.fit((x, y), (x, y))
         return history, model.state_dict()

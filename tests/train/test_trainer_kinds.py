@@ -13,7 +13,7 @@ from torch.nn import functional as F
 from torch.utils.data import TensorDataset
 from torch_geometric.data import Batch, Data
 
-from biaslab.train import TrainConfig, Trainer, accuracy, derive_seed
+from biaslab.train import Checkpointing, TrainConfig, Trainer, accuracy, derive_seed
 from biaslab.train.steps import StepOutput, as_step_output, batch_size_of
 
 
@@ -232,7 +232,7 @@ def fit(tmp_path, kind, name="ck.pt", kill_at=None, model_seed=0, ema_decay=0.0)
         model,
         config=cfg,
         seed=5,
-        checkpoint=tmp_path / name,
+        callbacks=[Checkpointing(tmp_path / name)],
         step=killing(step, kill_at) if kill_at else step,
         **extra,
     )
@@ -292,7 +292,7 @@ def denoiser_run(with_val, drawn, checkpoint=None):
         config=TrainConfig(epochs=3, batch_size=16, lr=0.01),
         seed=5,
         step=make_denoise_step(drawn),
-        checkpoint=checkpoint,
+        callbacks=[Checkpointing(checkpoint)] if checkpoint else [],
     )
     trainer.fit(train, val if with_val else None)
     return model, trainer, val

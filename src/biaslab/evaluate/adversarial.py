@@ -18,6 +18,7 @@ from torch import nn
 
 from biaslab.evaluate._checks import check_integer, check_number
 from biaslab.evaluate.robustness import check_curve_inputs, count_correct, eval_mode
+from biaslab.nn.mlp import device_of
 
 Bound = float | torch.Tensor | None
 Clamp = tuple[Bound, Bound] | None
@@ -81,11 +82,12 @@ def fgsm(
         loss_fn: ``loss_fn(logits, y)``, a scalar; default cross-entropy averaged over the batch
             (as torchattacks; only the gradient's sign is used, so the average does not matter).
     Returns:
-        x_adv, detached, the shape and dtype of ``x``.
+        x_adv, detached, the shape and dtype of ``x``, on the model's device.
     """
     eps = _check_eps(eps)
     _check_clamp(clamp)
-    x = x.detach()
+    device = device_of(model)
+    x, y = x.detach().to(device), y.to(device)
     with eval_mode(model):
         grad = _input_gradient(model, x, y, loss_fn)
     return _clip(x + eps * grad.sign(), clamp).detach()
@@ -118,13 +120,14 @@ def pgd(
             is deterministic and the global RNG is never touched. Its device may differ from x's.
         clamp, loss_fn: as for :func:`fgsm`.
     Returns:
-        x_adv, detached, with ‖x_adv − x‖∞ ≤ ε and within ``clamp``.
+        x_adv, detached, with ‖x_adv − x‖∞ ≤ ε and within ``clamp``, on the model's device.
     """
     eps = _check_eps(eps)
     alpha = check_number(alpha, "alpha", 0.0, low_open=True, why=" (the step size)")
     steps = check_integer(steps, "steps", 1)
     _check_clamp(clamp)
-    x = x.detach()
+    device = device_of(model)
+    x, y = x.detach().to(device), y.to(device)
     x_adv = x.clone()
     if random_start:
         # Step 0: x^0 = Π(x + δ), δ uniform in the ε-ball, drawn on the generator's device.

@@ -196,7 +196,8 @@ class TemperatureScaling:
         check_number(self.max_temperature, "max_temperature", 1.0)
         max_iter = check_integer(max_iter, "max_iter", 1)
         tol = check_number(tol, "tol", 0.0)
-        z = _logits(logits).to(torch.float64)
+        # On the CPU, in float64 (which MPS lacks): one number, the same on every device.
+        z = _logits(logits).cpu().to(torch.float64)
         y = labels.detach() if isinstance(labels, torch.Tensor) else torch.as_tensor(_numpy(labels, "labels"))
         if y.shape != (z.shape[0],) or y.is_floating_point() or y.dtype == torch.bool:
             raise ValueError(f"labels must be integers of shape ({z.shape[0]},); got {tuple(y.shape)}")

@@ -17,6 +17,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from biaslab.nn.mlp import device_of
+
 LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 
@@ -30,6 +32,7 @@ def gradient_by_step(
 
     Computed in float64 on a copy of the model (the caller's model and its gradients are left
     as they are): a vanished gradient is ~1e-30 after 100 Elman steps, which float32 rounds to 0.
+    The copy runs on the model's device, or on the CPU for Apple's MPS, which has no float64.
 
     Args:
         model: reads ``(N, T, F)`` inputs, e.g. ``nn.SequenceClassifier``.
@@ -41,9 +44,11 @@ def gradient_by_step(
     """
     if steps.dim() != 3:
         raise ValueError(f"steps must be (N, T, F), got shape {tuple(steps.shape)}")
-    probe = copy.deepcopy(model).double()
-    inputs = steps.detach().double().requires_grad_(True)  # (N, T, F)
+    device = device_of(model)
+    device = torch.device("cpu") if device.type == "mps" else device
+    probe = copy.deepcopy(model).to(device).double()
+    inputs = steps.detach().to(device).double().requires_grad_(True)  # (N, T, F)
     with torch.enable_grad():
-        loss = loss_fn(probe(inputs), targets)
+        loss = loss_fn(probe(inputs), targets.to(device))
         (grad,) = torch.autograd.grad(loss, inputs)  # (N, T, F): nothing lands in .grad
-    return grad.norm(dim=-1).mean(dim=0).numpy()  # (T,)
+    return grad.norm(dim=-1).mean(dim=0).cpu().numpy()  # (T,)

@@ -209,7 +209,7 @@ def ood_scores(detector, *, logits=None, features=None) -> np.ndarray:
 
 def classifier_outputs(model, x, features: str = "hidden") -> dict[str, np.ndarray]:
     """What the detectors read from a trained classifier, ``{"logits": (N, C), "features": (N, D)}``
-    as NumPy arrays, computed in eval mode without gradients, in batches.
+    as NumPy arrays, computed in eval mode without gradients, in batches, on the model's device.
 
     Args:
         model: a classifier (a ``torch.nn.Module``).
@@ -219,7 +219,8 @@ def classifier_outputs(model, x, features: str = "hidden") -> dict[str, np.ndarr
     """
     from biaslab.train.recipes import predict
 
-    return {"logits": predict(model, x).numpy(), "features": predict(model, x, features).numpy()}
+    logits, hidden = predict(model, x), predict(model, x, features)  # on the model's device
+    return {"logits": logits.cpu().numpy(), "features": hidden.cpu().numpy()}
 
 
 def fit_detectors(train_features, train_labels, knn_k: int = 50, knn_train=None, seed: int = 0) -> dict:

@@ -15,6 +15,8 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
+from biaslab.nn.mlp import device_of
+
 Transform = Callable[[torch.Tensor, float], "torch.Tensor | Sequence[torch.Tensor]"]
 
 
@@ -42,12 +44,13 @@ def check_curve_inputs(x: torch.Tensor, y: torch.Tensor, batch_size: int) -> int
 
 
 def count_correct(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int) -> int:
-    """How many rows of ``x`` the model classifies as ``y`` (argmax of its outputs), in batches."""
-    correct = 0
+    """How many rows of ``x`` the model classifies as ``y`` (argmax of its outputs), in batches
+    moved to the model's device."""
+    correct, device = 0, device_of(model)
     with eval_mode(model), torch.no_grad():
         for start in range(0, len(x), batch_size):
-            logits = model(x[start : start + batch_size])  # (B, classes)
-            correct += int((logits.argmax(dim=1) == y[start : start + batch_size]).sum())
+            logits = model(x[start : start + batch_size].to(device))  # (B, classes)
+            correct += int((logits.argmax(dim=1) == y[start : start + batch_size].to(device)).sum())
     return correct
 
 

@@ -28,8 +28,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
+from torch import nn
 
 from biaslab.evaluate._checks import check_integer, check_number
+from biaslab.nn.mlp import device_of
+from biaslab.train.steps import move_to
 
 __all__ = [
     "Isometry",
@@ -62,7 +65,8 @@ def equivariance_error(
 
     Args:
         model: an ``nn.Module`` or any callable; a module is evaluated in eval mode under
-            ``torch.no_grad()`` and its training mode restored afterwards.
+            ``torch.no_grad()`` and its training mode restored afterwards, on its device (the
+            inputs are moved there before they are transformed).
         transform_in: maps ``inputs`` to transformed inputs of the same structure.
         transform_out: maps an output to the output the symmetry predicts (``identity`` for
             invariance).
@@ -77,6 +81,8 @@ def equivariance_error(
         smallest normal number of the output's dtype).
     """
     pick = output if output is not None else (lambda out: out)
+    if isinstance(model, nn.Module):
+        inputs = move_to(inputs, device_of(model))
     was_training = getattr(model, "training", None)
     if was_training is not None:
         model.eval()
@@ -147,9 +153,10 @@ def permute_nodes(perm: torch.Tensor) -> Transform:
 
     def apply(graph: tuple) -> tuple:
         x, edge_index, *rest = graph
-        inverse = torch.empty_like(perm)
-        inverse[perm] = torch.arange(len(perm), device=perm.device)  # old label -> new label
-        return (x[perm], inverse[edge_index], *rest)
+        order = perm.to(edge_index.device)  # indexes the edges: on their device
+        inverse = torch.empty_like(order)
+        inverse[order] = torch.arange(len(order), device=order.device)  # old label -> new label
+        return (x[order], inverse[edge_index], *rest)
 
     return apply
 
@@ -181,14 +188,16 @@ def random_orthogonal(
 
     Args:
         dim: D, the matrix is (D, D).
-        generator: a ``torch.Generator``, or the seed of a fresh one (default 0).
+        generator: a ``torch.Generator`` (Q is drawn and returned on its device), or the seed of
+            a fresh CPU one (default 0).
         det: +1 for a rotation, −1 for a rotation-reflection (the first column's sign flipped
             where needed, which keeps the draw uniform within its kind), None for either.
     """
     dim = check_integer(dim, "dim")
     if det not in (None, 1, -1):
         raise ValueError(f"det must be 1, -1 or None, got {det!r}")
-    z = torch.randn(dim, dim, generator=_generator(generator), dtype=torch.float64)
+    generator = _generator(generator)
+    z = torch.randn(dim, dim, generator=generator, dtype=torch.float64, device=generator.device)
     q, r = torch.linalg.qr(z)
     q = q * torch.where(torch.diagonal(r) < 0, -1.0, 1.0)  # column j times sign(R_jj)
     if det is not None and torch.linalg.det(q) * det < 0:
@@ -220,7 +229,8 @@ def random_isometry(
     shift_std = check_number(shift_std, "shift_std", 0.0)
     generator = _generator(generator)
     matrix = random_orthogonal(dim, generator, det)
-    return Isometry(matrix, torch.randn(dim, generator=generator, dtype=torch.float64) * shift_std)
+    shift = torch.randn(dim, generator=generator, dtype=torch.float64, device=generator.device)
+    return Isometry(matrix, shift * shift_std)
 
 
 def on_field(name: str, transform: Transform) -> Transform:
@@ -238,11 +248,11 @@ def random_permutation(n: int, generator: torch.Generator | int = 0) -> torch.Te
 
     Args:
         n: the number of elements.
-        generator: a ``torch.Generator``, or the seed of a fresh one (default 0): randomness is
-            explicit, never the global generator.
+        generator: a ``torch.Generator`` (the permutation is drawn on its device), or the seed
+            of a fresh CPU one (default 0): randomness is explicit, never the global generator.
     """
     generator = _generator(generator)
     while True:
-        perm = torch.randperm(n, generator=generator)
-        if n < 2 or not torch.equal(perm, torch.arange(n)):
+        perm = torch.randperm(n, generator=generator, device=generator.device)
+        if n < 2 or not torch.equal(perm, torch.arange(n, device=perm.device)):
             return perm

@@ -24,20 +24,35 @@ def fastest_time(
     """The fewest seconds of ``repeats`` calls of ``fn()``, each timed on its own.
 
     Equals ``min(timeit.Timer(fn, timer=clock).repeat(repeats, number=1))``, without timeit's
-    switching off of the garbage collector (a lab's run collects as usual).
+    switching off of the garbage collector (a lab's run collects as usual). Work ``fn`` queues on
+    a GPU is waited for before the clock stops.
     """
     repeats = check_integer(repeats, "repeats", 1)
     best = float("inf")
     for _ in range(repeats):
+        wait_for_gpu()
         start = clock()
         fn()
+        wait_for_gpu()
         best = min(best, clock() - start)
     return best
 
 
-def time_attention(length: int, channels: int, batch: int = 1, repeats: int = 3, seed: int = 0) -> float:
+def wait_for_gpu() -> None:
+    """Block until the GPU has finished its queued work: a CUDA or MPS call returns as soon as
+    its kernels are queued, so a clock read right after it would time the launch, not the work."""
+    if torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+    if torch.backends.mps.is_available():
+        torch.mps.synchronize()
+
+
+def time_attention(
+    length: int, channels: int, batch: int = 1, repeats: int = 3, seed: int = 0, device: str = "cpu"
+) -> float:
     """The fastest of ``repeats`` forward passes of :func:`scaled_dot_product_attention` over
-    ``length`` tokens of random float32 queries, keys and values (seeded), without autograd.
+    ``length`` tokens of random float32 queries, keys and values (seeded, drawn on the CPU),
+    on ``device``, without autograd.
 
     Shapes:
         q, k, v: (batch, length, channels).
@@ -48,6 +63,6 @@ def time_attention(length: int, channels: int, batch: int = 1, repeats: int = 3,
         check_integer(channels, "channels"),
     )
     gen = torch.Generator().manual_seed(seed)
-    q, k, v = (torch.randn(shape, generator=gen) for _ in range(3))  # (B, T, C)
+    q, k, v = (torch.randn(shape, generator=gen).to(device) for _ in range(3))  # (B, T, C)
     with torch.no_grad():
         return fastest_time(lambda: scaled_dot_product_attention(q, k, v), repeats)

@@ -148,11 +148,11 @@ def run(ctx) -> None:
         "Accuracy on the attacked test digits against the budget ε, for FGSM and PGD on the trained CNN "
         "and PGD on the same CNN after adversarial fine-tuning.",
     )
-    shown = x[:8]
+    shown = x[:8].to(ctx.device)  # (8, 1, 28, 28)
     adversarial = pgd_attack(cfg.pgd_steps)(model, shown, y[:8], eps_big)
     with torch.no_grad():
         before, after = model(shown).argmax(1).tolist(), model(adversarial).argmax(1).tolist()
-    grid = np.stack([shown.numpy()[:, 0], adversarial.numpy()[:, 0]])  # (2, 8, 28, 28)
+    grid = np.stack([shown.cpu().numpy()[:, 0], adversarial.cpu().numpy()[:, 0]])  # (2, 8, 28, 28)
     ctx.figure(
         "examples",
         plots.image_grid(grid, row_labels=["clean", f"PGD ε={eps_big:g}"]),

@@ -99,7 +99,7 @@ def run(ctx) -> None:
 
     model.eval()
     with torch.no_grad():
-        z = model.encode(splits.x_test).numpy()  # (N_test, 2)
+        z = model.encode(splits.x_test.to(ctx.device)).cpu().numpy()  # (N_test, 2)
     labels = splits.y_test.numpy()
     fig, (ax,) = plots.subplots(1, size=(6.0, 5.4))
     plots.embedding_scatter(ax, z, labels, "2-D latent codes of test images", seed=ctx.seed_for("plot"))
@@ -121,7 +121,7 @@ def run(ctx) -> None:
     )
 
     with torch.no_grad():
-        recon = model(splits.x_test[:8]).numpy().reshape(8, 28, 28)
+        recon = model(splits.x_test[:8].to(ctx.device)).cpu().numpy().reshape(8, 28, 28)
     originals = splits.x_test[:8].numpy().reshape(8, 28, 28)
     ctx.figure(
         "reconstructions",

@@ -91,10 +91,11 @@ def run(ctx) -> None:
     noisy = corrupt(splits.x_test, cfg.noise_std, torch.Generator().manual_seed(ctx.seed_for("noise")))
     with torch.no_grad():
         dae.eval(), plain.eval()
+        on_device = noisy.to(ctx.device)
         outputs = {
             "noisy input itself": noisy,
-            "plain autoencoder": plain(noisy),
-            "denoising autoencoder": dae(noisy),
+            "plain autoencoder": plain(on_device).cpu(),
+            "denoising autoencoder": dae(on_device).cpu(),
         }
     errors = {name: float((out - splits.x_test).pow(2).mean()) for name, out in outputs.items()}
     ctx.table(
@@ -129,8 +130,8 @@ def run(ctx) -> None:
     animals = images_to_tensor(load_animal_mnist()[: cfg.n_ood])  # (n, 784) in [0, 1]
     digits = splits.x_test[: cfg.n_ood]
     scores_in, scores_out = (
-        reconstruction_error(plain, digits).numpy(),
-        reconstruction_error(plain, animals).numpy(),
+        reconstruction_error(plain, digits).cpu().numpy(),
+        reconstruction_error(plain, animals).cpu().numpy(),
     )
     reports = {"AE reconstruction error": ood_report(scores_in, scores_out)}
     std_splits, (mean, std) = standardize(splits)

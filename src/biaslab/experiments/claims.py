@@ -132,9 +132,10 @@ def arithmetic_claims(ctx) -> None:
 def run(ctx) -> None:
     cfg: ClaimsConfig = ctx.cfg
     arithmetic_claims(ctx)
-    time_attention(cfg.lengths[0], cfg.channels, cfg.batch, 1, seed=0)  # warm-up: first-call allocations
+    # a warm-up first: first-call allocations
+    time_attention(cfg.lengths[0], cfg.channels, cfg.batch, 1, seed=0, device=ctx.device)
     seconds = [
-        time_attention(t, cfg.channels, cfg.batch, cfg.repeats, ctx.seed_for("attention", str(t)))
+        time_attention(t, cfg.channels, cfg.batch, cfg.repeats, ctx.seed_for("attention", str(t)), ctx.device)
         for t in cfg.lengths
     ]
     law = fit_power_law(cfg.lengths[-cfg.fit_points :], seconds[-cfg.fit_points :])

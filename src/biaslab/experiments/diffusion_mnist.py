@@ -111,7 +111,7 @@ def run(ctx) -> None:
     out = sampler.sample(
         model, (cfg.n_samples, 1, 28, 28), seed=ctx.seed_for("sample"), batch_size=200, keep=[*keep, -1]
     )
-    samples = (out.x.clamp(-1, 1) + 1) / 2  # back to [0, 1]
+    samples = ((out.x.clamp(-1, 1) + 1) / 2).cpu()  # back to [0, 1]
 
     # 3. Score samples and real test digits with the project's CNN, trained on the real digits.
     classifier = ctx.init_model(lambda: CNN(1, (32, 64), 10, global_pool=None, input_size=28), "classifier")
@@ -173,7 +173,7 @@ def run(ctx) -> None:
     )
     steps = [*keep, -1]
     frames = np.stack(
-        [(out.snapshots[t][:TRAJECTORY_ROWS].clamp(-1, 1).numpy() + 1) / 2 for t in steps], axis=1
+        [(out.snapshots[t][:TRAJECTORY_ROWS].clamp(-1, 1).cpu().numpy() + 1) / 2 for t in steps], axis=1
     )  # (R, S, 1, 28, 28)
     ctx.figure(
         "trajectory",

@@ -27,6 +27,7 @@ from biaslab.data.splits import GeneratedSizes
 from biaslab.data.synthetic import spiral
 from biaslab.errors import ConfigError
 from biaslab.evaluate.sample_quality import mean_distance, mmd, nearest_distances, sliced_wasserstein
+from biaslab.evaluate.timing import wait_for_gpu
 from biaslab.generative.denoisers import MLPDenoiser
 from biaslab.generative.diffusion import DDIM, DDPM, NoiseSchedule, diffusion_step
 from biaslab.generative.gaussian import fit_gaussian, sample_gaussian
@@ -149,6 +150,7 @@ def run(ctx) -> None:
     for name, sampler in samplers.items():
         start = time.perf_counter()
         runs[name] = sampler.sample(model, (cfg.n_test, 2), seed=ctx.seed_for("sample"), keep=keep)
+        wait_for_gpu()  # a GPU returns once the work is queued: the clock stops when it is done
         seconds[name] = time.perf_counter() - start
 
     # 4. Distances to fresh spiral points, beside the floor and a Gaussian that knows no arms.
@@ -173,7 +175,7 @@ def run(ctx) -> None:
     )
     generators = {
         "two spiral samples (the floor)": (spiral_points(cfg.n_test, cfg, ctx.seed_for("floor")), 0),
-        **{name: (out.x, out.evaluations) for name, out in runs.items()},
+        **{name: (out.x.cpu(), out.evaluations) for name, out in runs.items()},
         "Gaussian with the data's mean and covariance": (gaussian, 0),
     }
     quality = {name: measure(points) for name, (points, _) in generators.items()}
@@ -223,13 +225,13 @@ def run(ctx) -> None:
         checked_in_quick=False,
     )
 
-    trajectory = {f"x_{t}": runs["DDPM"].snapshots[t].numpy() for t in keep}
+    trajectory = {f"x_{t}": runs["DDPM"].snapshots[t].cpu().numpy() for t in keep}
     ctx.figure(
         "reverse",
-        plots_distributions.point_clouds({**trajectory, "DDPM samples": runs["DDPM"].x.numpy()}, 2.5),
+        plots_distributions.point_clouds({**trajectory, "DDPM samples": runs["DDPM"].x.cpu().numpy()}, 2.5),
         "The reverse process (DDPM) from pure noise: the points as they enter step t, then the samples.",
     )
-    clouds = {"fresh spiral points": reference.numpy(), **{n: r.x.numpy() for n, r in runs.items()}}
+    clouds = {"fresh spiral points": reference.numpy(), **{n: r.x.cpu().numpy() for n, r in runs.items()}}
     ctx.figure(
         "samples",
         plots_distributions.point_clouds({**clouds, "Gaussian baseline": gaussian.numpy()}, 1.3),

@@ -26,7 +26,9 @@ from biaslab.train.recipes import fit_node_classifier
 
 @dataclass(frozen=True)
 class GNNNodesConfig(TrainConfig):
-    """The graph, the two models' width and the training (``epochs`` = full-graph steps)."""
+    """The graph, the two models' width and the training (``batch_size``: training nodes per
+    step, each a forward pass over the whole graph; by default all of them, so that ``epochs``
+    counts full-graph steps)."""
 
     MONITOR_KEYS: ClassVar[tuple[str, ...]] = ("train_loss", "val_loss", "val_accuracy")
 
@@ -40,7 +42,7 @@ class GNNNodesConfig(TrainConfig):
     epochs: int = 200
     lr: float = 1e-2
     weight_decay: float = 5e-4
-    batch_size: int = 1  # one full graph per step
+    batch_size: int = 20_000  # at least the training nodes: one full-graph step per epoch
 
     def __post_init__(self):
         why = "8 per class, and the layout is a dense eigenproblem"
@@ -84,8 +86,9 @@ def run(ctx) -> None:
         )
         accuracy[name], histories[name] = fit.test["accuracy"], fit.history
         with torch.no_grad():
-            logits = model(graph.x, graph.edge_index) if tag == "gcn" else model(graph.x)
-        predictions[name] = logits.argmax(1).numpy()
+            x, edge_index = graph.x.to(ctx.device), graph.edge_index.to(ctx.device)
+            logits = model(x, edge_index) if tag == "gcn" else model(x)  # (N, classes)
+        predictions[name] = logits.argmax(1).cpu().numpy()
         ctx.metric(**{f"{tag}_test_accuracy": fit.test["accuracy"]})
         ctx.metric(**{f"{tag}_parameters": count_parameters(model)})
     same_class = float((graph.y[graph.edge_index[0]] == graph.y[graph.edge_index[1]]).float().mean())

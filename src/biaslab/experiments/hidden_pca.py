@@ -75,8 +75,8 @@ def run(ctx) -> None:
     fit = fit_classifier(model, splits, TrainConfig.of(cfg), ctx.training("mlp"))
     model.eval()
     with torch.no_grad():
-        h_train = model.hidden(splits.x_train).numpy()  # (N_train, hidden)
-        h_test = model.hidden(splits.x_test).numpy()  # (N_test, hidden)
+        h_train = model.hidden(splits.x_train.to(ctx.device)).cpu().numpy()  # (N_train, hidden)
+        h_test = model.hidden(splits.x_test.to(ctx.device)).cpu().numpy()  # (N_test, hidden)
     labels = splits.y_test.numpy()
     # PCA is fitted on the training set and applied to the test set.
     zh_train, z_hidden = pca_project(h_train, h_train, h_test, seed=ctx.seed_for("pca"))

@@ -36,7 +36,7 @@ from biaslab.nn.molecules import MOLECULE_MODELS, build_molecule_model
 from biaslab.registry import experiment
 from biaslab.report import plots_molecules
 from biaslab.train import TrainConfig
-from biaslab.train.molecules import fit_gradient_boosting, fit_molecule_regressor, resolve_device
+from biaslab.train.molecules import fit_gradient_boosting, fit_molecule_regressor
 
 TREES = "fingerprint-gbt"
 ALL_MODELS = ("bag-mlp", "fingerprint-mlp", TREES, *(m for m in MOLECULE_MODELS if not m.endswith("-mlp")))
@@ -77,7 +77,6 @@ class QM9Config(TrainConfig):
     schedule: str = "cosine"
     loss: str = "l1"
     gbt_iterations: int = 500
-    device: str = "auto"
     monitor: str = "val_mae"  # the epoch with the lowest validation MAE is kept
 
     def __post_init__(self):
@@ -93,10 +92,6 @@ class QM9Config(TrainConfig):
             raise ConfigError(f"split={self.split!r}: 'random' or 'scaffold'")
         if self.loss not in ("l1", "mse"):
             raise ConfigError(f"loss={self.loss!r}: 'l1' or 'mse'")
-        if self.device not in ("auto", "cpu", "cuda"):
-            raise ConfigError(f"device={self.device!r}: 'auto', 'cpu' or 'cuda'")
-        if self.device == "cuda" and not torch.cuda.is_available():
-            raise ConfigError("device='cuda': no CUDA GPU is available here (use device=auto or cpu)")
         if not self.train_sizes or list(self.train_sizes) != sorted(set(self.train_sizes)):
             raise ConfigError(
                 f"train_sizes={','.join(map(str, self.train_sizes))}: distinct sizes in increasing order"
@@ -145,7 +140,7 @@ class QM9Config(TrainConfig):
 )
 def run(ctx) -> None:
     cfg: QM9Config = ctx.cfg
-    device = resolve_device(cfg.device)
+    device = torch.device(ctx.device)
     ctx.metric(device=str(device), hardware=_hardware(device))
 
     # 1. Data: every molecule as a graph (cached), the split, and the tabular views.
@@ -219,18 +214,20 @@ def _fit(ctx, cfg: QM9Config, name: str, data, split, y, views, seed: int, n: in
     )
     fit = fit_molecule_regressor(
         model, data, split, y, TrainConfig.of(cfg), ctx.training(tag), features=features, loss=cfg.loss,
-        device=device, repeat_to=cfg.epoch_molecules,
+        repeat_to=cfg.epoch_molecules,
     )  # fmt: skip
     if name in THREE_D and seed == 0 and n == cfg.train_sizes[-1]:
         # A random rotation-reflection (det −1) and translation of every molecule's atoms.
         moved = on_field("pos", random_isometry(3, ctx.seed_for("rotation"), det=-1, shift_std=5.0))
-        ctx.metric(egnn_invariance_error=invariance_error(model.cpu(), moved, data.batch(split.test[:64])))
+        ctx.metric(egnn_invariance_error=invariance_error(model, moved, data.batch(split.test[:64])))
     return fit
 
 
 def _hardware(device: torch.device) -> str:
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
+    if device.type == "mps":
+        return "Apple GPU (MPS)"
     return f"{cpu_name()}, {torch.get_num_threads()} threads (CPU)"
 
 

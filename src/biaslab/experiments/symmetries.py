@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from torch import nn
 
 from biaslab.config import check_range
 from biaslab.evaluate.symmetry import (
@@ -42,6 +43,7 @@ from biaslab.nn import (
 from biaslab.nn.recurrent import GRU
 from biaslab.registry import experiment
 from biaslab.report import plots
+from biaslab.train.steps import move_to
 
 EXACT, BROKEN = 1e-5, 1e-2  # an exact symmetry is at rounding level; a broken one is order 1
 TRANSFORMS = ("cyclic shift", "rotation by 90°", "permutation", "reversal")
@@ -76,8 +78,9 @@ class Case:
     claimed: tuple[str, ...]  # the transforms the architecture claims a symmetry under
 
 
-def build_cases(cfg: SymmetriesConfig) -> list[Case]:
-    """The primitives, each small and randomly initialised (torch's global seed, set by the run)."""
+def build_cases(cfg: SymmetriesConfig, device: str = "cpu") -> list[Case]:
+    """The primitives, each small and randomly initialised (torch's global seed, set by the run),
+    on ``device``."""
     c, t = cfg.channels, cfg.length
     cnn = CNN(c, (8, 8), num_classes=5, dims=1, pool=None, padding_mode="circular", global_pool="avg")
     cnn_zeros = CNN(c, (8, 8), num_classes=5, dims=1, pool=None, padding_mode="zeros", global_pool="avg")
@@ -87,10 +90,11 @@ def build_cases(cfg: SymmetriesConfig) -> list[Case]:
     attention = TransformerEncoder(TransformerConfig(input_dim=c, dim=16, heads=2, layers=1, positional=None))
     positional = TransformerEncoder(TransformerConfig(input_dim=c, dim=16, heads=2, layers=1, max_len=t))
     gru = GRU(c, 8)
+    flat_mlp = MLP((t * c, 32, t * c))  # built here, first of the list's: the init order is kept
     node_perm = ("permutation",)
     any_order = ("cyclic shift", "permutation", "reversal")  # a shift and a reversal are permutations too
-    return [
-        Case("MLP (flattened)", _flat(MLP((t * c, 32, t * c)), t, c), "sequence", True, ()),
+    cases = [
+        Case("MLP (flattened)", _flat(flat_mlp, t, c), "sequence", True, ()),
         Case("CNN features, circular padding", features(cnn), "sequence", True, ("cyclic shift",)),
         Case("CNN + global pool, circular", as_channels(cnn), "sequence", False, ("cyclic shift",)),
         Case("CNN + global pool, zero padding", as_channels(cnn_zeros), "sequence", False, ()),
@@ -105,6 +109,10 @@ def build_cases(cfg: SymmetriesConfig) -> list[Case]:
         Case("MPNN layer (edge features)", MPNNConv(c, 8, edge_dim=2), "graph", True, node_perm),
         Case("GCN + sum pooling", GNN(c, 8, 5, pool="add"), "graph", False, node_perm),
     ]
+    for module in (cnn, cnn_zeros, cnn_2d, attention, positional, gru, flat_mlp, *(c.model for c in cases)):
+        if isinstance(module, nn.Module):
+            module.to(device)  # in place: the functions above call these very modules
+    return cases
 
 
 def _flat(mlp: MLP, length: int, channels: int):
@@ -142,13 +150,14 @@ def inputs_for(case: Case, cfg: SymmetriesConfig, gen: torch.Generator):
     return torch.randn(cfg.batch, cfg.length, cfg.channels, generator=gen)
 
 
-def measure(cfg: SymmetriesConfig, seed: int) -> tuple[list[Case], np.ndarray]:
-    """Every case's error under every transform that applies (NaN where none does)."""
-    cases = build_cases(cfg)
+def measure(cfg: SymmetriesConfig, seed: int, device: str = "cpu") -> tuple[list[Case], np.ndarray]:
+    """Every case's error under every transform that applies (NaN where none does), each model
+    on ``device`` (its inputs, drawn on the CPU, follow it)."""
+    cases = build_cases(cfg, device)
     errors = np.full((len(cases), len(TRANSFORMS)), np.nan)
     for row, case in enumerate(cases):
         gen = torch.Generator().manual_seed(seed + row)
-        inputs = inputs_for(case, cfg, gen)
+        inputs = move_to(inputs_for(case, cfg, gen), torch.device(device))  # drawn on the CPU
         for name, (t_in, t_out) in transforms_for(case, cfg, gen).items():
             errors[row, TRANSFORMS.index(name)] = equivariance_error(case.model, t_in, t_out, inputs)
     return cases, errors
@@ -164,7 +173,7 @@ def measure(cfg: SymmetriesConfig, seed: int) -> tuple[list[Case], np.ndarray]:
 )
 def run(ctx) -> None:
     cfg: SymmetriesConfig = ctx.cfg
-    cases, errors = measure(cfg, ctx.seed_for("inputs"))
+    cases, errors = measure(cfg, ctx.seed_for("inputs"), ctx.device)
     shown = [[None if np.isnan(e) else float(f"{e:.3g}") for e in row] for row in errors]
     ctx.table(
         "Equivariance error |f(Tx) - Tf(x)| / |f(x)| (invariance error for pooled outputs)",

@@ -131,8 +131,8 @@ def run(ctx) -> None:
     small, small_history = train(2, "vae-2d", cfg.map_epochs)
     small.eval()
     with torch.no_grad():
-        codes = small.encode(splits.x_test)[0].numpy()  # (N, 2): the means μ(x)
-        train_codes = small.encode(splits.x_train[:10_000])[0].numpy()
+        codes = small.encode(splits.x_test.to(ctx.device))[0].cpu().numpy()  # (N, 2): the means μ(x)
+        train_codes = small.encode(splits.x_train[:10_000].to(ctx.device))[0].cpu().numpy()
     labels = splits.y_test.numpy()
     separation = knn_accuracy(train_codes, splits.y_train[:10_000].numpy(), codes, labels)
     ctx.metric(
@@ -152,7 +152,8 @@ def run(ctx) -> None:
     quantiles = norm.ppf(np.linspace(0.05, 0.95, cfg.grid)).astype(np.float32)  # even in probability
     grid = np.stack(np.meshgrid(quantiles, quantiles[::-1]), axis=-1).reshape(-1, 2)  # (G², 2)
     with torch.no_grad():
-        decoded = small.decode(torch.from_numpy(grid)).numpy().reshape(cfg.grid, cfg.grid, 28, 28)
+        decoded = small.decode(torch.from_numpy(grid).to(ctx.device)).cpu().numpy()
+    decoded = decoded.reshape(cfg.grid, cfg.grid, 28, 28)
     ctx.figure(
         "prior_grid",
         plots.image_grid(decoded, cell=0.5),

@@ -67,6 +67,7 @@ def run(ctx) -> None:
                 out=lab.path,
                 progress=ctx.progress,
                 threads=ctx.threads,
+                device=ctx.device,
                 log=ctx.loggers,
             )
         seconds = time.perf_counter() - start

@@ -92,7 +92,7 @@ def run(ctx) -> None:
         fit = fit_classifier(model, splits, TrainConfig.of(cfg), ctx.training(name))
         histories[name], acc[name] = fit.history, fit.test["accuracy"]
         with torch.no_grad():
-            pred = model(torch.from_numpy(CORNERS)).argmax(1).numpy()
+            pred = model(torch.from_numpy(CORNERS).to(ctx.device)).argmax(1).cpu().numpy()
         corner_acc[name] = float((pred == CORNER_LABELS).mean())
 
     ctx.metric(
@@ -122,7 +122,8 @@ def run(ctx) -> None:
 
         def prob(points, model=model):
             with torch.no_grad():
-                return torch.softmax(model(torch.from_numpy(points.astype(np.float32))), 1)[:, 1].numpy()
+                grid = torch.from_numpy(points.astype(np.float32)).to(ctx.device)  # (P, 2)
+                return torch.softmax(model(grid), 1)[:, 1].cpu().numpy()
 
         plots.decision_boundary(ax, prob, x_te, y_te, title=f"{name}: test accuracy {acc[name]:.3f}")
     ctx.figure(

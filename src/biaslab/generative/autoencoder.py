@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from biaslab.nn.mlp import MLP
+from biaslab.nn.mlp import MLP, device_of
 from biaslab.train.steps import StepOutput
 
 
@@ -66,22 +66,29 @@ def interpolations(
     """Decode ``steps`` evenly spaced points on the segment between the first codes of each pair
     of labels (the endpoints included): what the latent space holds between two digits.
 
+    ``decode`` may be a model's method (``model.decode``) or a model: the points are decoded on
+    that model's device.
+
     Shapes:
         codes (N, L), labels (N,) -> (len(pairs), steps, D) decoded outputs.
     """
+    owner = getattr(decode, "__self__", decode)  # the model of a bound method, or the model itself
+    device = device_of(owner) if isinstance(owner, nn.Module) else torch.device("cpu")
     t = np.linspace(0.0, 1.0, steps, dtype=np.float32)[:, None]  # (S, 1)
     rows = []
     for a, b in pairs:
         za, zb = codes[np.flatnonzero(labels == a)[0]], codes[np.flatnonzero(labels == b)[0]]
         line = (1 - t) * za + t * zb  # (S, L)
         with torch.no_grad():
-            rows.append(decode(torch.from_numpy(line.astype(np.float32))).numpy())
+            rows.append(decode(torch.from_numpy(line.astype(np.float32)).to(device)).cpu().numpy())
     return np.stack(rows)  # (P, S, D)
 
 
 def corrupt(x: torch.Tensor, noise_std: float, generator: torch.Generator) -> torch.Tensor:
-    """x plus Gaussian noise of standard deviation ``noise_std``, clipped back to [0, 1]."""
-    return (x + noise_std * torch.randn(x.shape, generator=generator, dtype=x.dtype)).clamp(0, 1)
+    """x plus Gaussian noise of standard deviation ``noise_std``, clipped back to [0, 1]; the noise
+    is drawn on the generator's device and moved to x's."""
+    noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=generator.device).to(x.device)
+    return (x + noise_std * noise).clamp(0, 1)
 
 
 def denoising_step(noise_std: float):
@@ -99,6 +106,8 @@ def denoising_step(noise_std: float):
 @torch.no_grad()
 def reconstruction_error(model: nn.Module, x: torch.Tensor, batch_size: int = 2048) -> torch.Tensor:
     """Per-image mean squared reconstruction error, an anomaly score (higher = less like the
-    training data). Shapes: x (N, ...) -> (N,)."""
+    training data), on the model's device. Shapes: x (N, ...) -> (N,)."""
     model.eval()
-    return torch.cat([(model(chunk) - chunk.flatten(1)).pow(2).mean(1) for chunk in x.split(batch_size)])
+    device = device_of(model)
+    chunks = (chunk.to(device) for chunk in x.split(batch_size))
+    return torch.cat([(model(chunk) - chunk.flatten(1)).pow(2).mean(1) for chunk in chunks])

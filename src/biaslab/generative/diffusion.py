@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from biaslab.nn.mlp import device_of
 from biaslab.train.steps import StepOutput
 
 Denoiser = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # ε_θ(x_t (N, ...), t (N,) long)
@@ -89,12 +90,15 @@ class NoiseSchedule:
         return 1.0 if t < 0 else float(self.alpha_bars[t])
 
     def _per_sample(self, values: torch.Tensor, t: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-        """``values[t]`` shaped to broadcast over samples: (N,) -> (N, 1, ..., 1)."""
+        """``values[t]`` shaped to broadcast over samples: (N,) -> (N, 1, ..., 1), in ``like``'s
+        dtype and on its device."""
         if t.dim() != 1 or len(t) != len(like):
             raise ValueError(f"t must be (N,) with N = {len(like)}, got shape {tuple(t.shape)}")
         if bool((t < 0).any()) or bool((t >= len(self)).any()):
             raise ValueError(f"timestep indices must lie in 0..{len(self) - 1}")
-        return values[t.long()].to(like.dtype).view(-1, *[1] * (like.dim() - 1))
+        # Cast before moving: the float64 table cannot go to MPS, which has no float64.
+        values = values.to(like.dtype).to(like.device)
+        return values[t.long().to(like.device)].view(-1, *[1] * (like.dim() - 1))
 
     def q_sample(self, x0: torch.Tensor, t: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
         """x_t = √ᾱ_t x_0 + √(1 − ᾱ_t) ε (eq. 4). Shapes: x0, noise (N, ...); t (N,) -> (N, ...)."""
@@ -132,9 +136,14 @@ class NoiseSchedule:
 def diffusion_loss(model: Denoiser, x0: torch.Tensor, schedule: NoiseSchedule, generator: torch.Generator):
     """L_simple (eq. 14, Algorithm 1): t ~ U{0..T−1}, ε ~ N(0, I), ||ε − ε_θ(x_t, t)||² averaged.
 
-    Returns ``(loss, eps_pred, eps)``. Shapes: x0 (N, ...)."""
-    t = torch.randint(0, len(schedule), (len(x0),), generator=generator)  # 1. a timestep per sample
-    eps = torch.randn(x0.shape, generator=generator, dtype=x0.dtype)  # 2. the noise to predict
+    ``x0`` is moved to the model's device when ``model`` is a module; ``t`` and ε are drawn on the
+    generator's device and moved to ``x0``'s. Returns ``(loss, eps_pred, eps)``. Shapes: x0 (N, ...)."""
+    if isinstance(model, nn.Module):
+        x0 = x0.to(device_of(model))
+    # 1. a timestep per sample, 2. the noise to predict
+    t = torch.randint(0, len(schedule), (len(x0),), generator=generator, device=generator.device)
+    eps = torch.randn(x0.shape, generator=generator, dtype=x0.dtype, device=generator.device)
+    t, eps = t.to(x0.device), eps.to(x0.device)
     x_t = schedule.q_sample(x0, t, eps)  # 3. jump to x_t in closed form (eq. 4)
     eps_pred = model(x_t, t)  # 4. predict it
     return nn.functional.mse_loss(eps_pred, eps), eps_pred, eps
@@ -192,32 +201,38 @@ class _Sampler:
         batch_size: int = 1024,
         keep: Sequence[int] = (),
     ) -> Sampled:
-        """Draw ``shape[0]`` samples of shape ``shape[1:]``.
+        """Draw ``shape[0]`` samples of shape ``shape[1:]``, on the model's device.
+
+        The noise is drawn on the CPU and moved there, so one seed gives the same samples, up to
+        rounding, on every device.
 
         Args:
-            model: ε_θ(x_t, t); put in eval mode here if it is a module.
+            model: ε_θ(x_t, t); put in eval mode here if it is a module (a plain function runs
+                on the CPU).
             shape: (n, ...) of the samples.
             seed: seeds the one generator of x_T and every step's noise.
             batch_size: rows per network evaluation (the samples do not depend on it).
             keep: timestep indices whose x_t (as it enters that step) to keep, and -1 for the end.
         """
+        device = torch.device("cpu")
         if isinstance(model, nn.Module):
             model.eval()
+            device = device_of(model)
         generator = torch.Generator().manual_seed(seed)
-        x = torch.randn(tuple(shape), generator=generator)  # x_T ~ N(0, I)
+        x = torch.randn(tuple(shape), generator=generator).to(device)  # x_T ~ N(0, I)
         kept = {}
         for t, t_prev in zip(self.timesteps, [*self.timesteps[1:], -1]):
             if t in keep:
                 kept[t] = x.clone()
             eps = torch.cat(
                 [
-                    model(chunk, torch.full((len(chunk),), t, dtype=torch.long))
+                    model(chunk, torch.full((len(chunk),), t, dtype=torch.long, device=device))
                     for chunk in x.split(batch_size)
                 ]
             )  # (n, ...): ε_θ(x_t, t)
             mean = self._update(x, eps, t, t_prev)
             sigma = self._sigma(t, t_prev)
-            x = mean + sigma * torch.randn(x.shape, generator=generator) if sigma > 0 else mean
+            x = mean + sigma * torch.randn(x.shape, generator=generator).to(device) if sigma > 0 else mean
         if -1 in keep:
             kept[-1] = x.clone()
         return Sampled(x, kept, len(self.timesteps))

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from biaslab.nn.mlp import MLP
+from biaslab.nn.mlp import MLP, device_of
 from biaslab.train.steps import StepOutput
 
 LOG_2PI = math.log(2 * math.pi)
@@ -66,8 +66,10 @@ class VAE(nn.Module):
 
     @staticmethod
     def reparameterize(mu: torch.Tensor, logvar: torch.Tensor, generator: torch.Generator | None = None):
-        """2. z = μ + σ ⊙ ε, ε ~ N(0, I) from ``generator``."""
-        eps = torch.randn(mu.shape, generator=generator, dtype=mu.dtype)
+        """2. z = μ + σ ⊙ ε, ε ~ N(0, I) from ``generator`` (default torch's global CPU one), drawn
+        on the generator's device and moved to μ's."""
+        device = "cpu" if generator is None else generator.device
+        eps = torch.randn(mu.shape, generator=generator, dtype=mu.dtype, device=device).to(mu.device)
         return mu + torch.exp(0.5 * logvar) * eps
 
     def decode_logits(self, z: torch.Tensor) -> torch.Tensor:
@@ -95,7 +97,9 @@ def kl_to_standard_normal(mu: torch.Tensor, logvar: torch.Tensor) -> torch.Tenso
 
 
 def negative_elbo(model: VAE, x: torch.Tensor, generator: torch.Generator | None = None):
-    """4. (−ELBO, reconstruction, KL), each (N,) in nats per image, from one sample of z."""
+    """4. (−ELBO, reconstruction, KL), each (N,) in nats per image, from one sample of z, on the
+    model's device."""
+    x = x.to(device_of(model))
     logits, mu, logvar = model(x, generator)
     reconstruction, kl = reconstruction_nll(logits, x), kl_to_standard_normal(mu, logvar)
     return reconstruction + kl, reconstruction, kl
@@ -122,14 +126,21 @@ def importance_weighted_nll(
     log w_i = log p(x | z_i) + log p(z_i) − log q(z_i | x);  −log p(x) ≈ −(logsumexp_i log w_i − log k).
     Never above the one-sample −ELBO on average; k = 1 is an unbiased estimate of it.
 
+    The noise is drawn on the generator's device (default torch's global CPU generator) and
+    moved to the model's.
+
     Shapes:
-        x (N, D) -> (N,) nats per image.
+        x (N, D) -> (N,) nats per image, on the model's device.
     """
     model.eval()
+    device = device_of(model)
+    noise_device = "cpu" if generator is None else generator.device
     out = []
     for chunk in x.split(batch_size):
+        chunk = chunk.to(device)
         mu, logvar = model.encode(chunk)  # (n, L)
-        eps = torch.randn((k, *mu.shape), generator=generator, dtype=mu.dtype)  # (k, n, L)
+        eps = torch.randn((k, *mu.shape), generator=generator, dtype=mu.dtype, device=noise_device)
+        eps = eps.to(device)  # (k, n, L)
         z = mu + torch.exp(0.5 * logvar) * eps  # (k, n, L)
         logits = model.decode_logits(z.reshape(-1, mu.shape[1])).view(k, len(chunk), -1)  # (k, n, D)
         target = chunk.flatten(1).expand(k, -1, -1)  # (k, n, D)

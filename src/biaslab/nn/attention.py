@@ -113,7 +113,8 @@ def scaled_dot_product_attention(
             True = padding, or additive float (default None).
         dropout: probability of zeroing an attention weight, the rest scaled by 1/(1 − p); the
             caller decides when (e.g. only in training) (default 0.0).
-        generator: random generator for the dropout (default: torch's global one).
+        generator: random generator for the dropout, on any device (default: torch's global one
+            on q's device).
         return_weights: also return the attention weights (default False).
         scale: the factor on Q Kᵀ (default 1/√d_k).
 
@@ -168,7 +169,9 @@ def scaled_dot_product_attention(
         weights = torch.softmax(scores, dim=-1)  # (..., T, S)
     attended = weights
     if dropout > 0.0:
-        keep = torch.rand(weights.shape, generator=generator, device=weights.device) >= dropout
+        # Drawn where the generator lives (a CPU generator gives the same mask on every device).
+        device = weights.device if generator is None else generator.device
+        keep = torch.rand(weights.shape, generator=generator, device=device).to(weights.device) >= dropout
         attended = weights * keep / (1.0 - dropout)
     out = attended @ v  # (..., T, S) @ (..., S, d_v) -> (..., T, d_v)
     return (out, weights) if return_weights else out

@@ -9,7 +9,7 @@ With ``sizes=(784, 256, 10)`` this is the notes' two-layer MNIST classifier with
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import pairwise
+from itertools import chain, pairwise
 
 import numpy as np
 import torch
@@ -93,6 +93,13 @@ class MLP(nn.Module):
         if x.dim() > 2:
             x = x.flatten(1)  # (N, C, H, W) -> (N, C*H*W)
         return self.layers(x)
+
+
+def device_of(model: nn.Module) -> torch.device:
+    """Where ``model`` computes: the device of its first parameter, else of its first buffer,
+    else the CPU (a module without tensors, e.g. ``nn.ReLU()``, runs wherever its input is)."""
+    first = next(chain(model.parameters(), model.buffers()), None)
+    return torch.device("cpu") if first is None else first.device
 
 
 def count_parameters(model: nn.Module) -> int:

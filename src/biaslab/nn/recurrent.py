@@ -381,7 +381,10 @@ def chrono_init(lstm: nn.Module, max_length: int, generator: torch.Generator | N
             if name.startswith("bias_hh"):  # the ih bias carries the whole initial value
                 bias[: 2 * hidden].zero_()
                 continue
-            u = torch.rand(hidden, generator=generator, dtype=bias.dtype) * (max_length - 2) + 1
+            # Drawn on the generator's device (the CPU for torch's global one), then moved to the bias.
+            device = "cpu" if generator is None else generator.device
+            u = torch.rand(hidden, generator=generator, dtype=bias.dtype, device=device).to(bias.device)
+            u = u * (max_length - 2) + 1
             bias[hidden : 2 * hidden] = torch.log(u)  # forget gate (rows i, f, g, o)
             bias[:hidden] = -torch.log(u)  # input gate
     return lstm

@@ -33,14 +33,17 @@ def _check_length(T: int, max_len: int, what: str = "sequence length") -> None:
 
 def sinusoidal_embedding(positions: torch.Tensor, dim: int, base: float = 10000.0) -> torch.Tensor:
     """Vaswani et al.'s encoding of (integer or real) positions: sin(p / base^{2i/d}) in the even
-    and cos(p / base^{2i/d}) in the odd features (odd widths drop the last cosine), in float64.
+    and cos(p / base^{2i/d}) in the odd features (odd widths drop the last cosine), in float64
+    (float32 on Apple's MPS, which has no float64), on the positions' device.
 
     Shapes:
         positions (N,) -> (N, dim).
     """
-    inv_freq = torch.exp(torch.arange(0, dim, 2, dtype=torch.float64) * (-math.log(base) / dim))
-    angles = positions.to(torch.float64)[:, None] * inv_freq  # (N, ceil(dim/2)): p / base^{2i/d}
-    out = torch.zeros(len(positions), dim, dtype=torch.float64)
+    device = positions.device
+    dtype = torch.float32 if device.type == "mps" else torch.float64
+    inv_freq = torch.exp(torch.arange(0, dim, 2, dtype=dtype, device=device) * (-math.log(base) / dim))
+    angles = positions.to(dtype)[:, None] * inv_freq  # (N, ceil(dim/2)): p / base^{2i/d}
+    out = torch.zeros(len(positions), dim, dtype=dtype, device=device)
     out[:, 0::2] = torch.sin(angles)
     out[:, 1::2] = torch.cos(angles[:, : dim // 2])
     return out

@@ -1,6 +1,8 @@
 """Training: one loop for every lab, the recipes the labs share, seeding, checkpoints."""
 
-from biaslab.train.callbacks import EarlyStopping
+from biaslab.train.averaging import WeightAveraging
+from biaslab.train.callbacks import Callback, EarlyStopping, KeepBest, LogRecords, TrainingProgress
+from biaslab.train.checkpoint import Checkpointing, TrainingState
 from biaslab.train.config import OPTIMIZERS, SCHEDULES, Optimizer, Schedule, TrainConfig
 from biaslab.train.recipes import (
     FitResult,
@@ -20,15 +22,22 @@ from biaslab.train.trainer import Trainer, accuracy
 __all__ = [
     "OPTIMIZERS",
     "SCHEDULES",
+    "Callback",
+    "Checkpointing",
     "EarlyStopping",
     "FitResult",
+    "KeepBest",
     "LearningCurve",
+    "LogRecords",
     "Optimizer",
     "Schedule",
     "StepOutput",
     "TrainConfig",
     "TrainSetup",
     "Trainer",
+    "TrainingProgress",
+    "TrainingState",
+    "WeightAveraging",
     "accuracy",
     "derive_seed",
     "fit_best_of_restarts",

@@ -116,3 +116,59 @@ class WeightAverage:
         check_tensors("shadow", shadow, params if updates else {})
         self.updates = updates
         self.shadow = {name: t.clone() for name, t in shadow.items()}
+
+
+class WeightAveraging:
+    """A trainer callback (:mod:`biaslab.train.callbacks`): keep θ̄ of ``decay`` over the
+    training, validate with it, and end the training holding it.
+
+    θ̄ is updated after every optimizer step; for each validation the model holds θ̄ (so early
+    stopping and keep-the-best judge, and keep the weights of, θ̄), then its own θ again, except
+    after the validation (or divergence) that ends the training: the model keeps θ̄.
+    """
+
+    state_key = "weight_average"
+
+    def __init__(self, decay: float, warmup: bool = True):
+        self.average = WeightAverage(decay, warmup)
+        self._kept: dict[str, torch.Tensor] | None = None  # θ while the model holds θ̄
+
+    def on_step_end(self, trainer) -> None:
+        self.average.update(trainer.model)
+
+    @torch.no_grad()
+    def on_validation_start(self, trainer) -> None:
+        if self.average.shadow:
+            self._kept = {name: p.detach().clone() for name, p in trainer.model.named_parameters()}
+            self.average.copy_to(trainer.model)
+
+    @torch.no_grad()
+    def on_validation_end(self, trainer, record: dict) -> None:
+        if not trainer.stopping:
+            self._give_back(trainer.model)
+        elif self._kept is None:  # a divergence ends the training without a validation
+            self.average.copy_to(trainer.model)
+        self._kept = None  # the training ends: the model keeps θ̄
+
+    def on_exception(self, trainer, error: BaseException) -> None:
+        self._give_back(trainer.model)  # dying during a validation: the model gets θ back
+
+    @torch.no_grad()
+    def _give_back(self, model: nn.Module) -> None:
+        if self._kept is not None:
+            for name, p in model.named_parameters():
+                p.copy_(self._kept[name])
+            self._kept = None
+
+    def state_dict(self) -> dict:
+        return self.average.state_dict()
+
+    def load_state_dict(self, state: dict, trainer) -> None:
+        """Restore θ̄, checked against the model and the trainer's step (one update per step)."""
+        if (
+            isinstance(state, dict)
+            and state.get("updates") != trainer.step
+            and is_count(state.get("updates"))
+        ):
+            raise ValueError(f"updates={state['updates']}, not step={trainer.step} (one per optimizer step)")
+        self.average.load_state_dict(state, trainer.model)

@@ -1,4 +1,31 @@
-"""Early stopping and what a training shows while it runs."""
+"""Callbacks: what a training does besides its loop, on a few named hooks.
+
+The :class:`~biaslab.train.trainer.Trainer`'s loop only trains and validates; everything else
+(early stopping, keeping the best epoch, the weight average, checkpoints, the metrics log, the
+progress bar) is a callback. A callback defines the hooks it needs, each ``hook(trainer, ...)``:
+
+==========================  ==================================================================
+``on_fit_start(trainer)``   training is about to start (after a resume: from the restored state)
+``on_step_end(trainer)``    an optimizer step has been taken (``trainer.step`` counts them)
+``on_validation_start``     the epoch's training steps are done; validation follows
+``on_validation_end``       ``(trainer, record)``: the epoch's record, validated and in
+                            ``trainer.history``; also a divergence's record (``"diverged"``)
+``on_fit_end(trainer)``     training is over (``trainer.finished``)
+``on_exception``            ``(trainer, error)``: the fit is dying of ``error``
+==========================  ==================================================================
+
+A callback that keeps state across a resume names it ``state_key`` and gives ``state_dict()``
+and ``load_state_dict(state, trainer)``; the latter checks the state against the trainer and
+raises ValueError (naming the field) without changing anything when it could not have been
+saved by this training. ``trainer.should_stop = True`` ends the fit after this epoch.
+
+Callbacks nest like ``with`` blocks: the start hooks run in the trainer's order, the end hooks
+(step, validation and fit end) in reverse, so that a callback listed first wraps the others. The
+trainer lists :class:`~biaslab.train.checkpoint.Checkpointing` first (it saves what all the
+others have done, and it restores them before they start), then the weight average (validation,
+early stopping and keep-the-best judge the averaged weights), early stopping, keep-the-best,
+then the given callbacks in their order.
+"""
 
 from __future__ import annotations
 
@@ -8,106 +35,169 @@ import os
 import sys
 import time
 
-from torch import nn
-
 from biaslab.train.checkpoint import check_tensors, is_count, is_number, shown
 
 MINIMISED = ("loss", "mae", "mse", "error")  # monitored keys with these endings are errors
 
 
-class EarlyStopping:
-    """Stop when ``monitor`` has not improved for ``patience`` epochs; remember the best weights.
+class Callback:
+    """The hooks, each doing nothing: subclass and define the ones you need (or duck-type)."""
+
+    def on_fit_start(self, trainer) -> None: ...
+    def on_step_end(self, trainer) -> None: ...
+    def on_validation_start(self, trainer) -> None: ...
+    def on_validation_end(self, trainer, record: dict) -> None: ...
+    def on_fit_end(self, trainer) -> None: ...
+    def on_exception(self, trainer, error: BaseException) -> None: ...
+
+
+class Best:
+    """The best value of ``monitor`` seen so far, and the epoch that had it.
 
     Keys ending in ``loss``, ``mae``, ``mse`` or ``error`` are minimised, all others (accuracies,
-    AUROC) maximised.
-    ``patience=0`` never stops but still tracks the best epoch.
+    AUROC) maximised; a change smaller than ``min_delta`` is not an improvement; nan, inf and a
+    missing key never are.
     """
 
-    def __init__(self, patience: int = 0, monitor: str = "val_loss", min_delta: float = 0.0):
-        self.patience = patience
-        self.monitor = monitor
-        self.min_delta = min_delta
+    def __init__(self, monitor: str = "val_loss", min_delta: float = 0.0):
+        self.monitor, self.min_delta = monitor, min_delta
         self.minimize = monitor.endswith(MINIMISED)
-        self.best: float | None = None
-        self.best_epoch = 0
-        self.bad_epochs = 0
-        self.best_state: dict | None = None
-        self.stopped_epoch = 0
+        self.value: float | None = None
+        self.epoch = 0
 
-    def _improved(self, value: float) -> bool:
-        if self.best is None:
-            return True
-        if self.minimize:
-            return value < self.best - self.min_delta
-        return value > self.best + self.min_delta
-
-    def update(self, record: dict, model: nn.Module, epoch: int) -> bool:
-        """Take one epoch's record; return True when training should stop."""
+    def improved(self, record: dict, epoch: int) -> bool | None:
+        """Take ``record`` of ``epoch``: True if it beats the best (now its value), False if not,
+        None when it has no finite value of the monitored key (nothing to judge)."""
         value = record.get(self.monitor)
         if value is None or not math.isfinite(value):
-            return False
-        if self._improved(value):
-            self.best, self.best_epoch, self.bad_epochs = value, epoch, 0
-            if self.patience:
-                self.best_state = copy.deepcopy(model.state_dict())
-            return False
-        self.bad_epochs += 1
-        if self.patience and self.bad_epochs >= self.patience:
-            self.stopped_epoch = epoch
-            return True
-        return False
+            return None
+        better = (
+            self.value is None
+            or (self.minimize and value < self.value - self.min_delta)
+            or (not self.minimize and value > self.value + self.min_delta)
+        )
+        if better:
+            self.value, self.epoch = value, epoch
+        return better
 
     def state_dict(self) -> dict:
-        return {
-            "best": self.best,
-            "best_epoch": self.best_epoch,
-            "bad_epochs": self.bad_epochs,
-            "best_state": self.best_state,
-            "stopped_epoch": self.stopped_epoch,
-        }
+        return {"best": self.value, "best_epoch": self.epoch}
 
-    def load_state_dict(self, state: dict, model: nn.Module | None = None) -> None:
-        """Restore what :meth:`state_dict` returned; with ``model``, ``best_state`` must fit it.
-
-        A state this object could not have returned (a wrong type, a negative count, best
-        weights without a best value, more bad epochs than the patience) is a ValueError naming
-        the field, and changes nothing.
-        """
-        if not isinstance(state, dict):
-            raise ValueError(f"early-stopping state {shown(state)}, not a dict")
-        missing = [key for key in self.state_dict() if key not in state]
-        if missing:
-            raise ValueError(f"early-stopping state without {', '.join(missing)}")
-        best, best_state = state["best"], state["best_state"]
-        counts = {key: state[key] for key in ("best_epoch", "bad_epochs", "stopped_epoch")}
-        for key, value in counts.items():
-            if not is_count(value):
-                raise ValueError(f"{key}={shown(value)}, not a count (an int >= 0)")
+    def checked(self, state: dict, epoch: int) -> tuple[float | None, int]:
+        """``(best, best_epoch)`` of ``state`` once checked against ``epoch``; a ValueError else."""
+        best, best_epoch = state["best"], state["best_epoch"]
+        if not is_count(best_epoch) or best_epoch > epoch:
+            raise ValueError(f"best_epoch={shown(best_epoch)}, not a count up to epoch={epoch}")
         if best is not None and not (is_number(best) and math.isfinite(best)):
             raise ValueError(f"best={shown(best)}, not a finite number or None")
-        if best is None and any(counts.values()):
-            raise ValueError(f"best=None (nothing seen yet) with {counts}")
-        # best weights are kept, with patience, from the first value seen on
-        if (best_state is not None) != bool(self.patience and best is not None):
-            raise ValueError(
-                f"best_state={shown(best_state)} with best={best!r} and patience={self.patience}"
-            )
-        if best_state is not None:
-            check_tensors("best_state", best_state, model.state_dict() if model is not None else None)
-        # training stops when bad_epochs reaches the patience, never without it
-        bad, stopped = counts["bad_epochs"], counts["stopped_epoch"]
-        if (stopped and (not self.patience or bad != self.patience)) or (
-            not stopped and self.patience and bad >= self.patience
-        ):
+        if best is None and best_epoch:
+            raise ValueError(f"best=None (nothing seen yet) with best_epoch={best_epoch}")
+        return best, best_epoch
+
+
+def _missing(state, keys, what: str) -> None:
+    if not isinstance(state, dict):
+        raise ValueError(f"{what} state {shown(state)}, not a dict")
+    missing = [key for key in keys if key not in state]
+    if missing:
+        raise ValueError(f"{what} state without {', '.join(missing)}")
+
+
+class EarlyStopping(Callback):
+    """Stop when ``monitor`` has not improved for ``patience`` epochs (:class:`Best` judges).
+
+    It only stops: :class:`KeepBest` brings the best epoch's weights back.
+    """
+
+    state_key = "early_stopping"
+
+    def __init__(self, patience: int, monitor: str = "val_loss", min_delta: float = 0.0):
+        if isinstance(patience, bool) or not isinstance(patience, int) or patience < 1:
+            raise ValueError(f"patience must be an integer >= 1, got {patience!r}")
+        self.patience, self.best = patience, Best(monitor, min_delta)
+        self.bad_epochs = 0
+        self.stopped_epoch = 0
+
+    def on_validation_end(self, trainer, record: dict) -> None:
+        improved = self.best.improved(record, trainer.epoch)
+        if improved is None:
+            return
+        self.bad_epochs = 0 if improved else self.bad_epochs + 1
+        if self.bad_epochs >= self.patience:
+            self.stopped_epoch = trainer.epoch
+            trainer.should_stop = True
+
+    def state_dict(self) -> dict:
+        return {**self.best.state_dict(), "bad_epochs": self.bad_epochs, "stopped_epoch": self.stopped_epoch}
+
+    def load_state_dict(self, state: dict, trainer) -> None:
+        """Restore what :meth:`state_dict` returned, checked against ``trainer.epoch``."""
+        _missing(state, self.state_dict(), "early-stopping")
+        best, best_epoch = self.best.checked(state, trainer.epoch)
+        bad, stopped = state["bad_epochs"], state["stopped_epoch"]
+        for key, value in (("bad_epochs", bad), ("stopped_epoch", stopped)):
+            if not is_count(value) or value > trainer.epoch:
+                raise ValueError(f"{key}={shown(value)}, not a count up to epoch={trainer.epoch}")
+        if best is None and (bad or stopped):
+            raise ValueError(f"best=None (nothing seen yet) with bad_epochs={bad}, stopped_epoch={stopped}")
+        # training stops when bad_epochs reaches the patience, and only then
+        if (bad >= self.patience) != bool(stopped) or bad > self.patience:
             raise ValueError(f"bad_epochs={bad} with stopped_epoch={stopped} and patience={self.patience}")
-        self.best, self.best_state = best, best_state
-        self.best_epoch, self.bad_epochs, self.stopped_epoch = counts.values()
+        self.best.value, self.best.epoch = best, best_epoch
+        self.bad_epochs, self.stopped_epoch = bad, stopped
+
+
+class KeepBest(Callback):
+    """Remember the weights of the epoch with the best ``monitor`` and end the training with them
+    (with or without early stopping)."""
+
+    state_key = "keep_best"
+
+    def __init__(self, monitor: str = "val_loss", min_delta: float = 0.0):
+        self.best = Best(monitor, min_delta)
+        self.weights: dict | None = None
+
+    def on_validation_end(self, trainer, record: dict) -> None:
+        if self.best.improved(record, trainer.epoch):
+            self.weights = copy.deepcopy(trainer.model.state_dict())
+
+    def on_fit_end(self, trainer) -> None:
+        if self.weights is not None:
+            trainer.model.load_state_dict(self.weights)
+
+    def state_dict(self) -> dict:
+        return {**self.best.state_dict(), "best_state": self.weights}
+
+    def load_state_dict(self, state: dict, trainer) -> None:
+        """Restore what :meth:`state_dict` returned; the best weights must fit the model."""
+        _missing(state, self.state_dict(), "keep-best")
+        best, best_epoch = self.best.checked(state, trainer.epoch)
+        weights = state["best_state"]
+        if (weights is None) != (best is None):  # weights are kept from the first value seen on
+            raise ValueError(f"best_state={shown(weights)} with best={best!r}")
+        if weights is not None:
+            check_tensors("best_state", weights, trainer.model.state_dict())
+        self.best.value, self.best.epoch, self.weights = best, best_epoch, weights
+
+
+class LogRecords(Callback):
+    """Hand every epoch's record to ``logger.log``; on a resume, ``logger.rewind(step)`` first
+    drops what a killed run logged after its checkpoint."""
+
+    def __init__(self, logger):
+        self.logger = logger
+
+    def on_fit_start(self, trainer) -> None:
+        self.logger.rewind(trainer.step)
+
+    def on_validation_end(self, trainer, record: dict) -> None:
+        self.logger.log(record)
 
 
 PROGRESS_MODES = (True, False, None, "lines")
 
 
-class TrainingProgress:
+class TrainingProgress(Callback):
     """What a training shows while it runs, on stderr.
 
     ``mode``: ``True``, a bar over optimizer steps with the epoch's running loss and the last
@@ -117,44 +207,71 @@ class TrainingProgress:
     stderr is a terminal (and not in CI), else nothing.
     """
 
-    def __init__(self, mode, total: int, initial: int, tag: str, epochs: int, monitor: str):
-        if mode is None:  # (the Trainer has checked mode against PROGRESS_MODES)
+    def __init__(self, mode: bool | str | None = None):
+        if mode not in PROGRESS_MODES:
+            raise ValueError(f"progress must be True, False, None or 'lines', not {mode!r}")
+        if mode is None:
             mode = sys.stderr.isatty() and not os.environ.get("CI")
-        self.lines, self.tag, self.epochs, self.monitor = mode == "lines", tag, epochs, monitor
-        self.start = time.perf_counter()
+        self.mode = mode
         self.bar = None
-        if mode is True:
-            from tqdm.auto import tqdm
-
-            self.bar = tqdm(total=total, initial=initial, desc=tag, unit="step", dynamic_ncols=True)
         self.postfix: dict[str, str] = {}
 
-    def step(self, running_loss: float) -> None:
-        """One optimizer step; ``running_loss``: the mean loss of the epoch so far."""
+    def on_fit_start(self, trainer) -> None:
+        self.start = time.perf_counter()
+        if self.mode is True and not trainer.finished:
+            from tqdm.auto import tqdm
+
+            total = trainer.config.epochs * trainer.steps_per_epoch
+            self.bar = tqdm(
+                total=total, initial=trainer.step, desc=trainer.tag, unit="step", dynamic_ncols=True
+            )
+
+    def on_step_end(self, trainer) -> None:
         if self.bar is not None:
-            self.postfix["loss"] = f"{running_loss:.4g}"
+            self.postfix["loss"] = f"{trainer.running_loss:.4g}"
             self.bar.set_postfix(self.postfix, refresh=False)
             self.bar.update(1)
 
-    def epoch(self, record: dict) -> None:
-        """An epoch's record (after validation)."""
-        key = (
-            self.monitor
-            if self.monitor in record
-            else next((k for k in record if k.startswith("val_")), None)
-        )
+    def on_validation_end(self, trainer, record: dict) -> None:
+        monitor = trainer.config.monitor
+        key = monitor if monitor in record else next((k for k in record if k.startswith("val_")), None)
         if self.bar is not None and key is not None:
             self.postfix[key] = f"{record[key]:.4g}"
             self.bar.set_postfix(self.postfix)
-        if self.lines:
+        if self.mode == "lines":
             figure = f"  {key} {record[key]:.4g}" if key is not None else ""
-            elapsed = time.perf_counter() - self.start
             sys.stderr.write(
-                f"{self.tag}  epoch {record['epoch']}/{self.epochs}  loss {record['train_loss']:.4g}"
-                f"{figure}  {elapsed:.1f} s\n"
+                f"{trainer.tag}  epoch {record['epoch']}/{trainer.config.epochs}  "
+                f"loss {record['train_loss']:.4g}{figure}  {time.perf_counter() - self.start:.1f} s\n"
             )
             sys.stderr.flush()
 
-    def close(self) -> None:
+    def on_fit_end(self, trainer) -> None:
         if self.bar is not None:
             self.bar.close()
+            self.bar = None
+
+    def on_exception(self, trainer, error: BaseException) -> None:
+        self.on_fit_end(trainer)
+
+
+def arranged(config, given) -> list:
+    """The callbacks of a training in the order they nest: checkpointing, those ``config`` asks
+    for (the weight average of ``ema_decay``, early stopping of ``patience``, keep-the-best of
+    ``restore_best`` with it), the others as given, and a progress display when none is given."""
+    from biaslab.train.averaging import WeightAveraging
+    from biaslab.train.checkpoint import Checkpointing
+
+    given = list(given)
+    outer = [cb for cb in given if isinstance(cb, Checkpointing)]
+    inner = [cb for cb in given if not isinstance(cb, Checkpointing)]
+    from_config: list = []
+    if config.ema_decay:
+        from_config.append(WeightAveraging(config.ema_decay))
+    if config.patience:
+        from_config.append(EarlyStopping(config.patience, config.monitor, config.min_delta))
+        if config.restore_best:
+            from_config.append(KeepBest(config.monitor, config.min_delta))
+    if not any(isinstance(cb, TrainingProgress) for cb in inner):
+        inner.append(TrainingProgress())
+    return [*outer, *from_config, *inner]

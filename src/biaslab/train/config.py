@@ -21,7 +21,7 @@ from biaslab.nn.mlp import mlp_memory_bytes
 
 Optimizer = Literal["sgd", "adam", "adamw"]
 Schedule = Literal["constant", "cosine", "onecycle", "step"]
-Precision = Literal["fp32", "bf16"]
+Precision = Literal["fp32", "bf16", "fp16"]
 OPTIMIZERS: tuple[str, ...] = typing.get_args(Optimizer)
 SCHEDULES: tuple[str, ...] = typing.get_args(Schedule)
 PRECISIONS: tuple[str, ...] = typing.get_args(Precision)
@@ -56,9 +56,10 @@ class TrainConfig:
             early stopping is on).
         max_grad_norm: clip the global gradient norm (default None: no clipping).
         checkpoint_every: also checkpoint every this many steps; 0: once per epoch (default 0).
-        precision: ``"fp32"`` (default) or ``"bf16"``: forward passes and losses under
-            ``torch.autocast`` in bfloat16 (weights, gradients and optimizer state stay fp32),
-            on CPUs with native bf16 support only. A seed fixes a run bit for bit within one
+        precision: ``"fp32"`` (default), ``"bf16"`` or ``"fp16"``: forward passes and losses
+            under ``torch.autocast`` of the run's device in bfloat16 (on CUDA, or a CPU with
+            native bf16 support) or float16 (CUDA only, with a gradient scaler); weights,
+            gradients and optimizer state stay fp32. A seed fixes a run bit for bit within one
             precision, not across them.
         ema_decay: keep an exponential moving average of the weights, θ̄ ← d·θ̄ + (1 − d)·θ
             after every step, the decay warmed up as min(d, (1 + u)/(10 + u)) at update u
@@ -128,8 +129,6 @@ class TrainConfig:
             )
         if self.nesterov and not self.momentum:
             raise ConfigError("nesterov=true: needs momentum > 0 (momentum=0.0); set momentum, e.g. 0.9")
-        if self.precision == "bf16" and not bf16_supported():
-            raise ConfigError("precision=bf16: this CPU has no native bfloat16 support; use precision=fp32")
         check_batch_fits(self)
 
     def optimizer_states(self) -> int:
@@ -171,6 +170,20 @@ def bf16_supported() -> bool:
         return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
     except (AttributeError, RuntimeError):
         return False
+
+
+def autocast_dtype(precision: str, device: str) -> torch.dtype | None:
+    """The dtype forward passes run in on ``device`` (a device type: "cpu", "cuda", "mps"):
+    None for fp32, bfloat16 for bf16 (CUDA, or a CPU with native support), float16 for fp16
+    (CUDA); a ConfigError in one line for a precision the device lacks."""
+    if precision == "fp32":
+        return None
+    if precision == "bf16" and (device == "cuda" or (device == "cpu" and bf16_supported())):
+        return torch.bfloat16
+    if precision == "fp16" and device == "cuda":
+        return torch.float16
+    where = "CUDA" if precision == "fp16" else "CUDA or a CPU with native bfloat16 support"
+    raise ConfigError(f"precision={precision}: runs on {where}, not on this {device}; use precision=fp32")
 
 
 def make_optimizer(cfg: TrainConfig, params) -> torch.optim.Optimizer:

@@ -24,24 +24,14 @@ from torch import nn
 from torch.utils.data import Dataset
 
 from biaslab.data.molecule_splits import MoleculeSplit, TargetScaler
+from biaslab.train.callbacks import KeepBest
 from biaslab.train.config import TrainConfig
 from biaslab.train.recipes import TrainSetup
 from biaslab.train.steps import StepOutput
 
-__all__ = ["MoleculeFit", "MoleculeRows", "fit_gradient_boosting", "fit_molecule_regressor", "resolve_device"]
+__all__ = ["MoleculeFit", "MoleculeRows", "fit_gradient_boosting", "fit_molecule_regressor"]
 
 EVAL_MOLECULES = 1024  # molecules per batch when predicting
-
-
-def resolve_device(name: str) -> torch.device:
-    """``"auto"`` -> CUDA when available, else CPU; ``"cpu"``/``"cuda"`` as given (CUDA checked)."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device=cuda but no CUDA GPU is available (use device=auto or cpu)")
-    if name not in ("cpu", "cuda"):
-        raise ValueError(f"device must be auto, cpu or cuda, got {name!r}")
-    return torch.device(name)
 
 
 class MoleculeRows(Dataset):
@@ -138,7 +128,6 @@ def fit_molecule_regressor(
     *,
     features: np.ndarray | None = None,
     loss: str = "l1",
-    device: torch.device | str = "cpu",
     repeat_to: int | None = None,
 ) -> MoleculeFit:
     """Train ``model`` on ``split.train`` by the protocol of the module docstring.
@@ -146,11 +135,11 @@ def fit_molecule_regressor(
     Args:
         model: maps a MoleculeBatch to (B,) (or (B, K)) standardised predictions.
         data: the QM9 store; y: targets of **every** row of the store, in their unit.
-        config: epochs, batch size, optimizer, schedule (the monitor is set to validation MAE).
-        setup: the run's tagged training setup (checkpoint, seed, logger).
+        config: epochs, batch size, optimizer, schedule.
+        setup: the run's tagged training setup (checkpoint, seed, logger, device: where the model
+            trains and predicts).
         features: per-molecule features of every row (tabular models), or None.
         loss: ``"l1"`` (default) or ``"mse"`` on standardised targets.
-        device: where the model trains and predicts (batches follow it).
         repeat_to: a training set smaller than this is repeated (whole copies) until an epoch
             holds at least this many molecules, so that small sets are not validated after every
             few steps (default None: one pass per epoch).
@@ -164,12 +153,10 @@ def fit_molecule_regressor(
     parts["train"] = MoleculeRows(
         data, np.tile(split.train, copies), np.tile(parts["train"].y, copies), features
     )
-    model.to(device)
-    # Keep the epoch with the lowest validation MAE (patience beyond the last epoch: never stop early).
-    config = replace(config, monitor="val_mae", restore_best=True, patience=config.epochs + 1)
     trainer = setup.trainer(
         model,
-        config,
+        replace(config, restore_best=False),  # this keep-the-best is the only one (early stopping or not)
+        callbacks=[KeepBest("val_mae", config.min_delta)],  # ends holding the lowest validation MAE
         step=molecule_step(loss),
         collate_fn=parts["train"].collate,
         metrics={"mae": _mae},

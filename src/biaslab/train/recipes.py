@@ -19,6 +19,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from biaslab.nn.mlp import device_of
+from biaslab.train.callbacks import LogRecords, TrainingProgress
+from biaslab.train.checkpoint import Checkpointing
 from biaslab.train.config import EVAL_BATCH, TrainConfig
 from biaslab.train.seed import derive_seed
 from biaslab.train.steps import StepOutput
@@ -38,6 +41,7 @@ class TrainSetup:
         progress: ``True`` a bar, ``"lines"`` a line per epoch, ``False`` nothing (default None:
             a bar on a terminal only).
         lr_key: the config key of the learning rate, for a divergence message (default "lr").
+        device: where the training runs (default "cpu").
     """
 
     tag: str = "train"
@@ -47,18 +51,27 @@ class TrainSetup:
     logger: Logger | None = None
     progress: bool | str | None = None
     lr_key: str = "lr"
+    device: str = "cpu"
 
-    def trainer(self, model: nn.Module, config: TrainConfig, **kwargs: Any) -> Trainer:
-        """A :class:`Trainer` for ``model`` wired to this setup; ``kwargs`` go to Trainer."""
+    def callbacks(self) -> list:
+        """The callbacks this setup asks for: a checkpoint file, a metrics log, the progress display."""
+        callbacks: list = [TrainingProgress(self.progress)]
+        if self.checkpoint is not None:
+            callbacks.insert(0, Checkpointing(self.checkpoint, self.fingerprint))
+        if self.logger is not None:
+            callbacks.insert(-1, LogRecords(self.logger))
+        return callbacks
+
+    def trainer(self, model: nn.Module, config: TrainConfig, callbacks=(), **kwargs: Any) -> Trainer:
+        """A :class:`Trainer` for ``model`` wired to this setup; ``callbacks`` join the setup's,
+        ``kwargs`` go to Trainer."""
         return Trainer(
             model,
             config=config,
             seed=self.seed,
-            checkpoint=self.checkpoint,
-            fingerprint=self.fingerprint,
-            logger=self.logger,
             tag=self.tag,
-            progress=self.progress,
+            device=self.device,
+            callbacks=[*self.callbacks(), *callbacks],
             lr_key=self.lr_key,
             **kwargs,
         )
@@ -83,13 +96,15 @@ def predict(model: nn.Module, x: torch.Tensor, method: str = "forward", batch_si
     """``model.<method>(x)`` in eval mode, without gradients, ``batch_size`` rows at a time
     (a CNN's activations on all of MNIST at once would take gigabytes), concatenated.
 
+    Each batch is moved to the model's device, and the result stays there (``.cpu()`` it for NumPy).
+
     Shapes:
         x (N, ...) -> (N, ...) as the method returns per row.
     """
     model.eval()
-    fn = getattr(model, method)
+    fn, device = getattr(model, method), device_of(model)
     with torch.no_grad():
-        return torch.cat([fn(x[i : i + batch_size]) for i in range(0, len(x), batch_size)])
+        return torch.cat([fn(x[i : i + batch_size].to(device)) for i in range(0, len(x), batch_size)])
 
 
 def fit_classifier(
@@ -261,34 +276,35 @@ def fit_learning_curve(
 def fit_node_classifier(
     model: nn.Module, graph, masks, config: TrainConfig, setup: TrainSetup, *, uses_edges: bool = True
 ) -> FitResult:
-    """Train ``model`` to classify the nodes of one graph, full batch: each epoch is one step on
-    the cross-entropy of the training nodes; validation each epoch and the test once at the end
-    look at their own nodes only (the semi-supervised setting: every node's features and edges
-    are seen, only the training nodes' labels).
+    """Train ``model`` to classify the nodes of one graph (the semi-supervised setting: every
+    node's features and edges are seen, only the training nodes' labels).
+
+    The examples are the training nodes: a batch of ``config.batch_size`` of them (all of them,
+    when it is at least their number: one full-graph step per epoch) costs one forward pass over
+    the whole graph and the cross-entropy of its own nodes. Validation each epoch and the test
+    once at the end score their own nodes.
 
     Args:
         model: ``model(x, edge_index) -> (N, classes)`` logits, or ``model(x)`` when
             ``uses_edges`` is False (an MLP on the node features alone).
         graph: has ``x`` (N, F), ``y`` (N,) and ``edge_index`` (2, E) (a torch-geometric ``Data``).
         masks: boolean ``(train, val, test)`` node masks, each (N,).
-        config: the training hyper-parameters; ``epochs`` is the number of full-graph steps.
+        config: the training hyper-parameters.
         setup: ``ctx.training(tag)``.
     """
-    train_mask, val_mask, test_mask = masks
+    graph = graph.to(setup.device)
+    train_nodes, val_nodes, test_nodes = (mask.nonzero().squeeze(1) for mask in masks)  # each (n,)
 
-    def step(model: nn.Module, mask, generator) -> StepOutput:
+    def step(model: nn.Module, batch, generator) -> StepOutput:
+        (nodes,) = batch
+        nodes = nodes.sort().values  # the graph's order: a full batch is the mask's rows, bit for bit
         logits = model(graph.x, graph.edge_index) if uses_edges else model(graph.x)  # (N, C)
-        loss = nn.functional.cross_entropy(logits[mask], graph.y[mask])
-        return StepOutput(loss, {}, logits[mask], graph.y[mask])
+        loss = nn.functional.cross_entropy(logits[nodes], graph.y[nodes])
+        return StepOutput(loss, {}, logits[nodes], graph.y[nodes])
 
-    # A "data set" of one item, the mask; each batch is that one mask.
-    trainer = setup.trainer(model, config, step=step, metrics={"accuracy": accuracy}, collate_fn=_first)
-    history = trainer.fit([train_mask], val=[val_mask])
-    return FitResult(trainer, history, trainer.evaluate([test_mask]))
-
-
-def _first(items: list):
-    return items[0]
+    trainer = setup.trainer(model, config, step=step, metrics={"accuracy": accuracy})
+    history = trainer.fit((train_nodes,), val=(val_nodes,))
+    return FitResult(trainer, history, trainer.evaluate((test_nodes,), batch_size=len(test_nodes)))
 
 
 def fit_reconstruction(

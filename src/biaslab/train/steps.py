@@ -95,3 +95,19 @@ def holds_nonfinite(batch) -> bool:
         return any(holds_nonfinite(b) for b in batch.values())
     to_dict = getattr(batch, "to_dict", None)
     return holds_nonfinite(to_dict()) if callable(to_dict) else False
+
+
+def move_to(batch, device: torch.device):
+    """``batch`` with every tensor on ``device``: a tensor, a tuple, list or dict of them, or an
+    object with its own ``.to`` (a torch_geometric ``Batch``, a molecule batch); anything else
+    (a number, a string) as it is. On the batch's own device nothing is copied."""
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device)
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):  # a named tuple
+        return type(batch)(*(move_to(b, device) for b in batch))
+    if isinstance(batch, (tuple, list)):
+        return type(batch)(move_to(b, device) for b in batch)
+    if isinstance(batch, dict):
+        return {key: move_to(value, device) for key, value in batch.items()}
+    to = getattr(batch, "to", None)
+    return to(device) if callable(to) else batch
