@@ -31,6 +31,7 @@ from biaslab.config import apply_overrides, to_dict
 from biaslab.config_slices import lab_configs
 from biaslab.errors import BiaslabError
 
+# The groups of ``biaslab list``, in the order they are listed (day 0: runs of several labs).
 DAY_TITLES = {
     1: "Day 1 - linear algebra and parametric models",
     2: "Day 2 - calculus, backpropagation and optimization",
@@ -119,7 +120,8 @@ def discover() -> None:
 
 
 def _order(day: int, step: int, name: str) -> tuple:
-    return (day if day else 99, step, name)  # the whole workshop (day 0) comes last
+    position = list(DAY_TITLES).index(day) if day in DAY_TITLES else len(DAY_TITLES)
+    return (position, step, name)  # DAY_TITLES' order, then the step within the day
 
 
 def all_experiments() -> list[Experiment]:

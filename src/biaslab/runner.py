@@ -77,6 +77,7 @@ class RunContext:
         self._echo = echo
         self.threads: int | None = None  # the CPU threads the run computes on (set by the runner)
         self.device = "cpu"  # where the run computes: "cpu", "cuda" or "mps" (set by the runner)
+        self.labs_order: list[str] | None = None  # how the report lists a run's labs/ sub-runs
         self.loggers: tuple[str, ...] = ()  # where records go besides metrics.jsonl (--log)
         self._trained: list[str] = []  # tags of the trainings set up so far
 
@@ -584,8 +585,7 @@ def _execute(
     rundir.write_results(results)
     from biaslab.report.html import render_report
 
-    order = registry.workshop_order() if rundir.labs_dir.is_dir() else None
-    render_report(rundir.path, complete=True, order=order)
+    render_report(rundir.path, complete=True, order=ctx.labs_order)
     rundir.mark_complete()
     return Result(rundir.path, results)
 

@@ -304,7 +304,7 @@ def render_report(run_dir, complete: bool | None = None, order: Sequence[str] | 
             ``metrics.jsonl``, ``figures/`` and ``COMPLETE``).
         complete: the status to show; default: whether ``COMPLETE`` exists. The runner
             passes True because it writes the report just before the marker.
-        order: experiment names in workshop order, for the Labs table of a workshop run
+        order: experiment names in workshop order, for the Labs table of a run of several labs
             (rows sort by day, then position here, unknown names last, then name).
 
     Returns:
