@@ -229,3 +229,39 @@ def test_the_workshop_requires_the_data_of_its_days_labs():
     every = workshop.required_data(cfg)
     labs = {d for e in EXPERIMENTS if e.day in cfg.days for d in e.required_data(e.config())}
     assert set(every) == labs
+
+
+def _narrows(lab_type, part_type) -> bool:
+    """Whether ``lab_type`` is ``part_type`` or narrower: a Literal of ``str`` values over a
+    ``str``, or a Literal whose choices are among the part's Literal's."""
+    if lab_type == part_type:
+        return True
+    if typing.get_origin(lab_type) is not typing.Literal:
+        return False
+    choices = typing.get_args(lab_type)
+    if part_type is str:
+        return all(isinstance(c, str) for c in choices)
+    return typing.get_origin(part_type) is typing.Literal and set(choices) <= set(typing.get_args(part_type))
+
+
+@pytest.mark.parametrize("exp", EXPERIMENTS, ids=NAMES)
+def test_no_key_is_typed_more_loosely_than_in_its_part(exp):
+    """A lab that redeclares a key of a part (TrainConfig, MnistSizes, ...) keeps its type or
+    narrows it (a Literal stays a Literal); and what early stopping watches is a Literal of the
+    keys the lab's trainings log, so a typo is refused when the config is made."""
+    own = field_types(exp.config)
+    for part in exp.config.__mro__[1:]:
+        if not dataclasses.is_dataclass(part):
+            continue
+        for name, part_type in field_types(part).items():
+            assert _narrows(own[name], part_type), (
+                f"{exp.name}: {name} is {own[name]}, over {part.__name__}'s {part_type}"
+            )
+    if "monitor" in own:
+        assert typing.get_origin(own["monitor"]) is typing.Literal, f"{exp.name}: monitor is {own['monitor']}"
+
+
+def test_the_looseness_check_can_fail():
+    assert not _narrows(str, typing.Literal["a", "b"])
+    assert not _narrows(typing.Literal["a", "c"], typing.Literal["a", "b"])
+    assert _narrows(typing.Literal["a"], str) and _narrows(int, int)

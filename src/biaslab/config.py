@@ -46,6 +46,16 @@ def field_types(cls) -> dict[str, Any]:
     return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
 
 
+def check_choices(cfg) -> None:
+    """Every field of ``cfg`` typed ``Literal[...]`` holds one of its choices: a ConfigError in
+    one line naming the field otherwise (``--set`` checks the same when it parses a value; this
+    catches a config made in Python)."""
+    for name, tp in field_types(type(cfg)).items():
+        if typing.get_origin(tp) is typing.Literal and getattr(cfg, name) not in typing.get_args(tp):
+            choices = ", ".join(map(str, typing.get_args(tp)))
+            raise ConfigError(f"{name}={getattr(cfg, name)!r}: choose one of {choices}")
+
+
 def _type_name(tp) -> str:
     if tp is int:
         return "an integer"

@@ -217,3 +217,11 @@ def test_batch_matches_torch_geometric_batch(loaded):
         assert torch.equal(getattr(ours, name), getattr(theirs, name)), name
     assert ours.num_graphs == 3 and ours.y.shape == (3,)
     assert ours.to("cpu").x is not None
+
+
+def test_the_target_names_type_lists_every_target():
+    import typing
+
+    from biaslab.data.qm9 import TARGETS, TargetName
+
+    assert typing.get_args(TargetName) == tuple(TARGETS)

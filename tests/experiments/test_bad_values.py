@@ -194,18 +194,19 @@ CASES = [
     ("adam-vs-sgd", ["batch_size=0"], ["batch_size=0", ">= 1"]),
     ("adam-vs-sgd", ["hidden=5000000"], ["hidden=5000000", "GiB"]),
     ("adam-vs-sgd", ["n_test=0"], ["n_test=0", "1..10000"]),
-    # -- qm9: the target, the models, the split, the learning-curve sizes, the device
+    # -- qm9: the target, the models, the split, the learning-curve sizes, the schedule
     ("qm9", ["target=gapp"], ["target='gapp'", "choose one of", "gap"]),
     ("qm9", ["models=gcn,foo"], ["models=gcn,foo", "foo", "choose from", "egnn"]),
     ("qm9", ["models="], ["models=", "at least one value"]),
-    ("qm9", ["split=temporal"], ["split='temporal'", "'random' or 'scaffold'"]),
+    ("qm9", ["split=temporal"], ["split='temporal'", "choose one of random, scaffold"]),
     ("qm9", ["train_sizes=5000,1000"], ["train_sizes=5000,1000", "increasing order"]),
     ("qm9", ["train_sizes=1000,1000"], ["train_sizes=1000,1000", "distinct"]),
     ("qm9", ["train_sizes=5,1000"], ["train_sizes=5,1000", "10..110000"]),
     ("qm9", ["split=scaffold", "train_sizes=1000,110000"], ["train_sizes=", "scaffold split"]),
     ("qm9", ["val_size=0"], ["val_size=0", "10..10000"]),
     ("qm9", ["hidden=4"], ["hidden=4", "8..4096"]),
-    ("qm9", ["loss=huber"], ["loss='huber'", "'l1' or 'mse'"]),
+    ("qm9", ["loss=huber"], ["loss='huber'", "choose one of l1, mse"]),
+    ("qm9", ["schedule=linear"], ["schedule='linear'", "choose one of constant, cosine, onecycle, step"]),
     # -- workshop: its days (0 is the workshop itself)
     ("workshop", ["days=0"], ["days=0", "1..7", "the workshop itself"]),
     ("workshop", ["days=8"], ["days=8", "1..7"]),

@@ -26,6 +26,7 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import torch
@@ -49,6 +50,7 @@ __all__ = [
     "TARGETS",
     "MoleculeBatch",
     "Target",
+    "TargetName",
     "check_available",
     "load_qm9",
     "read_qm9_csv",
@@ -87,6 +89,10 @@ TARGETS = {
     "g": Target("GibbsFreeEnergy_298K_au", HARTREE_TO_EV, "eV", "free energy at 298 K"),
     "cv": Target("Heatcapacity_Cv_cal_mol_K", 1.0, "cal/(mol·K)", "heat capacity at 298 K"),
 }
+# The names of TARGETS, as a config field's type (tests/data/test_qm9.py checks they agree).
+TargetName = Literal[
+    "gap", "homo", "lumo", "dipole", "polarizability", "r2", "zpve", "u0", "u", "h", "g", "cv"
+]
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 _ELEMENT = re.compile(r"'([A-Za-z]+)'")
 

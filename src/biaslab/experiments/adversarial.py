@@ -11,7 +11,6 @@ batch replaced by its PGD examples — then buys back accuracy at ε = 0.1, meas
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 import numpy as np
 import torch
@@ -25,7 +24,7 @@ from biaslab.nn import CNN
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.train import TrainConfig
-from biaslab.train.config import CLASSIFIER_MONITOR_KEYS, Schedule
+from biaslab.train.config import ClassifierMonitor, Schedule
 from biaslab.train.recipes import fit_classifier
 from biaslab.train.steps import StepOutput
 
@@ -34,7 +33,7 @@ from biaslab.train.steps import StepOutput
 class AdversarialConfig(TrainConfig, MnistSizes):
     """The CNN's training, the attacks, and the adversarial fine-tuning."""
 
-    MONITOR_KEYS: ClassVar[tuple[str, ...]] = CLASSIFIER_MONITOR_KEYS
+    monitor: ClassifierMonitor = "val_loss"
 
     epochs: int = 2
     lr: float = 2e-3

@@ -22,7 +22,7 @@ from biaslab.generative.autoencoder import interpolations
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.train import TrainConfig
-from biaslab.train.config import Schedule
+from biaslab.train.config import Monitor, Schedule
 from biaslab.train.recipes import fit_reconstruction
 
 # Digit pairs whose codes are joined by straight lines in the interpolation figure.
@@ -36,6 +36,7 @@ MIN_TEST_FOR_PAIRS = 62
 
 @dataclass(frozen=True)
 class Autoencoder2DConfig(TrainConfig, MnistSizes):
+    monitor: Monitor = "val_loss"
     MIN_SIZES: ClassVar[dict[str, tuple[int, str]]] = {
         "n_train": (2, "the PCA-2 baseline fits 2 components to the training images"),
         "n_test": (

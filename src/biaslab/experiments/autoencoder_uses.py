@@ -27,13 +27,15 @@ from biaslab.nn import MLP
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.train import TrainConfig
-from biaslab.train.config import Schedule
+from biaslab.train.config import Monitor, Schedule
 from biaslab.train.recipes import fit_classifier, fit_reconstruction
 
 
 @dataclass(frozen=True)
 class AutoencoderUsesConfig(TrainConfig, MnistSizes):
     """The autoencoders (one recipe), the noise, and the OOD comparison."""
+
+    monitor: Monitor = "val_loss"
 
     hidden: tuple[int, ...] = (512, 128)
     latent_dim: int = 32

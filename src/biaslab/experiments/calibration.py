@@ -11,7 +11,6 @@ confidences move to where they are honest. The test split is used once, to repor
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 import torch
 
@@ -22,7 +21,7 @@ from biaslab.nn import MLP
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.train import TrainConfig
-from biaslab.train.config import CLASSIFIER_MONITOR_KEYS
+from biaslab.train.config import ClassifierMonitor
 from biaslab.train.recipes import fit_classifier, predict
 
 TARGET_ECE = 0.01  # after scaling; Guo et al. report 0.8-1.9% on their models
@@ -32,7 +31,7 @@ TARGET_ECE = 0.01  # after scaling; Guo et al. report 0.8-1.9% on their models
 class CalibrationConfig(TrainConfig, MnistSizes):
     """The classifier, its (plain cross-entropy) training and the number of bins."""
 
-    MONITOR_KEYS: ClassVar[tuple[str, ...]] = CLASSIFIER_MONITOR_KEYS
+    monitor: ClassifierMonitor = "val_loss"
 
     hidden: int = 256
     epochs: int = 8

@@ -23,7 +23,6 @@ the full training set's length, so only the data differ.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 import numpy as np
 import torch
@@ -40,7 +39,7 @@ from biaslab.nn import CNN, MLP
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.train import TrainConfig
-from biaslab.train.config import CLASSIFIER_MONITOR_KEYS, Schedule
+from biaslab.train.config import ClassifierMonitor, Schedule
 from biaslab.train.recipes import fit_learning_curve, predict
 
 SITUATIONS = {  # name -> (model, share of the training set, the verdict the situation is prepared for)
@@ -55,7 +54,7 @@ THRESHOLDS = ("min_accuracy", "max_ece", "min_shift_accuracy", "min_ood_auroc", 
 class DecisionConfig(TrainConfig, MnistSizes):
     """The models and their one recipe, the use (shift, OOD set), and decide's thresholds."""
 
-    MONITOR_KEYS: ClassVar[tuple[str, ...]] = CLASSIFIER_MONITOR_KEYS
+    monitor: ClassifierMonitor = "val_loss"
 
     epochs: int = 2  # epochs of the full training set's length, for every model and curve point
     lr: float = 2e-3

@@ -15,7 +15,6 @@ onto a few digits) — each beside the same scores for as many real test digits.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 import numpy as np
 import torch
@@ -30,7 +29,7 @@ from biaslab.nn import CNN
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.train import TrainConfig
-from biaslab.train.config import Schedule
+from biaslab.train.config import Monitor, Schedule
 from biaslab.train.recipes import fit_classifier, predict
 
 CONFIDENCE = 0.9
@@ -43,7 +42,7 @@ TRAJECTORY = (1.0, 0.8, 0.6, 0.4, 0.3, 0.2, 0.1, 0.05)  # fractions of T at whic
 class DiffusionMnistConfig(TrainConfig, MnistSizes):
     """The U-Net and its training, the sampler, and the classifier that scores the samples."""
 
-    MONITOR_KEYS: ClassVar[tuple[str, ...]] = ("train_loss", "val_loss")
+    monitor: Monitor = "val_loss"
 
     n_val: int = 2000
     channels: tuple[int, ...] = (16, 32, 64)  # widths at 28, 14 and 7 pixels

@@ -34,7 +34,7 @@ from biaslab.generative.gaussian import fit_gaussian, sample_gaussian
 from biaslab.registry import experiment
 from biaslab.report import plots, plots_distributions
 from biaslab.train import TrainConfig
-from biaslab.train.config import Schedule
+from biaslab.train.config import Monitor, Schedule
 
 FORWARD_SHOWN = (0.0, 0.05, 0.1, 0.2, 0.4, 1.0)  # fractions of T shown in the forward-process figure
 REVERSE_SHOWN = (1.0, 0.6, 0.3, 0.15, 0.05)  # ... and in the reverse one (then the samples)
@@ -44,6 +44,8 @@ MMD_POINTS = 2000  # the MMD's kernel matrices grow as n²: it reads the first 2
 @dataclass(frozen=True)
 class SpiralConfig(TrainConfig, GeneratedSizes):
     """The spiral, the schedule, the denoiser and its training, and the samplers."""
+
+    monitor: Monitor = "val_loss"
 
     n_train: int = 20_000
     n_val: int = 2000

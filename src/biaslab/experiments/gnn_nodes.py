@@ -11,7 +11,6 @@ node's features (and the GCN every edge); only the training nodes' labels are us
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 import torch
 
@@ -21,6 +20,7 @@ from biaslab.nn import GNN, MLP, count_parameters
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.train import TrainConfig
+from biaslab.train.config import ClassifierMonitor
 from biaslab.train.recipes import fit_node_classifier
 
 
@@ -30,7 +30,7 @@ class GNNNodesConfig(TrainConfig):
     step, each a forward pass over the whole graph; by default all of them, so that ``epochs``
     counts full-graph steps)."""
 
-    MONITOR_KEYS: ClassVar[tuple[str, ...]] = ("train_loss", "val_loss", "val_accuracy")
+    monitor: ClassifierMonitor = "val_loss"
 
     nodes: int = 2000
     classes: int = 4

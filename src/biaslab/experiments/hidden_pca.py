@@ -19,7 +19,7 @@ from biaslab.nn import MLP
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.train import TrainConfig
-from biaslab.train.config import CLASSIFIER_MONITOR_KEYS, Schedule
+from biaslab.train.config import ClassifierMonitor, Schedule
 from biaslab.train.recipes import fit_classifier
 
 # A silhouette score needs at least 2 classes and fewer classes than points: 11 points always
@@ -30,7 +30,7 @@ SILHOUETTE_WHY = "a silhouette score needs more points than the 10 digits"
 
 @dataclass(frozen=True)
 class HiddenPCAConfig(TrainConfig, MnistSizes):
-    MONITOR_KEYS: ClassVar[tuple[str, ...]] = CLASSIFIER_MONITOR_KEYS
+    monitor: ClassifierMonitor = "val_loss"
     MIN_SIZES: ClassVar[dict[str, tuple[int, str]]] = {
         "n_train": (5, "the 5-nearest-neighbour vote in the PCA plane needs 5 training images"),
         "n_test": (SILHOUETTE_MIN, SILHOUETTE_WHY),

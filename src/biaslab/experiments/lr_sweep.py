@@ -26,7 +26,7 @@ from biaslab.nn import MLP
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.train import TrainConfig
-from biaslab.train.config import CLASSIFIER_MONITOR_KEYS
+from biaslab.train.config import ClassifierMonitor
 from biaslab.train.recipes import fit_classifier
 
 # The shape the notes promise for each learning rate.
@@ -36,7 +36,7 @@ EXPECTED = {1e-1: "diverging", 1e-2: "overfitting", 1e-3: "healthy", 1e-4: "unde
 @dataclass(frozen=True)
 class LRSweepConfig(TrainConfig, MnistSizes):
     UNUSED_KEYS: ClassVar[dict[str, str]] = {"lr": "the sweep trains once per value of learning_rates"}
-    MONITOR_KEYS: ClassVar[tuple[str, ...]] = CLASSIFIER_MONITOR_KEYS
+    monitor: ClassifierMonitor = "val_loss"
     MIN_SIZES: ClassVar[dict[str, tuple[int, str]]] = {"n_val": (1, "lr-sweep reads the validation curves")}
 
     learning_rates: tuple[float, ...] = (1e-1, 1e-2, 1e-3, 1e-4)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
-from typing import ClassVar
 
 from biaslab.config import check_range
 from biaslab.data.mnist import QUICK_SIZES, MnistSizes, mnist_splits_for
@@ -23,7 +22,7 @@ from biaslab.nn import CNN, MLP, count_parameters
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.train import TrainConfig
-from biaslab.train.config import CLASSIFIER_MONITOR_KEYS, Schedule
+from biaslab.train.config import ClassifierMonitor, Schedule
 from biaslab.train.recipes import fit_classifier
 
 
@@ -31,7 +30,7 @@ from biaslab.train.recipes import fit_classifier
 class ShiftConfig(TrainConfig, MnistSizes):
     """Training keys, split sizes, the two models' widths and the largest shift."""
 
-    MONITOR_KEYS: ClassVar[tuple[str, ...]] = CLASSIFIER_MONITOR_KEYS
+    monitor: ClassifierMonitor = "val_loss"
 
     epochs: int = 4
     lr: float = 2e-3

@@ -11,7 +11,7 @@ from biaslab.nn import MLP, count_parameters
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.train import TrainConfig
-from biaslab.train.config import CLASSIFIER_MONITOR_KEYS, Schedule
+from biaslab.train.config import ClassifierMonitor, Schedule
 from biaslab.train.recipes import fit_classifier
 
 NOTES_PARAMETERS = 784 * 256 + 256 + 256 * 10 + 10  # 203,530
@@ -21,7 +21,7 @@ NOTES_PARAMETERS = 784 * 256 + 256 + 256 * 10 + 10  # 203,530
 class MnistMLPConfig(TrainConfig, MnistSizes):
     """Training keys (``TrainConfig``), split sizes (``MnistSizes``) and the hidden width."""
 
-    MONITOR_KEYS: ClassVar[tuple[str, ...]] = CLASSIFIER_MONITOR_KEYS
+    monitor: ClassifierMonitor = "val_loss"
     MIN_SIZES: ClassVar[dict[str, tuple[int, str]]] = {"n_val": (1, "mnist-mlp reports validation accuracy")}
 
     # The recipe chosen on the validation split by `benchmarks/mnist_mlp.py --select-recipe`:

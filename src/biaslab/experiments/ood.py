@@ -17,7 +17,6 @@ installable package ships Fashion-MNIST, which the notes use).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 from biaslab.config import check_range
 from biaslab.data.mnist import QUICK_SIZES, MnistSizes, load_mnist, mnist_splits_for
@@ -35,7 +34,7 @@ from biaslab.nn import MLP
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.train import TrainConfig
-from biaslab.train.config import CLASSIFIER_MONITOR_KEYS
+from biaslab.train.config import ClassifierMonitor
 from biaslab.train.recipes import fit_classifier
 
 TARGET_AUROC = 0.98  # the best detector on Animal-MNIST
@@ -45,7 +44,7 @@ TARGET_AUROC = 0.98  # the best detector on Animal-MNIST
 class OODConfig(TrainConfig, MnistSizes):
     """The classifier, the OOD sets' size and the kNN detector's settings."""
 
-    MONITOR_KEYS: ClassVar[tuple[str, ...]] = CLASSIFIER_MONITOR_KEYS
+    monitor: ClassifierMonitor = "val_loss"
 
     hidden: int = 256
     epochs: int = 5

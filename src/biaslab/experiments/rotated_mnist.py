@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
-from typing import ClassVar
 
 import numpy as np
 from sklearn.linear_model import LogisticRegression
@@ -27,7 +26,7 @@ from biaslab.nn import CNN, MLP
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.train import TrainConfig
-from biaslab.train.config import CLASSIFIER_MONITOR_KEYS, Schedule
+from biaslab.train.config import ClassifierMonitor, Schedule
 from biaslab.train.recipes import fit_classifier
 
 
@@ -35,7 +34,7 @@ from biaslab.train.recipes import fit_classifier
 class RotatedConfig(TrainConfig, MnistSizes):
     """Training of both models, the angles, and the size of the synthetic shift problems."""
 
-    MONITOR_KEYS: ClassVar[tuple[str, ...]] = CLASSIFIER_MONITOR_KEYS
+    monitor: ClassifierMonitor = "val_loss"
 
     epochs: int = 3
     lr: float = 2e-3

@@ -14,7 +14,6 @@ the match separately for every slot and key: it stays far from the answer.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 import torch
 from torch import nn
@@ -28,7 +27,7 @@ from biaslab.nn.attention import causal_mask, scaled_dot_product_attention
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.train import TrainConfig
-from biaslab.train.config import CLASSIFIER_MONITOR_KEYS, Schedule
+from biaslab.train.config import ClassifierMonitor, Schedule
 from biaslab.train.recipes import fit_classifier
 
 SPLIT_INPUTS = ("x_train", "x_val", "x_test")
@@ -39,7 +38,7 @@ TOY_WORDS = ("the", "cat", "sat", "on", "the", "mat")
 class SelfAttentionConfig(TrainConfig, GeneratedSizes):
     """The retrieval task's sizes, the two models and their training."""
 
-    MONITOR_KEYS: ClassVar[tuple[str, ...]] = CLASSIFIER_MONITOR_KEYS
+    monitor: ClassifierMonitor = "val_loss"
 
     pairs: int = 4
     keys: int = 16

@@ -20,7 +20,6 @@ respect to each input step, ‖∂L/∂x_t‖, of the untrained RNN and LSTM at 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import ClassVar
 
 import torch
 from torch import nn
@@ -35,7 +34,7 @@ from biaslab.nn.recurrent import chrono_init
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.train import TrainConfig
-from biaslab.train.config import CLASSIFIER_MONITOR_KEYS, Schedule
+from biaslab.train.config import ClassifierMonitor, Schedule
 from biaslab.train.recipes import fit_best_of_restarts
 
 MODELS = ("RNN", "LSTM", "Transformer")
@@ -45,7 +44,7 @@ MODELS = ("RNN", "LSTM", "Transformer")
 class SequencesConfig(TrainConfig, GeneratedSizes):
     """The task's lengths and sizes, the models' width and their training."""
 
-    MONITOR_KEYS: ClassVar[tuple[str, ...]] = CLASSIFIER_MONITOR_KEYS
+    monitor: ClassifierMonitor = "val_loss"
 
     lengths: tuple[int, ...] = (10, 25, 50, 100)
     vocab: int = 8

@@ -11,7 +11,7 @@ N(0, I), and decoded straight paths between two digits.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Literal
 
 import numpy as np
 import torch
@@ -36,7 +36,7 @@ PAIRS = ((0, 1), (4, 9), (7, 2))  # digit pairs joined by decoded paths in the 2
 class VAEConfig(TrainConfig, MnistSizes):
     """The two VAEs (20-D and 2-D latent), their one recipe, and the evaluation."""
 
-    MONITOR_KEYS: ClassVar[tuple[str, ...]] = ("train_loss", "val_loss", "val_reconstruction", "val_kl")
+    monitor: Literal["train_loss", "val_loss", "val_reconstruction", "val_kl"] = "val_loss"
 
     hidden: tuple[int, ...] = (512, 256)
     latent_dim: int = 20

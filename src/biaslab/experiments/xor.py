@@ -8,7 +8,7 @@ bends the boundary (eq. 1.5) and separates the classes perfectly.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import Literal
 
 import numpy as np
 import torch
@@ -20,7 +20,7 @@ from biaslab.nn import MLP
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.train import TrainConfig
-from biaslab.train.config import CLASSIFIER_MONITOR_KEYS
+from biaslab.train.config import ClassifierMonitor
 from biaslab.train.recipes import fit_classifier
 
 # Bytes one XOR point costs over a run: the generator's float64 draws, the float32 arrays and
@@ -30,7 +30,7 @@ BYTES_PER_POINT = 200
 
 @dataclass(frozen=True)
 class XorConfig(TrainConfig):
-    MONITOR_KEYS: ClassVar[tuple[str, ...]] = CLASSIFIER_MONITOR_KEYS
+    monitor: ClassifierMonitor = "val_loss"
 
     n_train: int = 400
     n_test: int = 400  # also the size of the validation set

@@ -11,11 +11,11 @@ import dataclasses
 import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import Literal
 
 import torch
 
-from biaslab.config import check_batch_fits, check_range, shown_value
+from biaslab.config import check_batch_fits, check_choices, check_range, shown_value
 from biaslab.errors import ConfigError
 from biaslab.nn.mlp import mlp_memory_bytes
 
@@ -28,8 +28,11 @@ PRECISIONS: tuple[str, ...] = typing.get_args(Precision)
 # Rows Trainer.evaluate pushes through the model at once (its default batch_size): with the
 # training batch, the largest batch a memory estimate must allow for.
 EVAL_BATCH = 2048
-# The history keys of a training by fit_classifier (cross-entropy, accuracy on validation).
-CLASSIFIER_MONITOR_KEYS = ("train_loss", "val_loss", "val_accuracy")
+# What early stopping and keep-the-best may watch (``monitor``): a lab's config narrows the field
+# to the history keys its trainings log each epoch. Every training logs train_loss and, with a
+# validation set, val_loss; fit_classifier adds val_accuracy; a step function val_<term>.
+Monitor = Literal["train_loss", "val_loss"]
+ClassifierMonitor = Literal["train_loss", "val_loss", "val_accuracy"]
 
 
 @dataclass(frozen=True)
@@ -49,8 +52,10 @@ class TrainConfig:
         warmup: fraction of steps spent warming up in ``"onecycle"`` (default 0.25).
         patience: epochs without improvement of ``monitor`` before stopping; 0 disables
             early stopping (default 0).
-        monitor: the history key early stopping watches; ``*loss``, ``*mae``, ``*mse`` and
-            ``*error`` keys are minimised, others maximised (default ``"val_loss"``).
+        monitor: the history key early stopping and keep-the-best watch; ``*loss``, ``*mae``,
+            ``*mse`` and ``*error`` keys are minimised, others maximised (default
+            ``"val_loss"``). Any key here; a lab's config narrows it to a ``Literal`` of the keys
+            its trainings log (:data:`Monitor`, :data:`ClassifierMonitor`).
         min_delta: smallest change that counts as an improvement (default 0.0).
         restore_best: load the best weights seen when training ends (default True when
             early stopping is on).
@@ -85,19 +90,9 @@ class TrainConfig:
     precision: Precision = "fp32"
     ema_decay: float = 0.0
 
-    # The history keys early stopping can watch in this config's trainings (``monitor``): every
-    # training logs train_loss and, with a validation set, val_loss; a lab whose trainings log
-    # more extends it (fit_classifier: val_accuracy; a step function: val_<term>).
-    MONITOR_KEYS: ClassVar[tuple[str, ...]] = ("train_loss", "val_loss")
-
     def __post_init__(self):
-        # 1. each field on its own
-        if self.optimizer not in OPTIMIZERS:
-            raise ConfigError(f"optimizer='{self.optimizer}': choose one of {', '.join(OPTIMIZERS)}")
-        if self.schedule not in SCHEDULES:
-            raise ConfigError(f"schedule='{self.schedule}': choose one of {', '.join(SCHEDULES)}")
-        if self.precision not in PRECISIONS:
-            raise ConfigError(f"precision='{self.precision}': choose one of {', '.join(PRECISIONS)}")
+        # 1. each field on its own (optimizer, schedule, precision, a lab's monitor: their Literal)
+        check_choices(self)
         check_range(self, "epochs", 1)
         check_range(self, "batch_size", 1)
         check_range(self, "lr", 0, open_low=True)
@@ -111,13 +106,6 @@ class TrainConfig:
         check_range(self, "max_grad_norm", 0, why="or none: no clipping", open_low=True)
         check_range(self, "checkpoint_every", 0, why="0: once per epoch")
         check_range(self, "ema_decay", 0, 1, "0: off; the weight of the old average per step", open_high=True)
-        # A bare TrainConfig is the training part TrainConfig.of takes of a lab's config, which
-        # has checked ``monitor`` against its own trainings' keys.
-        if type(self) is not TrainConfig and self.monitor not in self.MONITOR_KEYS:
-            raise ConfigError(
-                f"monitor='{self.monitor}': choose one of {', '.join(self.MONITOR_KEYS)} "
-                "(the keys this lab's trainings log each epoch)"
-            )
         # 2. the inherited fields (e.g. MnistSizes')
         getattr(super(), "__post_init__", lambda: None)()
         # 3. relations
