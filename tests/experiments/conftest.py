@@ -5,8 +5,10 @@ import os
 import pytest
 
 import biaslab
+from biaslab import registry
 from biaslab.data.availability import require_data
 from biaslab.errors import BiaslabError
+from tests.experiments.key_reads import recording
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -25,11 +27,13 @@ def quick_run(tmp_path_factory):
     """``quick_run(name)``: the lab's --quick run with seed 0 on the CPU (the device given
     explicitly: the whole device path is exercised), made once per test session."""
     root = tmp_path_factory.mktemp("quick")
-    done = {}
+    done, reads = {}, {}
 
     def get(name):
         if name not in done:
-            done[name] = biaslab.run(name, profile="quick", out=root / name, device="cpu")
+            with recording(registry.get(name).config) as reads[name]:
+                done[name] = biaslab.run(name, profile="quick", out=root / name, device="cpu")
         return done[name]
 
+    get.reads = reads  # the config keys each lab read while it ran (tests.experiments.key_reads)
     return get

@@ -94,3 +94,33 @@ def test_quick_run_keeps_wall_clock_out_of_what_the_seed_fixes(quick_run, exp):
             assert "budget" in claim["expected"], "a timing claim states the budget it is judged on"
     html = (quick_run(exp.name).run_dir / "report.html").read_text()
     assert html.count("Machine-dependent") == sum(1 for c in res["claims"] if c.get("timing"))
+
+
+@pytest.mark.parametrize("exp", LABS, ids=[e.name for e in LABS])
+def test_every_key_biaslab_config_lists_is_read_by_the_lab(quick_run, exp):
+    """A key the lab never reads would be accepted by --set and change nothing."""
+    quick_run(exp.name)
+    shown = registry.configs(exp.name)
+    listed = set(shown.configs["quick"]) - set(shown.unused)  # what `biaslab config` lists
+    unread = sorted(listed - quick_run.reads[exp.name])
+    assert not unread, f"{exp.name} lists keys it never reads: {unread}"
+
+
+def test_the_key_recorder_sees_uses_and_ignores_checks():
+    from dataclasses import dataclass
+
+    from tests.experiments.key_reads import recording
+
+    @dataclass(frozen=True)
+    class Config:
+        used: int = 1
+        unused: int = 2
+
+        def __post_init__(self):
+            assert self.used > 0 and self.unused > 0  # a check reads every key: not a use
+
+    with recording(Config) as reads:
+        cfg = Config()
+        total = cfg.used * 2
+    assert total == 2 and reads == {"used"}
+    assert not hasattr(Config, "__getattribute__") or "__getattribute__" not in Config.__dict__

@@ -145,11 +145,13 @@ class TrainConfig:
         inherits TrainConfig has them all); the others keep their defaults.
         """
         names = [f.name for f in dataclasses.fields(cls)]
-        values = {n: getattr(cfg, n) for n in names if hasattr(cfg, n)}
         unknown = set(overrides) - set(names)
         if unknown:
             raise TypeError(f"TrainConfig has no field(s) {', '.join(sorted(unknown))}")
-        return cls(**{**values, **overrides})
+        has = {f.name for f in dataclasses.fields(cfg)}
+        # an overridden key is not read: the lab's value of it takes no part in this training
+        values = {n: getattr(cfg, n) for n in names if n in has and n not in overrides}
+        return cls(**values, **overrides)
 
 
 def bf16_supported() -> bool:
