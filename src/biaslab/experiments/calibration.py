@@ -60,7 +60,10 @@ def run(ctx) -> None:
     splits = mnist_splits_for(cfg, ctx.seed_for("split"), standardize=True)
     model = ctx.init_model(lambda: MLP((784, cfg.hidden, 10)), "mlp")
     fit = fit_classifier(model, splits, TrainConfig.of(cfg), ctx.training("mlp"))
-    val_logits, test_logits = predict(model, splits.x_val), predict(model, splits.x_test)  # (N, 10)
+    val_logits, test_logits = (
+        predict(model, splits.x_val).cpu(),
+        predict(model, splits.x_test).cpu(),
+    )  # (N, 10)
     scaler = TemperatureScaling().fit(val_logits, splits.y_val)  # validation only
     before = torch.softmax(test_logits, dim=1)
     after = scaler.predict_proba(test_logits)

@@ -192,7 +192,7 @@ def run(ctx) -> None:
             also_on={"shift": (shifted_val, splits.y_val)},
         )
         fit, model = curve.final, curve.final.trainer.model
-        probs = torch.softmax(predict(model, splits.x_test), dim=1)  # (N, 10)
+        probs = torch.softmax(predict(model, splits.x_test).cpu(), dim=1)  # (N, 10)
         shift_accuracy = fit.trainer.evaluate((shifted_test, splits.y_test))["accuracy"]
 
         chosen, ood_auroc = ood_evidence(

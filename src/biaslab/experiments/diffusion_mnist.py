@@ -121,9 +121,9 @@ def run(ctx) -> None:
         ctx.training("classifier"),
     )
     scores = {
-        "samples": classifier_scores(torch.softmax(predict(classifier, samples), 1), CONFIDENCE),
+        "samples": classifier_scores(torch.softmax(predict(classifier, samples).cpu(), 1), CONFIDENCE),
         "real test digits": classifier_scores(
-            torch.softmax(predict(classifier, splits.x_test[: cfg.n_samples]), 1), CONFIDENCE
+            torch.softmax(predict(classifier, splits.x_test[: cfg.n_samples]).cpu(), 1), CONFIDENCE
         ),
     }
     ctx.metric(
