@@ -17,7 +17,6 @@ fit the training set; the CNN's test error is far lower — a prior is worth mor
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import ClassVar
 
 import numpy as np
 from torch import nn
@@ -68,11 +67,12 @@ def build_udl(name: str):
     return MLP((LENGTH, 218, 218, 10))
 
 
+EPOCH_KEYS = tuple(f"{m}_epochs" for m in MODELS)  # one config key per model: its epochs
+
+
 @dataclass(frozen=True)
 class Mnist1dConfig(Mnist1dSizes):
     """Seeds, the training of each model (epochs of a one-cycle Adam schedule), fig. 10.8's."""
-
-    EPOCH_KEYS: ClassVar[tuple[str, ...]] = tuple(f"{m}_epochs" for m in MODELS)
 
     seeds: int = 3
     batch_size: int = 100
@@ -89,7 +89,7 @@ class Mnist1dConfig(Mnist1dSizes):
         check_range(self, "seeds", 1, 20)
         check_range(self, "lr", 0, 1, open_low=True)
         check_range(self, "udl_lr", 0, 1, open_low=True)
-        for key in (*self.EPOCH_KEYS, "udl_epochs"):
+        for key in (*EPOCH_KEYS, "udl_epochs"):
             check_range(self, key, 1, 10_000)
         check_range(self, "batch_size", 1, 4000)
         super().__post_init__()
@@ -114,7 +114,7 @@ def train_one(ctx, cfg: Mnist1dConfig, model_name: str, variant: str, seed: int)
     requires=("mnist1d",),
     title="MNIST-1D: five architectures, ordered and shuffled",
     summary="logistic, MLP, CNN, GRU, Transformer on MNIST-1D and its shuffled variant; UDL fig. 10.8",
-    quick={"n_train": 400, "seeds": 1, **{k: 2 for k in Mnist1dConfig.EPOCH_KEYS}, "udl_epochs": 5},
+    quick={"n_train": 400, "seeds": 1, **{k: 2 for k in EPOCH_KEYS}, "udl_epochs": 5},
 )
 def run(ctx) -> None:
     cfg: Mnist1dConfig = ctx.cfg
