@@ -432,3 +432,49 @@ def test_check_memory_message_of_an_absurd_estimate_is_short(monkeypatch):
         check_memory("hidden=" + "9" * 400, 10**420)  # an integer beyond any float
     message = str(info.value)
     assert "\n" not in message and "e+290 GiB" in message and "1.0 GiB free" in message
+
+
+# -- configs made of parts ------------------------------------------------------------------------
+def test_a_config_made_of_parts_has_flat_keys():
+    from biaslab.config import apply_overrides, field_types, from_dict, to_dict
+    from biaslab.train.config import ClassifierTraining
+
+    @dataclasses.dataclass(frozen=True)
+    class Lab:
+        train: ClassifierTraining = ClassifierTraining(epochs=5, lr=0.1)
+        hidden: int = 8
+
+        def __post_init__(self):
+            if self.hidden > 100:
+                raise ConfigError(f"hidden={self.hidden}: at most 100")
+
+    keys = field_types(Lab)
+    assert "train" not in keys and keys["hidden"] is int and keys["lr"] is float
+    assert list(keys)[:2] == ["epochs", "batch_size"] and list(keys)[-1] == "hidden"  # the part's place
+    cfg = apply_overrides(Lab(), {"lr": "0.01", "hidden": "16", "monitor": "val_accuracy"})
+    assert (cfg.train.lr, cfg.train.epochs, cfg.hidden, cfg.train.monitor) == (0.01, 5, 16, "val_accuracy")
+    saved = to_dict(cfg)
+    assert saved["lr"] == 0.01 and "train" not in saved and from_dict(Lab, saved) == cfg
+    with pytest.raises(ConfigError, match="lr=-1.0: must be > 0"):  # the part checks its own keys
+        apply_overrides(Lab(), {"lr": "-1"})
+    with pytest.raises(ConfigError, match="monitor='val_acc': choose one of"):
+        apply_overrides(Lab(), {"monitor": "val_acc"})
+    with pytest.raises(ConfigError, match="unknown config key 'train'"):
+        apply_overrides(Lab(), {"train": "x"})
+
+
+def test_two_parts_with_one_key_are_refused():
+    from biaslab.config import field_types
+    from biaslab.train.config import TrainConfig
+
+    @dataclasses.dataclass(frozen=True)
+    class Sizes:
+        epochs: int = 3
+
+    @dataclasses.dataclass(frozen=True)
+    class Clash:
+        train: TrainConfig = TrainConfig()
+        sizes: Sizes = Sizes()
+
+    with pytest.raises(TypeError, match="the key 'epochs' belongs to two of its parts"):
+        field_types(Clash)

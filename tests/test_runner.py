@@ -18,6 +18,7 @@ import torch
 import biaslab
 from biaslab import registry, runner
 from biaslab.cli import main
+from biaslab.config import field_types
 from biaslab.errors import BiaslabError
 from biaslab.runner import Result
 from biaslab.runs import RunDir, read_json, reproducible, reproducible_record
@@ -468,7 +469,7 @@ def test_a_run_option_given_as_a_config_key_is_one_line_naming_the_option(capsys
 
 def test_no_config_key_is_named_like_a_run_option():
     for exp in registry.all_experiments():
-        clash = {f.name for f in dataclasses.fields(exp.config)} & set(runner.RUN_OPTIONS)
+        clash = set(field_types(exp.config)) & set(runner.RUN_OPTIONS)
         assert not clash, f"{exp.name}'s config has keys named like run options: {clash}"
 
 

@@ -41,19 +41,59 @@ _FALSE = {"false", "0", "no", "off"}
 
 
 def field_types(cls) -> dict[str, Any]:
-    """Map each field name of dataclass ``cls`` to its resolved type."""
+    """Map each key of config class ``cls`` to its resolved type, flat: a field whose type is a
+    dataclass is a *part* (a lab's training, its data sizes), and its keys stand in its place
+    (``lr``, not ``train.lr``: a part's name is never a key). Two parts with one key is a
+    TypeError."""
     hints = typing.get_type_hints(cls)
-    return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
+    keys: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        tp = hints[f.name]
+        inner = field_types(tp) if _is_part(tp) else {f.name: tp}
+        for key, key_type in inner.items():
+            if key in keys:
+                raise TypeError(f"{cls.__name__}: the key {key!r} belongs to two of its parts")
+            keys[key] = key_type
+    return keys
+
+
+def _is_part(tp) -> bool:
+    return isinstance(tp, type) and dataclasses.is_dataclass(tp)
+
+
+def flat_values(cfg) -> dict[str, Any]:
+    """Each key of ``cfg`` (its parts' keys in their place, as :func:`field_types`) -> its value."""
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        values.update(flat_values(value) if dataclasses.is_dataclass(value) else {f.name: value})
+    return values
+
+
+def _replaced(cfg, changes: Mapping[str, Any]):
+    """``cfg`` with the flat ``changes`` made in whichever part holds each key (each part built
+    anew, so that its own checks run before those of the config that holds it)."""
+    own: dict[str, Any] = {}
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        if dataclasses.is_dataclass(value):
+            inner = {k: v for k, v in changes.items() if k in field_types(type(value))}
+            if inner:
+                own[f.name] = _replaced(value, inner)
+        elif f.name in changes:
+            own[f.name] = changes[f.name]
+    return dataclasses.replace(cfg, **own)
 
 
 def check_choices(cfg) -> None:
     """Every field of ``cfg`` typed ``Literal[...]`` holds one of its choices: a ConfigError in
     one line naming the field otherwise (``--set`` checks the same when it parses a value; this
     catches a config made in Python)."""
+    values = flat_values(cfg)
     for name, tp in field_types(type(cfg)).items():
-        if typing.get_origin(tp) is typing.Literal and getattr(cfg, name) not in typing.get_args(tp):
+        if typing.get_origin(tp) is typing.Literal and values[name] not in typing.get_args(tp):
             choices = ", ".join(map(str, typing.get_args(tp)))
-            raise ConfigError(f"{name}={getattr(cfg, name)!r}: choose one of {choices}")
+            raise ConfigError(f"{name}={values[name]!r}: choose one of {choices}")
 
 
 def _type_name(tp) -> str:
@@ -166,7 +206,7 @@ def apply_overrides(
             where = f" for {context}" if context else ""
             raise ConfigError(f"unknown config key '{key}'{where}{hint} (keys: {', '.join(sorted(types_))})")
         changes[key] = parse_value(key, raw, types_[key], strict=strict)
-    return dataclasses.replace(cfg, **changes)
+    return _replaced(cfg, changes)
 
 
 def require_positive(cfg, *names: str) -> None:
@@ -323,8 +363,8 @@ def parse_set_args(pairs: list[str] | None) -> dict[str, str]:
 
 
 def to_dict(cfg) -> dict[str, Any]:
-    """The config as a JSON-ready dict (tuples become lists)."""
-    return json.loads(json.dumps(dataclasses.asdict(cfg)))
+    """The config as a JSON-ready dict of its keys, flat (:func:`flat_values`; tuples become lists)."""
+    return json.loads(json.dumps(flat_values(cfg)))
 
 
 def from_dict(cls, data: Mapping[str, Any]):

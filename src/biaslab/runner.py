@@ -14,14 +14,13 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import fields
 from pathlib import Path
 from typing import Any, TextIO
 
 import numpy as np
 
 from biaslab import registry
-from biaslab.config import check_seed, from_dict, to_dict
+from biaslab.config import check_seed, field_types, from_dict, to_dict
 from biaslab.data.availability import require_data
 from biaslab.errors import BiaslabError, CheckpointError, ConfigError, StorageError
 from biaslab.fileio import atomic_write, write_traceback
@@ -497,7 +496,7 @@ def _resumed(path: Path, saved: dict, name: str | None, overrides: dict[str, Any
         exp = registry.get(saved["experiment"])
     except BiaslabError as exc:
         raise CheckpointError(f"{config}: {exc}; cannot resume") from None
-    lacking = sorted({f.name for f in fields(exp.config)} - set(saved["config"]))
+    lacking = sorted(set(field_types(exp.config)) - set(saved["config"]))
     if lacking:
         raise CheckpointError(
             f"{config} lacks config key(s) {', '.join(lacking)}: resuming would mix two configs; "

@@ -19,19 +19,17 @@ from biaslab.data.graphs import contextual_sbm, split_masks
 from biaslab.nn import GNN, MLP, count_parameters
 from biaslab.registry import experiment
 from biaslab.report import plots
-from biaslab.train import TrainConfig
-from biaslab.train.config import ClassifierMonitor
+from biaslab.train.config import ClassifierTraining
 from biaslab.train.recipes import fit_node_classifier
 
 
 @dataclass(frozen=True)
-class GNNNodesConfig(TrainConfig):
-    """The graph, the two models' width and the training (``batch_size``: training nodes per
+class GNNNodesConfig:
+    """The training, the graph and the two models' width (``batch_size``: training nodes per
     step, each a forward pass over the whole graph; by default all of them, so that ``epochs``
     counts full-graph steps)."""
 
-    monitor: ClassifierMonitor = "val_loss"
-
+    train: ClassifierTraining = ClassifierTraining(epochs=200, lr=1e-2, weight_decay=5e-4, batch_size=20_000)
     nodes: int = 2000
     classes: int = 4
     average_degree: float = 10.0
@@ -39,10 +37,6 @@ class GNNNodesConfig(TrainConfig):
     feature_dim: int = 16
     signal: float = 0.25  # class-mean distance from the origin, in noise standard deviations
     hidden: int = 32
-    epochs: int = 200
-    lr: float = 1e-2
-    weight_decay: float = 5e-4
-    batch_size: int = 20_000  # at least the training nodes: one full-graph step per epoch
 
     def __post_init__(self):
         why = "8 per class, and the layout is a dense eigenproblem"
@@ -53,7 +47,6 @@ class GNNNodesConfig(TrainConfig):
         check_range(self, "feature_dim", 1, 4096)
         check_range(self, "signal", 0, 100)
         check_range(self, "hidden", 1, 4096)
-        super().__post_init__()
 
 
 @experiment(
@@ -81,9 +74,7 @@ def run(ctx) -> None:
     }
     accuracy, histories, predictions = {}, {}, {}
     for (name, model), tag in zip(models.items(), ("mlp", "gcn")):
-        fit = fit_node_classifier(
-            model, graph, masks, TrainConfig.of(cfg), ctx.training(tag), uses_edges=tag == "gcn"
-        )
+        fit = fit_node_classifier(model, graph, masks, cfg.train, ctx.training(tag), uses_edges=tag == "gcn")
         accuracy[name], histories[name] = fit.test["accuracy"], fit.history
         with torch.no_grad():
             x, edge_index = graph.x.to(ctx.device), graph.edge_index.to(ctx.device)

@@ -154,6 +154,14 @@ class TrainConfig:
         return cls(**values, **overrides)
 
 
+@dataclass(frozen=True)
+class ClassifierTraining(TrainConfig):
+    """The training part of a lab config whose trainings log validation accuracy
+    (:func:`~biaslab.train.recipes.fit_classifier`): ``monitor`` may watch it too."""
+
+    monitor: ClassifierMonitor = "val_loss"
+
+
 def bf16_supported() -> bool:
     """Whether this CPU computes bfloat16 natively (AVX-512 BF16 or AMX), as oneDNN reports it."""
     try:
