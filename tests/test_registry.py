@@ -91,12 +91,12 @@ def test_default_profile_is_the_dataclass_defaults():
 
 def test_quick_profile_is_smaller_for_xor():
     quick, default = (registry.get("xor").make_config(p) for p in ("quick", "default"))
-    assert quick.epochs < default.epochs and quick.n_train < default.n_train
+    assert quick.train.epochs < default.train.epochs and quick.n_train < default.n_train
 
 
 def test_make_config_overrides_and_errors():
     exp = registry.get("xor")
-    assert exp.make_config("quick", {"epochs": "5"}).epochs == 5
+    assert exp.make_config("quick", {"epochs": "5"}).train.epochs == 5
     with pytest.raises(BiaslabError, match="unknown profile 'fast'"):
         exp.make_config("fast")
     with pytest.raises(BiaslabError, match="did you mean 'epochs'"):

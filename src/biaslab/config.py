@@ -286,9 +286,10 @@ def check_batch_fits(cfg) -> None:
     ``(size, description)``: the number of training examples and the key(s) that set it, e.g.
     ``(200, "n_train=200")``. ``TrainConfig`` and ``LoopConfig`` call it after their inherited
     fields are checked, so a lab config gets it by inheriting one of them and (for MNIST)
-    ``MnistSizes``, or by defining ``training_set()`` itself.
+    ``MnistSizes``, or by defining ``training_set()`` itself; a config made of parts calls it
+    among its relations (``batch_size`` is then its training part's).
     """
-    batch = getattr(cfg, "batch_size", None)
+    batch = flat_values(cfg).get("batch_size")  # its own, or its training part's
     training_set = getattr(cfg, "training_set", None)
     if batch is None or training_set is None:
         return

@@ -20,7 +20,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from biaslab import registry
-from biaslab.config import check_seed, field_types, from_dict, to_dict
+from biaslab.config import check_seed, field_types, flat_values, from_dict, to_dict
 from biaslab.data.availability import require_data
 from biaslab.errors import BiaslabError, CheckpointError, ConfigError, StorageError
 from biaslab.fileio import atomic_write, write_traceback
@@ -519,7 +519,7 @@ def _resumed(path: Path, saved: dict, name: str | None, overrides: dict[str, Any
 
 def _check_precision(cfg, device: str) -> None:
     """A config's ``precision`` (where it has one) must run on ``device``: one line if not."""
-    precision = getattr(cfg, "precision", None)
+    precision = flat_values(cfg).get("precision")  # its own, or its training part's
     if precision is not None:
         from biaslab.train.config import autocast_dtype
 

@@ -13,14 +13,13 @@ from typing import Literal
 import numpy as np
 import torch
 
-from biaslab.config import check_memory, check_range
+from biaslab.config import check_batch_fits, check_memory, check_range
 from biaslab.data import Splits
 from biaslab.data.synthetic import xor
 from biaslab.nn import MLP
 from biaslab.registry import experiment
 from biaslab.report import plots
-from biaslab.train import TrainConfig
-from biaslab.train.config import ClassifierMonitor
+from biaslab.train.config import ClassifierTraining
 from biaslab.train.recipes import fit_classifier
 
 # Bytes one XOR point costs over a run: the generator's float64 draws, the float32 arrays and
@@ -29,30 +28,28 @@ BYTES_PER_POINT = 200
 
 
 @dataclass(frozen=True)
-class XorConfig(TrainConfig):
-    monitor: ClassifierMonitor = "val_loss"
+class XorConfig:
+    """The training, the blobs around the four corners and the MLP's hidden layer."""
 
+    train: ClassifierTraining = ClassifierTraining(epochs=100, batch_size=32, lr=0.02)
     n_train: int = 400
     n_test: int = 400  # also the size of the validation set
     noise: float = 0.15
     hidden: int = 8
     activation: Literal["relu", "tanh", "sigmoid", "gelu"] = "tanh"
-    epochs: int = 100
-    batch_size: int = 32
-    lr: float = 0.02
 
     def __post_init__(self):
         check_range(self, "n_train", 1)
         check_range(self, "n_test", 1, why="the size of the validation and of the test set")
         check_range(self, "noise", 0, 100, "standard deviation of the blobs around the corners at ±1")
         check_range(self, "hidden", 1)
-        super().__post_init__()
+        check_batch_fits(self)
         points = self.n_train + 2 * self.n_test  # training, validation and test points
         key = f"n_train={self.n_train}, n_test={self.n_test}"
         check_memory(key, points * BYTES_PER_POINT, f"{points} XOR points")
         check_memory(
-            f"hidden={self.hidden}, batch_size={self.batch_size}",
-            self.mlp_memory((2, self.hidden, 2)),
+            f"hidden={self.hidden}, batch_size={self.train.batch_size}",
+            self.train.mlp_memory((2, self.hidden, 2)),
             f"the 2-{self.hidden}-2 MLP",
         )
 
@@ -89,7 +86,7 @@ def run(ctx) -> None:
     }
     histories, acc, corner_acc = {}, {}, {}
     for name, model in models.items():
-        fit = fit_classifier(model, splits, TrainConfig.of(cfg), ctx.training(name))
+        fit = fit_classifier(model, splits, cfg.train, ctx.training(name))
         histories[name], acc[name] = fit.history, fit.test["accuracy"]
         with torch.no_grad():
             pred = model(torch.from_numpy(CORNERS).to(ctx.device)).argmax(1).cpu().numpy()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
+from typing import Literal
 
 import numpy as np
 import torch
@@ -29,9 +30,23 @@ from biaslab.train.config import TrainConfig
 from biaslab.train.recipes import TrainSetup
 from biaslab.train.steps import StepOutput
 
-__all__ = ["MoleculeFit", "MoleculeRows", "fit_gradient_boosting", "fit_molecule_regressor"]
+__all__ = [
+    "MoleculeFit",
+    "MoleculeRows",
+    "MoleculeTraining",
+    "fit_gradient_boosting",
+    "fit_molecule_regressor",
+]
 
 EVAL_MOLECULES = 1024  # molecules per batch when predicting
+
+
+@dataclass(frozen=True)
+class MoleculeTraining(TrainConfig):
+    """The training part of a molecule regressor's config: early stopping may watch the
+    validation MAE, its default (the epoch with the lowest is kept either way)."""
+
+    monitor: Literal["val_mae", "val_loss", "train_loss"] = "val_mae"
 
 
 class MoleculeRows(Dataset):
