@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from biaslab.config import check_range
+from biaslab.config import check_batch_fits, check_range
 from biaslab.data.sequences import retrieval_task, retrieval_vocabulary
 from biaslab.data.splits import GeneratedSizes
 from biaslab.errors import ConfigError
@@ -26,8 +26,7 @@ from biaslab.nn import MLP, TransformerConfig, TransformerEncoder, count_paramet
 from biaslab.nn.attention import causal_mask, scaled_dot_product_attention
 from biaslab.registry import experiment
 from biaslab.report import plots
-from biaslab.train import TrainConfig
-from biaslab.train.config import ClassifierMonitor, Schedule
+from biaslab.train.config import ClassifierTraining
 from biaslab.train.recipes import fit_classifier
 
 SPLIT_INPUTS = ("x_train", "x_val", "x_test")
@@ -35,22 +34,16 @@ TOY_WORDS = ("the", "cat", "sat", "on", "the", "mat")
 
 
 @dataclass(frozen=True)
-class SelfAttentionConfig(TrainConfig, GeneratedSizes):
-    """The retrieval task's sizes, the two models and their training."""
+class SelfAttentionConfig:
+    """The retrieval task's sizes, the two models' training, the task and the two models."""
 
-    monitor: ClassifierMonitor = "val_loss"
-
+    data: GeneratedSizes = GeneratedSizes(n_train=20_000, n_val=2_000, n_test=5_000)
+    train: ClassifierTraining = ClassifierTraining(epochs=10, lr=3e-3, schedule="onecycle")
     pairs: int = 4
     keys: int = 16
     values: int = 16
-    n_train: int = 20_000
-    n_val: int = 2_000
-    n_test: int = 5_000
     dim: int = 64  # the Transformer's width (1 layer, 4 heads): 68,560 parameters
     mlp_hidden: int = 48  # one-hot (P+1)·vocabulary -> 48 -> values: 66,112 parameters
-    epochs: int = 10
-    lr: float = 3e-3
-    schedule: Schedule = "onecycle"
 
     def __post_init__(self):
         check_range(self, "keys", 1, 256)
@@ -60,7 +53,10 @@ class SelfAttentionConfig(TrainConfig, GeneratedSizes):
         if self.dim % 4:
             raise ConfigError(f"dim={self.dim}: must be a multiple of the 4 attention heads")
         check_range(self, "mlp_hidden", 1, 100_000)
-        super().__post_init__()
+        check_batch_fits(self)
+
+    def training_set(self) -> tuple[int, str]:
+        return self.data.training_set()
 
 
 def toy_attention(seed: int) -> dict[str, torch.Tensor]:
@@ -106,7 +102,7 @@ def run(ctx) -> None:
     )
 
     vocabulary = retrieval_vocabulary(cfg.keys, cfg.values)
-    tokens = cfg.generate(
+    tokens = cfg.data.generate(
         lambda n, seed: retrieval_task(n, cfg.pairs, cfg.keys, cfg.values, seed=seed),
         lambda split: ctx.seed_for("retrieval", split),
     )
@@ -126,7 +122,7 @@ def run(ctx) -> None:
     results, histories = {}, {}
     for name, model, data in (("Transformer (1 layer)", transformer, tokens), ("MLP", mlp, one_hot)):
         tag = "transformer" if model is transformer else "mlp"
-        fit = fit_classifier(model, data, TrainConfig.of(cfg), ctx.training(tag))
+        fit = fit_classifier(model, data, cfg.train, ctx.training(tag))
         results[name], histories[name] = fit.test["accuracy"], fit.history
         ctx.metric(**{f"{tag}_test_accuracy": fit.test["accuracy"]})
         ctx.metric(**{f"{tag}_parameters": count_parameters(model)})
