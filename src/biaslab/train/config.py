@@ -162,6 +162,14 @@ class ClassifierTraining(TrainConfig):
     monitor: ClassifierMonitor = "val_loss"
 
 
+@dataclass(frozen=True)
+class DiffusionTraining(TrainConfig):
+    """The training part of a lab config whose trainings log only losses (a denoiser's, an
+    autoencoder's): ``monitor`` watches one of them."""
+
+    monitor: Monitor = "val_loss"
+
+
 def bf16_supported() -> bool:
     """Whether this CPU computes bfloat16 natively (AVX-512 BF16 or AMX), as oneDNN reports it."""
     try:
