@@ -508,9 +508,10 @@ def _resumed(path: Path, saved: dict, name: str | None, overrides: dict[str, Any
         raise CheckpointError(f"{config}: {exc}; cannot resume: start a new run") from None
     try:
         threads = resolve_threads(saved.get("threads"))
-        device = resolve_device(saved.get("device", "cpu"))  # runs before 0.3 ran on the CPU
-        if saved.get("device", "cpu") == "auto":
+        recorded = saved.get("device", "cpu")  # runs before 0.3 ran on the CPU
+        if recorded == "auto":
             raise ConfigError("device='auto' (a run records the device it resolved to)")
+        device = resolve_device(recorded)
         _check_precision(cfg, device)
     except ConfigError as exc:
         raise CheckpointError(f"{config}: {exc}; cannot resume") from None

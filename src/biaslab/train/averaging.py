@@ -25,7 +25,7 @@ Without warm-up, equal to ``torch.optim.swa_utils.AveragedModel`` with
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 import torch
 from torch import nn
@@ -131,34 +131,21 @@ class WeightAveraging:
 
     def __init__(self, decay: float, warmup: bool = True):
         self.average = WeightAverage(decay, warmup)
-        self._kept: dict[str, torch.Tensor] | None = None  # θ while the model holds θ̄
+        self._validating = ExitStack()  # holds ``average.applied(model)`` during a validation
 
     def on_step_end(self, trainer) -> None:
         self.average.update(trainer.model)
 
-    @torch.no_grad()
     def on_validation_start(self, trainer) -> None:
-        if self.average.shadow:
-            self._kept = {name: p.detach().clone() for name, p in trainer.model.named_parameters()}
-            self.average.copy_to(trainer.model)
+        self._validating.enter_context(self.average.applied(trainer.model))
 
-    @torch.no_grad()
     def on_validation_end(self, trainer, record: dict) -> None:
-        if not trainer.stopping:
-            self._give_back(trainer.model)
-        elif self._kept is None:  # a divergence ends the training without a validation
+        self._validating.close()  # the model gets its own θ back
+        if trainer.stopping:  # the validation (or divergence) that ends the training: keep θ̄
             self.average.copy_to(trainer.model)
-        self._kept = None  # the training ends: the model keeps θ̄
 
     def on_exception(self, trainer, error: BaseException) -> None:
-        self._give_back(trainer.model)  # dying during a validation: the model gets θ back
-
-    @torch.no_grad()
-    def _give_back(self, model: nn.Module) -> None:
-        if self._kept is not None:
-            for name, p in model.named_parameters():
-                p.copy_(self._kept[name])
-            self._kept = None
+        self._validating.close()  # dying during a validation: the model gets θ back
 
     def state_dict(self) -> dict:
         return self.average.state_dict()

@@ -359,7 +359,6 @@ class Checkpointing:
 
     def __init__(self, path: str | Path, fingerprint: str = ""):
         self.path, self.extra = Path(path), fingerprint
-        self._saved = False
 
     def on_fit_start(self, trainer) -> None:
         self.fingerprint = trainer.fingerprint(self.extra)
@@ -369,25 +368,20 @@ class Checkpointing:
                 state, self.path, trainer.tag, trainer.config.epochs, trainer.steps_per_epoch
             )
             trainer.load_state(state, self.path)
-        self._saved = trainer.finished  # a finished training is not saved again
+        self._finished_before = trainer.finished  # reloaded as it was: nothing new to save
 
     def on_step_end(self, trainer) -> None:
         every = trainer.config.checkpoint_every
         if every and trainer.step % every == 0:
             self._save(trainer)
-        else:
-            self._saved = False
 
     def on_validation_end(self, trainer, record: dict) -> None:
-        if trainer.stopping:  # on_fit_end saves the final weights
-            self._saved = False
-        else:
+        if not trainer.stopping:  # else on_fit_end saves the final weights
             self._save(trainer)
 
     def on_fit_end(self, trainer) -> None:
-        if not self._saved:
+        if not self._finished_before:
             self._save(trainer)
 
     def _save(self, trainer) -> None:
         save(self.path, trainer.state(self.fingerprint).to_dict())
-        self._saved = True

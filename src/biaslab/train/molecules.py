@@ -25,6 +25,7 @@ from torch import nn
 from torch.utils.data import Dataset
 
 from biaslab.data.molecule_splits import MoleculeSplit, TargetScaler
+from biaslab.nn.mlp import device_of
 from biaslab.train.callbacks import KeepBest
 from biaslab.train.config import TrainConfig
 from biaslab.train.recipes import TrainSetup
@@ -75,10 +76,6 @@ class MoleculeRows(Dataset):
         return self.data.batch(rows, np.stack([y for _, y in items]), self.features)
 
 
-def _device_of(model: nn.Module) -> torch.device:
-    return next(model.parameters()).device
-
-
 def _loss(kind: str):
     return nn.functional.l1_loss if kind == "l1" else nn.functional.mse_loss
 
@@ -88,7 +85,7 @@ def molecule_step(loss: str = "l1"):
     loss_fn = _loss(loss)
 
     def step(model: nn.Module, batch, generator: torch.Generator) -> StepOutput:
-        batch = batch.to(_device_of(model))
+        batch = batch.to(device_of(model))
         prediction = model(batch)
         return StepOutput(
             loss_fn(prediction, batch.y), outputs=prediction.detach().cpu(), targets=batch.y.detach().cpu()
@@ -106,7 +103,7 @@ def predict_molecules(model: nn.Module, rows: MoleculeRows) -> np.ndarray:
     """Standardised predictions for every molecule of ``rows``, in eval mode: (N,) or (N, K)."""
     was_training = model.training
     model.eval()
-    device = _device_of(model)
+    device = device_of(model)
     try:
         parts = [
             model(

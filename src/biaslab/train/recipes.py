@@ -55,12 +55,12 @@ class TrainSetup:
 
     def callbacks(self) -> list:
         """The callbacks this setup asks for: a checkpoint file, a metrics log, the progress display."""
-        callbacks: list = [TrainingProgress(self.progress)]
-        if self.checkpoint is not None:
-            callbacks.insert(0, Checkpointing(self.checkpoint, self.fingerprint))
+        callbacks: list = (
+            [] if self.checkpoint is None else [Checkpointing(self.checkpoint, self.fingerprint)]
+        )
         if self.logger is not None:
-            callbacks.insert(-1, LogRecords(self.logger))
-        return callbacks
+            callbacks.append(LogRecords(self.logger))
+        return [*callbacks, TrainingProgress(self.progress)]
 
     def trainer(self, model: nn.Module, config: TrainConfig, callbacks=(), **kwargs: Any) -> Trainer:
         """A :class:`Trainer` for ``model`` wired to this setup; ``callbacks`` join the setup's,

@@ -41,6 +41,7 @@ from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
 from biaslab.errors import DivergenceError
+from biaslab.nn.mlp import device_of
 from biaslab.train import checkpoint
 from biaslab.train.callbacks import arranged
 from biaslab.train.checkpoint import TrainingState
@@ -126,10 +127,7 @@ class Trainer:
         if step is not None and loss_fn is not None:
             raise ValueError("give either loss_fn or step, not both")
         self.config = cfg = config or TrainConfig()
-        if device is None:
-            first = next(model.parameters(), None)
-            device = first.device if first is not None else "cpu"
-        self.device = torch.device(device)
+        self.device = device_of(model) if device is None else torch.device(device)
         self.autocast = autocast_dtype(cfg.precision, self.device.type)
         self.model = model.to(self.device)
         self.loss_fn, self.step_fn = loss_fn or nn.functional.cross_entropy, step
@@ -260,8 +258,9 @@ class Trainer:
             raise DivergenceError.at(self.tag, value, where, lr, self.lr_key)
         self.diverged = True
         record = {"tag": self.tag, "epoch": self.epoch + 1, "step": self.step, "train_loss": value, "lr": lr}
-        self.history.append({**record, "diverged": True})
-        self._call("on_validation_end", self.history[-1])
+        record["diverged"] = True
+        self.history.append(record)
+        self._call("on_validation_end", record)
 
     def _call(self, hook: str, *args) -> None:
         """Run ``hook`` of every callback that has it: start hooks in order, end hooks in reverse."""
