@@ -26,7 +26,6 @@ names the fastest that reaches it on every seed (the choice behind ``MnistMLPCon
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import functools
 import json
 import logging
@@ -39,6 +38,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
+from biaslab.config import apply_overrides, flat_values
 from biaslab.data.mnist import mnist_splits
 from biaslab.experiments.mnist_mlp import MnistMLPConfig
 from biaslab.hardware import busy_warning
@@ -90,7 +90,7 @@ class _Clock:
 
 def time_to_target(splits, seed: int, recipe: dict, watch: str) -> dict:
     """Train with ``recipe`` (overrides of MnistMLPConfig); ``watch`` is "val" or "test"."""
-    cfg = dataclasses.replace(MnistMLPConfig(), **recipe)
+    cfg = apply_overrides(MnistMLPConfig(), recipe)  # flat keys: lr, label_smoothing, ...
     torch.manual_seed(seed)
     model = MLP((784, cfg.hidden, 10))
     loss_fn = None
@@ -100,7 +100,7 @@ def time_to_target(splits, seed: int, recipe: dict, watch: str) -> dict:
     trainer = Trainer(
         model,
         loss_fn,
-        TrainConfig.of(cfg),
+        cfg.train,
         seed=seed,
         metrics={"accuracy": accuracy},
         logger=clock,
@@ -257,7 +257,7 @@ def main() -> None:
 
     load = warn_if_busy()
     cfg = MnistMLPConfig()
-    splits = mnist_splits(n_val=cfg.n_val, seed=0, standardize=True)
+    splits = mnist_splits(n_val=cfg.data.n_val, seed=0, standardize=True)
     print(
         f"torch {torch.__version__}, {torch.get_num_threads()} threads, load {load:.2f}; "
         f"train {len(splits.x_train)}, val {len(splits.x_val)}, test {len(splits.x_test)} images"
@@ -266,7 +266,7 @@ def main() -> None:
         select_recipe(splits, args.seeds)
         return
 
-    new = {k: getattr(cfg, k) for k in OLD_RECIPE}
+    new = {k: flat_values(cfg)[k] for k in OLD_RECIPE}
     print(f"\n1. time to {TARGET:.0%} test accuracy: new {new} vs old {OLD_RECIPE}")
     times = {"new": [], "old": []}
     for seed in args.seeds:

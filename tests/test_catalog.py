@@ -16,7 +16,7 @@ import textwrap
 import pytest
 
 from biaslab import catalog, cli, config_slices, registry
-from biaslab.config import to_dict
+from biaslab.config import to_dict, unused_keys
 
 EXPERIMENTS = registry.all_experiments()
 # Labs whose config needs torch, with the reason; `biaslab config NAME` takes ~1 s more for them.
@@ -109,7 +109,7 @@ def test_every_lab_config_from_its_slice_equals_the_imported_lab(tmp_path):
     for exp in EXPERIMENTS:
         got = report[exp.name]
         assert got["configs"] == {p: to_dict(exp.make_config(p)) for p in registry.PROFILES}, exp.name
-        assert got["unused"] == dict(getattr(exp.config, "UNUSED_KEYS", {})), exp.name
+        assert got["unused"] == unused_keys(exp.config), exp.name
         assert got["slices left"] == [], exp.name
         if exp.name not in TORCH_NEEDED:
             assert not got["torch"], f"config {exp.name} imported torch"
@@ -157,20 +157,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import ClassVar
 
 import not_a_real_package_xyz as heavy
 from biaslab.fakebase import LIMITS, BaseConfig
 from biaslab.registry import experiment
+from biaslab.train.config import training_without
 
 SCALE = int(math.sqrt(16))
 QUICK = {"depth": 2}
+Lean = training_without("Lean", BaseConfig, mode="one mode only")  # a part without a key
 
 
 @dataclass(frozen=True)
-class FakeConfig(BaseConfig):
-    UNUSED_KEYS: ClassVar[dict[str, str]] = {"mode": "one mode only"}
-
+class FakeConfig:
+    base: Lean = Lean()
     width: int = SCALE * LIMITS["width"]
 
 
@@ -215,9 +215,9 @@ def test_a_slice_builds_the_config_and_runs_nothing_else(fake_root):
     assert entries == [catalog.Entry("fake-lab", 1, 5, "fake-lab", "a fake lab", module)]
     found = config_slices.lab_configs(module, "fake-lab")
     assert found.configs == {
-        "quick": {"mode": "a", "depth": 2, "width": 1},
-        "default": {"mode": "a", "depth": 3, "width": 4},
-        "full": {"mode": "a", "depth": 9, "width": 4},
+        "quick": {"depth": 2, "width": 1},
+        "default": {"depth": 3, "width": 4},
+        "full": {"depth": 9, "width": 4},
     }
     assert found.unused == {"mode": "one mode only"}
     assert "not_a_real_package_xyz" not in sys.modules

@@ -10,7 +10,7 @@ import pytest
 
 from biaslab import registry
 from biaslab.catalog import Problem, Unreadable, read_catalog
-from biaslab.config import field_types, from_dict, to_dict
+from biaslab.config import field_types, flat_values, from_dict, to_dict, unused_keys
 from biaslab.data.availability import CHECKS
 from biaslab.errors import BiaslabError
 from biaslab.train import TrainConfig
@@ -162,7 +162,7 @@ def test_catalog_matches_the_registry():
         )
         found = registry.configs(exp.name)
         assert found.configs == {p: to_dict(exp.make_config(p)) for p in registry.PROFILES}
-        assert found.unused == dict(getattr(exp.config, "UNUSED_KEYS", {}))
+        assert found.unused == unused_keys(exp.config)
 
 
 def test_catalog_writes_no_cache(tmp_path, monkeypatch):
@@ -201,19 +201,30 @@ def test_unused_keys_are_refused_with_the_reason():
         exp.make_config("quick", {"lr": "0.1"})
 
 
-TRAIN_KEYS = set(field_types(TrainConfig))
-TRAINER_LABS = [e for e in EXPERIMENTS if TRAIN_KEYS <= set(field_types(e.config))]
+def training_of(cfg) -> TrainConfig | None:
+    """A lab config's training: its TrainConfig part, or the TrainConfig that a part made by
+    ``training_without`` builds (the left-out keys at their defaults); None without one."""
+    for f in dataclasses.fields(cfg):
+        part = getattr(cfg, f.name)
+        if isinstance(part, TrainConfig):
+            return part
+        if hasattr(part, "training") and dataclasses.is_dataclass(part):
+            return part.training()
+    return None
 
 
-def training_of(cfg) -> TrainConfig:
-    """A lab config's training: its TrainConfig part, or (inherited) what TrainConfig.of takes."""
-    parts = [getattr(cfg, f.name) for f in dataclasses.fields(cfg)]
-    return next((p for p in parts if isinstance(p, TrainConfig)), None) or TrainConfig.of(cfg)
+TRAINER_LABS = [e for e in EXPERIMENTS if training_of(e.config()) is not None]
 
 
-def test_labs_made_of_parts_and_inheriting_labs_both_train():
+def test_labs_with_every_kind_of_training_part_train():
     names = [e.name for e in TRAINER_LABS]
-    assert {"xor", "gnn-nodes", "qm9", "mnist-mlp", "vae"} <= set(names)  # parts, and inherited
+    assert {"xor", "gnn-nodes", "qm9", "mnist-mlp", "vae", "lr-sweep", "mnist1d"} <= set(names)
+
+
+def test_no_lab_config_inherits_a_part():
+    """A lab's config is made of parts (its training, its data sizes), never derived from one."""
+    for exp in EXPERIMENTS:
+        assert exp.config.__bases__ == (object,), f"{exp.name}: {exp.config.__bases__}"
 
 
 @pytest.mark.parametrize("exp", TRAINER_LABS, ids=[e.name for e in TRAINER_LABS])
@@ -256,21 +267,57 @@ def _narrows(lab_type, part_type) -> bool:
     return typing.get_origin(part_type) is typing.Literal and set(choices) <= set(typing.get_args(part_type))
 
 
+def _part_classes(cls) -> list[type]:
+    """The dataclasses a lab's config is made of: its parts' classes, each with the dataclasses
+    it derives from (ClassifierTraining from TrainConfig, HiddenPCASizes from MnistSizes)."""
+    found = []
+    for tp in typing.get_type_hints(cls).values():
+        if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+            found += [c for c in tp.__mro__ if dataclasses.is_dataclass(c)]
+    return found
+
+
 @pytest.mark.parametrize("exp", EXPERIMENTS, ids=NAMES)
 def test_no_key_is_typed_more_loosely_than_in_its_part(exp):
-    """A lab that redeclares a key of a part (TrainConfig, MnistSizes, ...) keeps its type or
-    narrows it (a Literal stays a Literal); and what early stopping watches is a Literal of the
-    keys the lab's trainings log, so a typo is refused when the config is made."""
+    """A part that redeclares a key of the part it derives from (ClassifierTraining's monitor
+    over TrainConfig's) keeps its type or narrows it (a Literal stays a Literal); and what early
+    stopping watches is a Literal of the keys the lab's trainings log, so a typo is refused when
+    the config is made."""
     own = field_types(exp.config)
-    for part in exp.config.__mro__[1:]:
-        if not dataclasses.is_dataclass(part):
-            continue
-        for name, part_type in field_types(part).items():
-            assert _narrows(own[name], part_type), (
-                f"{exp.name}: {name} is {own[name]}, over {part.__name__}'s {part_type}"
-            )
+    for part in _part_classes(exp.config):
+        types_ = field_types(part)
+        for name, part_type in types_.items():
+            if name in own:  # a key training_without leaves out is in no lab
+                assert _narrows(own[name], part_type), (
+                    f"{exp.name}: {name} is {own[name]}, over {part.__name__}'s {part_type}"
+                )
     if "monitor" in own:
         assert typing.get_origin(own["monitor"]) is typing.Literal, f"{exp.name}: monitor is {own['monitor']}"
+
+
+def _training_set_size(cfg) -> int | None:
+    """The training set's size a config's batch is checked against: its own or its data part's."""
+    holders = [cfg, *(getattr(cfg, f.name) for f in dataclasses.fields(cfg))]
+    sizes = next((h for h in holders if hasattr(h, "training_set")), None)
+    if "batch_size" not in flat_values(cfg) or sizes is None:
+        return None
+    return sizes.training_set()[0]
+
+
+BATCHED_LABS = [e for e in EXPERIMENTS if _training_set_size(e.make_config("quick")) is not None]
+
+
+def test_labs_with_a_batch_and_a_data_part_are_found():
+    assert {"xor", "mnist-mlp", "lr-sweep", "mnist1d", "manual-backprop"} <= {e.name for e in BATCHED_LABS}
+
+
+@pytest.mark.parametrize("exp", BATCHED_LABS, ids=[e.name for e in BATCHED_LABS])
+def test_a_batch_larger_than_the_training_set_is_refused(exp):
+    """Every lab with a batch_size and a data part checks the one against the other."""
+    size = _training_set_size(exp.make_config("quick"))
+    exp.make_config("quick", {"batch_size": str(size)})  # a batch as large as the training set
+    with pytest.raises(BiaslabError, match=f"batch_size={size + 1}: must be <= {size}"):
+        exp.make_config("quick", {"batch_size": str(size + 1)})
 
 
 def test_the_looseness_check_can_fail():

@@ -51,7 +51,8 @@ class Entry:
 @dataclass(frozen=True)
 class Configs:
     """What ``biaslab config`` shows: ``configs`` maps each profile to the resolved config as
-    JSON (``config.to_dict``); ``unused`` names inherited keys the lab does not use, with why."""
+    JSON (``config.to_dict``); ``unused`` names the keys the lab leaves out of a part it builds
+    on, with why."""
 
     configs: dict[str, dict[str, Any]]
     unused: dict[str, str] = field(default_factory=dict)

@@ -7,15 +7,20 @@ Values given as strings (from the command line) are parsed into the field's type
 does not fit is a
 :class:`~biaslab.errors.ConfigError` with one line that names the key and the expected type.
 
+A lab's config is made of *parts*: a field whose type is a dataclass (its training,
+``train: ClassifierTraining``; its data sizes, ``data: MnistSizes``) holds that part's keys,
+which stay flat (``--set lr=0.1``, never ``train.lr``; config.json lists them in their place), so
+a lab lists exactly the keys it reads: its parts' and its own (:func:`field_types`).
+
 Validation: a config checks every value against the data and the machine it will meet, in its
-``__post_init__``, so that a bad value is refused before a run directory exists. Configs inherit
-each other cooperatively (a lab's config -> ``TrainConfig`` / ``LoopConfig`` -> ``MnistSizes``),
-and every ``__post_init__`` keeps one order::
+``__post_init__``, so that a bad value is refused before a run directory exists. A part is built
+(and checks its own keys) before the config that holds it, and every ``__post_init__`` keeps one
+order::
 
     def __post_init__(self):
         check_range(self, "hidden", 1)             # 1. its own fields, one by one
-        super().__post_init__()                   # 2. the fields of the classes it inherits
-        check_batch_fits(self)                     # 3. relations between fields, and memory
+        check_batch_fits(self)                     # 2. relations between fields (parts' too),
+        check_memory(...)                          #    and memory
 
 so each field is checked on its own before any relation uses it: a relation's message never
 blames a key whose own value is the problem. The helpers here (:func:`check_range`,
@@ -68,6 +73,17 @@ def flat_values(cfg) -> dict[str, Any]:
         value = getattr(cfg, f.name)
         values.update(flat_values(value) if dataclasses.is_dataclass(value) else {f.name: value})
     return values
+
+
+def unused_keys(cls) -> dict[str, str]:
+    """Keys a config leaves out of a part it builds on, each with why (``UNUSED_KEYS`` of its
+    class and of its parts' classes, as :func:`biaslab.train.config.training_without` makes
+    them): ``--set`` refuses them with the reason, and ``biaslab config`` prints it."""
+    found = dict(getattr(cls, "UNUSED_KEYS", {}))
+    for tp in typing.get_type_hints(cls).values():
+        if _is_part(tp):
+            found.update(unused_keys(tp))
+    return found
 
 
 def _replaced(cfg, changes: Mapping[str, Any]):
@@ -182,24 +198,22 @@ def _finite(key: str, value: float) -> float:
     return value
 
 
-def apply_overrides(
-    cfg, overrides: Mapping[str, Any], context: str = "", *, allow_unused: bool = False, strict: bool = False
-):
+def apply_overrides(cfg, overrides: Mapping[str, Any], context: str = "", *, strict: bool = False):
     """Return a copy of ``cfg`` with ``overrides`` applied (values parsed and type-checked).
 
-    A config may name keys it inherits but does not use in ``UNUSED_KEYS`` (a class attribute:
-    key -> why); setting one is refused unless ``allow_unused`` (a saved config has them all).
+    A key the config leaves out of a part (:func:`unused_keys`) is refused with the reason.
     ``strict``: values from a JSON file, taken only when they have the field's type
     (:func:`parse_value`).
     """
     if not overrides:
         return cfg
     types_ = field_types(type(cfg))
+    unused = unused_keys(type(cfg))
     changes = {}
     for key, raw in overrides.items():
-        if not allow_unused and key in getattr(cfg, "UNUSED_KEYS", {}):
+        if key in unused:
             where = f" by {context}" if context else ""
-            raise ConfigError(f"'{key}' is not used{where}: {cfg.UNUSED_KEYS[key]}")
+            raise ConfigError(f"'{key}' is not used{where}: {unused[key]}")
         if key not in types_:
             close = difflib.get_close_matches(key, list(types_), n=1)
             hint = f"; did you mean '{close[0]}'?" if close else ""
@@ -282,15 +296,16 @@ def shown_value(value) -> str:
 def check_batch_fits(cfg) -> None:
     """Refuse a ``batch_size`` larger than the training set, naming both keys.
 
-    Runs for a config that has a ``batch_size`` field and a ``training_set()`` method returning
-    ``(size, description)``: the number of training examples and the key(s) that set it, e.g.
-    ``(200, "n_train=200")``. ``TrainConfig`` and ``LoopConfig`` call it after their inherited
-    fields are checked, so a lab config gets it by inheriting one of them and (for MNIST)
-    ``MnistSizes``, or by defining ``training_set()`` itself; a config made of parts calls it
-    among its relations (``batch_size`` is then its training part's).
+    Runs for a config that has a ``batch_size`` key (its own, or its training part's) and a
+    ``training_set()`` method returning ``(size, description)``, on the config itself or on one
+    of its parts (its data part: :class:`~biaslab.data.mnist.MnistSizes`,
+    :class:`~biaslab.data.splits.GeneratedSizes`): the number of training examples and the
+    key(s) that set it, e.g. ``(200, "n_train=200")``. A config calls it among its relations,
+    after its parts and its own keys are checked.
     """
-    batch = flat_values(cfg).get("batch_size")  # its own, or its training part's
-    training_set = getattr(cfg, "training_set", None)
+    batch = flat_values(cfg).get("batch_size")
+    holders = [cfg, *(getattr(cfg, f.name) for f in dataclasses.fields(cfg))]
+    training_set = next((h.training_set for h in holders if hasattr(h, "training_set")), None)
     if batch is None or training_set is None:
         return
     size, description = training_set()
@@ -370,4 +385,4 @@ def to_dict(cfg) -> dict[str, Any]:
 
 def from_dict(cls, data: Mapping[str, Any]):
     """Rebuild a config of class ``cls`` from :func:`to_dict` output (strictly type-checked)."""
-    return apply_overrides(cls(), dict(data), context=cls.__name__, allow_unused=True, strict=True)
+    return apply_overrides(cls(), dict(data), context=cls.__name__, strict=True)

@@ -33,7 +33,7 @@ from biaslab.catalog import (
     module_path,
     parse_source,
 )
-from biaslab.config import apply_overrides, to_dict
+from biaslab.config import apply_overrides, to_dict, unused_keys
 
 __all__ = ["lab_configs"]
 
@@ -62,7 +62,7 @@ def lab_configs(module: str, name: str) -> Configs:
             expr = decl.profiles.get(profile)
             overrides = dict(_evaluate(expr, lab) or {}) if expr is not None else {}
             configs[profile] = to_dict(apply_overrides(cls(), overrides, context=name))
-        return Configs(configs, dict(getattr(cls, "UNUSED_KEYS", {})))
+        return Configs(configs, unused_keys(cls))
     finally:
         slicer.close()
 

@@ -27,7 +27,7 @@ from biaslab.catalog import (
     experiment_modules,
     read_catalog,
 )
-from biaslab.config import apply_overrides, to_dict
+from biaslab.config import apply_overrides, to_dict, unused_keys
 from biaslab.config_slices import lab_configs
 from biaslab.errors import BiaslabError
 
@@ -193,9 +193,7 @@ def configs(name: str) -> Configs:
     except Exception:  # a shortcut only: where it fails, the lab itself gives the answer
         pass
     exp = get(name)
-    return Configs(
-        {p: to_dict(exp.make_config(p)) for p in PROFILES}, dict(getattr(exp.config, "UNUSED_KEYS", {}))
-    )
+    return Configs({p: to_dict(exp.make_config(p)) for p in PROFILES}, unused_keys(exp.config))
 
 
 def workshop_order() -> list[str]:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from biaslab.config import check_batch_fits, check_range
+from biaslab.config import apply_overrides, check_batch_fits, check_range
 from biaslab.data import MNIST, load_mnist, mnist_splits
 from biaslab.data import mnist as mnist_module
 from biaslab.data.mnist import MnistSizes
@@ -221,15 +221,21 @@ class LabSizes(MnistSizes):
 
 
 @dataclass(frozen=True)
-class BatchedLabSizes(LabSizes):
-    """Fields first, then the inherited ones, then relations: the order every config keeps."""
+class BatchedLab:
+    """A lab config made of its data part and a batch size: parts, then fields, then relations."""
 
+    data: LabSizes = LabSizes()
     batch_size: int = 64
 
     def __post_init__(self):
         check_range(self, "batch_size", 1)
-        super().__post_init__()
-        check_batch_fits(self)
+        check_batch_fits(self)  # the data part's training_set()
+
+
+def batched_refusal(**keys) -> str:
+    with pytest.raises(ConfigError) as info:
+        apply_overrides(BatchedLab(), keys)
+    return str(info.value)
 
 
 def refusal(cls, **sizes) -> str:
@@ -280,9 +286,9 @@ def test_training_set_and_the_batch_relation():
     assert MnistSizes(n_val=500, n_train=2000).training_set() == (2000, "n_train=2000")
     size, keys = MnistSizes(n_val=500).training_set()
     assert size == 59500 and "n_train=none" in keys and "n_val=500" in keys
-    BatchedLabSizes(n_train=64)  # a batch as large as the training set
-    assert refusal(BatchedLabSizes, n_train=63).startswith("batch_size=64: must be <= 63")
-    assert "n_val=59990" in refusal(BatchedLabSizes, n_val=59990)  # n_train=none: 10 left
+    apply_overrides(BatchedLab(), {"n_train": 64})  # a batch as large as the training set
+    assert batched_refusal(n_train=63).startswith("batch_size=64: must be <= 63")
+    assert "n_val=59990" in batched_refusal(n_val=59990)  # n_train=none: 10 left
     # a field's own error comes before any relation that uses it
-    assert refusal(BatchedLabSizes, n_train=2).startswith("n_train=2: must be in 5..")
-    assert refusal(BatchedLabSizes, batch_size=0).startswith("batch_size=0: must be >= 1")
+    assert batched_refusal(n_train=2).startswith("n_train=2: must be in 5..")
+    assert batched_refusal(batch_size=0).startswith("batch_size=0: must be >= 1")

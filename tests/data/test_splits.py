@@ -26,17 +26,24 @@ def test_generate_draws_each_split_with_its_own_seed():
 
 
 def test_sizes_are_checked_and_a_batch_must_fit():
-    from biaslab.train import TrainConfig
+    from biaslab.config import apply_overrides, check_batch_fits
+    from biaslab.train.config import TrainConfig
 
     @dataclass(frozen=True)
-    class LabConfig(TrainConfig, GeneratedSizes):
-        pass
+    class LabConfig:  # made of parts: its data sizes and its training
+        data: GeneratedSizes = GeneratedSizes()
+        train: TrainConfig = TrainConfig()
+
+        def __post_init__(self):
+            check_batch_fits(self)
 
     with pytest.raises(ConfigError, match="n_val"):
-        LabConfig(n_val=0)
+        GeneratedSizes(n_val=0)
+    with pytest.raises(ConfigError, match="n_val=0"):
+        apply_overrides(LabConfig(), {"n_val": 0})
     with pytest.raises(ConfigError, match="n_train=100"):
-        LabConfig(n_train=100, batch_size=128)
-    assert LabConfig(n_train=128, batch_size=128).n_train == 128
+        apply_overrides(LabConfig(), {"n_train": 100, "batch_size": 128})
+    assert apply_overrides(LabConfig(), {"n_train": 128, "batch_size": 128}).data.n_train == 128
 
 
 @pytest.mark.parametrize("as_numpy", [False, True])

@@ -3,10 +3,10 @@
 While a lab's run executes, reads of its config's keys (on the lab's config class and on the
 parts it is made of, such as its training) are recorded, except the reads that only check, copy
 or print a config (its own ``__post_init__``, :mod:`biaslab.config`, the runner's bookkeeping,
-``dataclasses``), which read every key. ``TrainConfig.of(cfg, **overrides)`` passes a key on to
-a training, so it counts; an overridden key is not read by it. So does a part a lab reads and
-hands on whole (``cfg.train`` to a recipe): which of its keys take effect then depends on others
-(momentum with SGD, warmup with a one-cycle schedule), as the trainer's tests show.
+``dataclasses``), which read every key. A part a lab reads and hands on whole (``cfg.train`` to a
+recipe, or to ``dataclasses.replace``) counts as a read of all its keys: which of them take
+effect then depends on others (momentum with SGD, warmup with a one-cycle schedule), as the
+trainer's tests show.
 """
 
 from __future__ import annotations

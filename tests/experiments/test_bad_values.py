@@ -107,7 +107,7 @@ CASES = [
     ("self-attention", ["pairs=20"], ["pairs=20", "1..16", "distinct keys"]),
     ("self-attention", ["dim=30"], ["dim=30", "multiple of the 4 attention heads"]),
     ("mnist1d", ["n_val=4000"], ["n_val=4000", "1..3999"]),
-    ("mnist1d", ["batch_size=5000"], ["batch_size=5000", "1..4000"]),
+    ("mnist1d", ["epochs=3"], ["'epochs' is not used", "each model trains for its own <model>_epochs"]),
     ("mnist1d", ["batch_size=3600"], ["batch_size=3600", "n_train=400", "<= 400"]),
     ("mnist1d", ["seeds=0"], ["seeds=0", "1..20"]),
     ("sequences", ["lengths=10,5"], ["lengths=(10, 5)", "increasing"]),
@@ -133,7 +133,7 @@ CASES = [
     ("decision", ["n_val=100"], ["n_ood=200", "n_val=100"]),  # the quick profile's n_ood
     ("decision", ["small_fraction=0.001"], ["small_fraction=0.001", "2 training digits", "knn_k=5"]),
     ("decision", ["n_train=1000", "curve_points=8"], ["100 training digits", "= 128"]),
-    ("mnist-mlp", ["n_val=0"], ["n_val=0", "1..59999", "mnist-mlp reports validation accuracy"]),
+    ("mnist-mlp", ["n_val=0"], ["n_val=0", "1..59999", "the validation set is evaluated after every epoch"]),
     ("mnist-mlp", ["n_val=60000"], ["n_val=60000", "1..59999", "60000 training images"]),
     ("mnist-mlp", ["n_train=0"], ["n_train=0", "1..59500"]),
     ("mnist-mlp", ["n_train=60000"], ["n_train=60000", "1..59500", "n_val=500"]),
@@ -171,7 +171,8 @@ CASES = [
     ("lr-sweep", ["label_noise=1.5"], ["label_noise=1.5", "0..1"]),
     ("lr-sweep", ["label_noise=-0.1"], ["label_noise=-0.1", "0..1"]),
     ("lr-sweep", ["label_noise=nan"], ["label_noise=", "finite"]),
-    ("lr-sweep", ["n_val=0"], ["n_val=0", "lr-sweep reads the validation curves"]),
+    ("lr-sweep", ["n_val=0"], ["n_val=0", "the validation set is evaluated after every epoch"]),
+    ("lr-sweep", ["lr=0.1"], ["'lr' is not used", "once per value of learning_rates"]),
     ("lr-sweep", ["batch_size=500"], ["batch_size=500", "n_train=200"]),
     ("lr-sweep", ["hidden=100000000"], ["hidden=100000000", "GiB"]),
     # -- gradients: float64 must hold z, its derivatives and the step

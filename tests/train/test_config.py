@@ -5,26 +5,31 @@ from dataclasses import dataclass
 import pytest
 import torch
 
+from biaslab.config import apply_overrides, check_batch_fits, check_range, field_types, unused_keys
 from biaslab.errors import ConfigError
 from biaslab.nn import mlp_memory_bytes
 from biaslab.train import TrainConfig
-from biaslab.train.config import EVAL_BATCH, ClassifierMonitor, Monitor
+from biaslab.train.config import EVAL_BATCH, ClassifierTraining, LossTraining, training_without
 
 
 @dataclass(frozen=True)
-class LabConfig(TrainConfig):
-    """A lab's config: a classifier trained on n_train examples."""
+class LabConfig:
+    """A lab's config: a classifier's training (a part) on n_train examples."""
 
-    monitor: ClassifierMonitor = "val_loss"
+    train: ClassifierTraining = ClassifierTraining()
     n_train: int = 1000
 
     def __post_init__(self):
-        if self.n_train < 1:
-            raise ConfigError(f"n_train={self.n_train}: must be >= 1")
-        super().__post_init__()
+        check_range(self, "n_train", 1)
+        check_batch_fits(self)
 
     def training_set(self):
         return self.n_train, f"n_train={self.n_train}"
+
+
+def lab(**keys) -> LabConfig:
+    """A LabConfig with flat keys set as ``--set`` sets them (a training key in its part)."""
+    return apply_overrides(LabConfig(), keys)
 
 
 def refusal(cls=TrainConfig, **values) -> str:
@@ -62,28 +67,49 @@ def test_optimizer_relations():
 
 
 def test_monitor_is_one_of_the_keys_the_lab_logs():
-    LabConfig(monitor="val_accuracy", patience=2)
-    assert refusal(LabConfig, monitor="val_acc").startswith(
+    lab(monitor="val_accuracy", patience=2)
+    assert refusal(ClassifierTraining, monitor="val_acc").startswith(
         "monitor='val_acc': choose one of train_loss, val_loss, val_accuracy"
     )
-
-    @dataclass(frozen=True)
-    class Reconstruction(TrainConfig):  # the keys every training logs
-        monitor: Monitor = "val_loss"
-
-    Reconstruction(monitor="train_loss")
-    assert "choose one of train_loss, val_loss" in refusal(Reconstruction, monitor="val_accuracy")
-    # a bare TrainConfig (what TrainConfig.of takes of a lab's checked config) takes any key
-    assert TrainConfig.of(LabConfig(monitor="val_accuracy")).monitor == "val_accuracy"
+    with pytest.raises(ConfigError, match="monitor='val_acc': choose one of"):
+        lab(monitor="val_acc")
+    LossTraining(monitor="train_loss")
+    assert "choose one of train_loss, val_loss" in refusal(LossTraining, monitor="val_accuracy")
+    assert TrainConfig(monitor="val_mae").monitor == "val_mae"  # a bare TrainConfig takes any key
 
 
 def test_batch_against_the_training_set_after_every_field():
-    LabConfig(batch_size=1000)
-    assert refusal(LabConfig, batch_size=1001).startswith("batch_size=1001: must be <= 1000")
-    assert "(n_train=1000)" in refusal(LabConfig, batch_size=1001)
-    assert refusal(LabConfig, n_train=0).startswith("n_train=0")  # not blamed on batch_size
-    assert refusal(LabConfig, batch_size=0, n_train=0).startswith("n_train=0")
+    lab(batch_size=1000)
+    with pytest.raises(ConfigError, match=r"batch_size=1001: must be <= 1000, .*\(n_train=1000\)"):
+        lab(batch_size=1001)
+    # a field's own error comes before any relation: n_train is not blamed on batch_size, and with
+    # both wrong the part (built first) names its own
+    with pytest.raises(ConfigError, match="^n_train=0: must be >= 1"):
+        lab(n_train=0)
+    with pytest.raises(ConfigError, match="^batch_size=0: must be >= 1"):
+        lab(batch_size=0, n_train=0)
     TrainConfig(batch_size=10**6)  # no training set to relate to
+
+
+def test_a_part_without_some_keys():
+    Sweep = training_without("Sweep", ClassifierTraining, lr="one training per rate")
+    assert Sweep.__module__ == __name__ and "lr" not in field_types(Sweep)
+    assert unused_keys(Sweep) == {"lr": "one training per rate"}
+    part = Sweep(epochs=3, monitor="val_accuracy")
+    one = part.training(lr=0.5)
+    assert type(one) is ClassifierTraining and (one.epochs, one.lr, one.monitor) == (3, 0.5, "val_accuracy")
+    assert refusal(Sweep, epochs=0).startswith("epochs=0: must be >= 1")  # the base's checks
+    assert refusal(Sweep, monitor="val_acc").startswith("monitor='val_acc'")
+    with pytest.raises(TypeError, match="ClassifierTraining has no key"):
+        training_without("Bad", ClassifierTraining, learning_rate="typo")
+
+    @dataclass(frozen=True)
+    class SweepConfig:
+        train: Sweep = Sweep()  # noqa: RUF009 (frozen, made by training_without)
+
+    with pytest.raises(ConfigError, match="'lr' is not used by the sweep: one training per rate"):
+        apply_overrides(SweepConfig(), {"lr": "0.1"}, context="the sweep")
+    assert apply_overrides(SweepConfig(), {"epochs": "4"}).train.epochs == 4
 
 
 def test_optimizer_states_and_mlp_memory():
@@ -127,4 +153,4 @@ def test_precision_follows_the_device(monkeypatch):
     monkeypatch.setattr(train_config, "bf16_supported", lambda: True)
     assert train_config.autocast_dtype("bf16", "cpu") is torch.bfloat16
     with pytest.raises(ConfigError, match="choose one of fp32, bf16, fp16"):
-        train_config.TrainConfig.of(train_config.TrainConfig(), precision="fp8")
+        train_config.TrainConfig(precision="fp8")

@@ -67,7 +67,7 @@ class MNIST:
 
 @dataclass(frozen=True)
 class MnistSizes:
-    """How many MNIST images each split takes: config fields a lab's config inherits.
+    """How many MNIST images each split takes: a lab config's data part (``data: MnistSizes``).
 
     Args:
         n_val: validation images carved from the 60,000 training images (default 5000).
@@ -75,13 +75,16 @@ class MnistSizes:
         n_test: the first ``n_test`` official test images (default None: all 10,000).
 
     Each size is checked against the data (60,000 training and 10,000 test images) and against
-    the smallest split the lab can run on, declared in ``MIN_SIZES``: key -> ``(minimum, why)``.
-    A lab re-declares only the keys it needs more of; the rest come from its bases::
+    the smallest split the lab can run on, ``MIN_SIZES``: key -> ``(minimum, why)``. A lab that
+    needs more than these minimums subclasses its data part and declares only the keys it
+    raises; the rest come from here::
 
-        MIN_SIZES = {"n_train": (5, "hidden-pca's 5-nearest-neighbour vote needs 5 images")}
+        @dataclass(frozen=True)
+        class HiddenPCASizes(MnistSizes):
+            MIN_SIZES = {"n_train": (5, "the 5-nearest-neighbour vote needs 5 training images")}
 
     A size below its minimum is refused with the lab's reason, e.g.
-    ``n_train=1: must be in 5..55000 (hidden-pca's 5-nearest-neighbour vote needs 5 images)``.
+    ``n_train=1: must be in 5..55000 (the 5-nearest-neighbour vote needs 5 training images)``.
     """
 
     MIN_SIZES: ClassVar[Mapping[str, tuple[int, str]]] = {
@@ -111,7 +114,6 @@ class MnistSizes:
         room = N_TRAIN_IMAGES - self.n_val
         self._check_size("n_train", room, f"{images} minus n_val={self.n_val}; or none for all")
         self._check_size("n_test", N_TEST_IMAGES, f"{N_TEST_IMAGES} test images; or none for all")
-        getattr(super(), "__post_init__", lambda: None)()  # cooperative: e.g. TrainConfig's relations
 
     def _check_size(self, key: str, most: int, why_most: str) -> None:
         """``key`` in ``MIN_SIZES[key][0]..most``; the reason given is that of the bound it misses."""

@@ -171,7 +171,7 @@ def mnist1d_splits(
 
 @dataclass(frozen=True)
 class Mnist1dSizes:
-    """How many MNIST-1D signals each split takes: config fields a lab's config inherits.
+    """How many MNIST-1D signals each split takes: a lab config's data part (``data: Mnist1dSizes``).
 
     Args:
         n_val: validation signals carved from the 4,000 training signals (default 500).
@@ -190,7 +190,6 @@ class Mnist1dSizes:
             check_range(
                 self, "n_train", 1, room, f"{TRAIN_SIGNALS} training signals minus n_val={self.n_val}"
             )
-        getattr(super(), "__post_init__", lambda: None)()  # cooperative: e.g. TrainConfig's relations
 
     def training_set(self) -> tuple[int, str]:
         """The number of training signals and the keys that set it (for ``check_batch_fits``)."""

@@ -69,12 +69,12 @@ class Splits:
 
 @dataclass(frozen=True)
 class GeneratedSizes:
-    """Config fields for a lab whose data a generator draws: how many examples per split.
+    """The data part of a lab config whose data a generator draws: how many examples per split.
 
     Args:
         n_train, n_val, n_test: examples drawn for each split (defaults 5,000 / 1,000 / 2,000).
 
-    A lab's config inherits it (beside ``TrainConfig``) and overrides the defaults it needs;
+    A lab's config holds it as ``data: GeneratedSizes = GeneratedSizes(n_train=...)``;
     :meth:`generate` draws the three splits with independent seeds.
     """
 
@@ -87,7 +87,6 @@ class GeneratedSizes:
 
         for key in ("n_train", "n_val", "n_test"):
             check_range(self, key, 1, 10_000_000, "examples the generator draws for the split")
-        getattr(super(), "__post_init__", lambda: None)()  # cooperative: e.g. TrainConfig's relations
 
     def training_set(self) -> tuple[int, str]:
         """The number of training examples and the key that sets it (for ``check_batch_fits``)."""

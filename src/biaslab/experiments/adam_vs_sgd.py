@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from biaslab.config import check_memory, check_range
+from biaslab.config import check_batch_fits, check_memory, check_range
 from biaslab.data.mnist import QUICK_SIZES, MnistSizes, mnist_splits_for
 from biaslab.nn import MLP
 from biaslab.registry import experiment
@@ -22,22 +22,30 @@ from biaslab.train.recipes import fit_classifier, fit_scratch
 
 
 @dataclass(frozen=True)
-class AdamVsSGDConfig(LoopConfig, MnistSizes):
-    """``lr`` is plain SGD's step size; ``adam_lr`` Adam's. Both share epochs and batch size."""
+class AdamVsSGDConfig:
+    """The split sizes, plain SGD's loop (``lr`` is its step size), the MLP's width and Adam's
+    learning rate; Adam trains with SGD's epochs and batch size."""
 
+    data: MnistSizes = MnistSizes()
+    train: LoopConfig = LoopConfig()
     hidden: int = 256
     adam_lr: float = 1e-3
 
     def __post_init__(self):
         check_range(self, "hidden", 1)
         check_range(self, "adam_lr", 0, open_low=True)
-        super().__post_init__()
+        check_batch_fits(self)
         # The NumPy MLP trained by SGD, and its copy in PyTorch trained by Adam as run() does.
-        adam = TrainConfig.of(self, lr=self.adam_lr, optimizer="adam")
         check_memory(
-            f"hidden={self.hidden}, batch_size={self.batch_size}",
-            self.mlp_memory(784, self.hidden, 10) + adam.mlp_memory((784, self.hidden, 10)),
+            f"hidden={self.hidden}, batch_size={self.train.batch_size}",
+            self.train.mlp_memory(784, self.hidden, 10) + self.adam().mlp_memory((784, self.hidden, 10)),
             f"two 784-{self.hidden}-10 MLPs (NumPy and PyTorch)",
+        )
+
+    def adam(self) -> TrainConfig:
+        """Adam's training: ``adam_lr``, with plain SGD's epochs and batch size."""
+        return TrainConfig(
+            epochs=self.train.epochs, batch_size=self.train.batch_size, lr=self.adam_lr, optimizer="adam"
         )
 
 
@@ -58,23 +66,23 @@ def epochs_to(history, key: str, target: float):
 )
 def run(ctx) -> None:
     cfg: AdamVsSGDConfig = ctx.cfg
-    splits = mnist_splits_for(cfg, ctx.seed_for("split"), standardize=True)
+    splits = mnist_splits_for(cfg.data, ctx.seed_for("split"), standardize=True)
     # Both start from the same weights: the NumPy MLP's initial weights copied into torch.
     adam_model = MLP.from_numpy(TwoLayerMLP(784, cfg.hidden, 10, seed=ctx.seed_for("init")).layers())
     sgd_model = TwoLayerMLP(784, cfg.hidden, 10, seed=ctx.seed_for("init"))
     sgd = fit_scratch(
         sgd_model,
-        SGD(sgd_model.params, lr=cfg.lr),
+        SGD(sgd_model.params, lr=cfg.train.lr),
         splits.numpy(),
-        epochs=cfg.epochs,
-        batch_size=cfg.batch_size,
+        epochs=cfg.train.epochs,
+        batch_size=cfg.train.batch_size,
         setup=ctx.training("numpy-sgd"),
         seed=ctx.seed_for("shuffle"),
     )
     adam = fit_classifier(
         adam_model,
         splits,
-        TrainConfig.of(cfg, lr=cfg.adam_lr, optimizer="adam"),
+        cfg.adam(),
         ctx.training("torch-adam", lr_key="adam_lr"),
     )
     sgd_history, sgd_test = sgd.history, sgd.test["accuracy"]
@@ -96,6 +104,6 @@ def run(ctx) -> None:
         plots.learning_curves(
             runs, keys=("train_loss", "val_loss", "val_accuracy"), logy=("train_loss", "val_loss")
         ),
-        f"Both optimizers from the same initial weights: plain SGD (η = {cfg.lr:g}) and "
-        f"Adam (η = {cfg.adam_lr:g}), batch {cfg.batch_size}.",
+        f"Both optimizers from the same initial weights: plain SGD (η = {cfg.train.lr:g}) and "
+        f"Adam (η = {cfg.adam_lr:g}), batch {cfg.train.batch_size}.",
     )

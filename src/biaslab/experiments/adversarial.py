@@ -10,34 +10,30 @@ batch replaced by its PGD examples — then buys back accuracy at ε = 0.1, meas
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
 from torch import nn
 
-from biaslab.config import check_range
+from biaslab.config import check_batch_fits, check_range
 from biaslab.data.mnist import QUICK_SIZES, MnistSizes, mnist_splits_for
 from biaslab.errors import ConfigError
 from biaslab.evaluate.adversarial import accuracy_under_attack, fgsm, pgd_attack
 from biaslab.nn import CNN
 from biaslab.registry import experiment
 from biaslab.report import plots
-from biaslab.train import TrainConfig
-from biaslab.train.config import ClassifierMonitor, Schedule
+from biaslab.train.config import ClassifierTraining
 from biaslab.train.recipes import fit_classifier
 from biaslab.train.steps import StepOutput
 
 
 @dataclass(frozen=True)
-class AdversarialConfig(TrainConfig, MnistSizes):
+class AdversarialConfig:
     """The CNN's training, the attacks, and the adversarial fine-tuning."""
 
-    monitor: ClassifierMonitor = "val_loss"
-
-    epochs: int = 2
-    lr: float = 2e-3
-    schedule: Schedule = "onecycle"
+    data: MnistSizes = MnistSizes()
+    train: ClassifierTraining = ClassifierTraining(epochs=2, lr=2e-3, schedule="onecycle")
     epsilons: tuple[float, ...] = (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3)
     pgd_steps: int = 10
     n_attack: int = 1000  # test digits attacked
@@ -56,7 +52,7 @@ class AdversarialConfig(TrainConfig, MnistSizes):
         check_range(self, "robust_epochs", 1, 100)
         check_range(self, "robust_eps", 0, 1, open_low=True)
         check_range(self, "robust_steps", 1, 100)
-        super().__post_init__()
+        check_batch_fits(self)
 
 
 def build_cnn() -> CNN:
@@ -75,9 +71,10 @@ def build_cnn() -> CNN:
 )
 def run(ctx) -> None:
     cfg: AdversarialConfig = ctx.cfg
-    splits = mnist_splits_for(cfg, ctx.seed_for("split"), flatten=False)  # pixels in [0, 1]: ε is per pixel
+    # pixels in [0, 1]: ε is per pixel
+    splits = mnist_splits_for(cfg.data, ctx.seed_for("split"), flatten=False)
     model = ctx.init_model(build_cnn, "cnn")
-    fit = fit_classifier(model, splits, TrainConfig.of(cfg), ctx.training("cnn"))
+    fit = fit_classifier(model, splits, cfg.train, ctx.training("cnn"))
     x, y = splits.x_test[: cfg.n_attack], splits.y_test[: cfg.n_attack]
     attacks = {"FGSM": fgsm, f"PGD-{cfg.pgd_steps}": pgd_attack(cfg.pgd_steps)}
     curves = {
@@ -95,7 +92,7 @@ def run(ctx) -> None:
 
     robust = ctx.init_model(build_cnn, "robust")
     robust.load_state_dict(model.state_dict())  # start from the trained CNN
-    tune = TrainConfig.of(cfg, epochs=cfg.robust_epochs, lr=cfg.lr / 2)
+    tune = replace(cfg.train, epochs=cfg.robust_epochs, lr=cfg.train.lr / 2)
     ctx.training("robust").trainer(robust, tune, step=adversarial_step).fit(
         (splits.x_train, splits.y_train), val=(splits.x_val, splits.y_val)
     )

@@ -14,15 +14,14 @@ from typing import ClassVar
 import numpy as np
 import torch
 
-from biaslab.config import check_memory, check_range
+from biaslab.config import check_batch_fits, check_memory, check_range
 from biaslab.data.mnist import QUICK_SIZES, MnistSizes, mnist_splits_for
 from biaslab.evaluate import pca_reconstruction_error
 from biaslab.generative import Autoencoder
 from biaslab.generative.autoencoder import interpolations
 from biaslab.registry import experiment
 from biaslab.report import plots
-from biaslab.train import TrainConfig
-from biaslab.train.config import Monitor, Schedule
+from biaslab.train.config import LossTraining
 from biaslab.train.recipes import fit_reconstruction
 
 # Digit pairs whose codes are joined by straight lines in the interpolation figure.
@@ -35,8 +34,9 @@ MIN_TEST_FOR_PAIRS = 62
 
 
 @dataclass(frozen=True)
-class Autoencoder2DConfig(TrainConfig, MnistSizes):
-    monitor: Monitor = "val_loss"
+class Autoencoder2DSizes(MnistSizes):
+    """MNIST splits large enough for the PCA-2 baseline and the interpolation figure."""
+
     MIN_SIZES: ClassVar[dict[str, tuple[int, str]]] = {
         "n_train": (2, "the PCA-2 baseline fits 2 components to the training images"),
         "n_test": (
@@ -46,21 +46,24 @@ class Autoencoder2DConfig(TrainConfig, MnistSizes):
         ),
     }
 
+
+@dataclass(frozen=True)
+class Autoencoder2DConfig:
+    """The split sizes, the autoencoder's training and widths, and the interpolation figure."""
+
+    data: Autoencoder2DSizes = Autoencoder2DSizes()
+    train: LossTraining = LossTraining(epochs=20, batch_size=256, lr=2e-3, schedule="onecycle")
     hidden: tuple[int, ...] = (512, 128)
-    epochs: int = 20
-    batch_size: int = 256
-    lr: float = 2e-3
-    schedule: Schedule = "onecycle"
     steps: int = 9  # images along each interpolation line, endpoints included
 
     def __post_init__(self):
         check_range(self, "hidden", 1)
         check_range(self, "steps", 2, 25, "images per interpolation row, both endpoints included")
-        super().__post_init__()
+        check_batch_fits(self)
         encoder = (784, *self.hidden, 2)
         check_memory(
-            f"hidden={','.join(map(str, self.hidden))}, batch_size={self.batch_size}",
-            self.mlp_memory(encoder, encoder[::-1]),
+            f"hidden={','.join(map(str, self.hidden))}, batch_size={self.train.batch_size}",
+            self.train.mlp_memory(encoder, encoder[::-1]),
             f"the autoencoder {'-'.join(map(str, encoder + encoder[-2::-1]))}",
         )
 
@@ -77,9 +80,9 @@ class Autoencoder2DConfig(TrainConfig, MnistSizes):
 )
 def run(ctx) -> None:
     cfg: Autoencoder2DConfig = ctx.cfg
-    splits = mnist_splits_for(cfg, ctx.seed_for("split"))  # pixels in [0, 1]
+    splits = mnist_splits_for(cfg.data, ctx.seed_for("split"))  # pixels in [0, 1]
     model = ctx.init_model(lambda: Autoencoder(784, latent_dim=2, hidden=cfg.hidden), "ae")
-    fit = fit_reconstruction(model, splits, TrainConfig.of(cfg), ctx.training("ae"))
+    fit = fit_reconstruction(model, splits, cfg.train, ctx.training("ae"))
     ae_mse = fit.test["loss"]
     pca_mse = pca_reconstruction_error(splits.x_train.numpy(), splits.x_test.numpy(), 2)
 

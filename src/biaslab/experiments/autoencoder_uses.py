@@ -12,12 +12,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
 
-from biaslab.config import check_range
+from biaslab.config import check_batch_fits, check_range
 from biaslab.data.mnist import QUICK_SIZES, MnistSizes, mnist_splits_for
 from biaslab.data.ood import images_to_tensor, load_animal_mnist
 from biaslab.data.transforms import standardize
@@ -26,24 +26,19 @@ from biaslab.generative.autoencoder import Autoencoder, corrupt, denoising_step,
 from biaslab.nn import MLP
 from biaslab.registry import experiment
 from biaslab.report import plots
-from biaslab.train import TrainConfig
-from biaslab.train.config import Monitor, Schedule
+from biaslab.train.config import LossTraining
 from biaslab.train.recipes import fit_classifier, fit_reconstruction
 
 
 @dataclass(frozen=True)
-class AutoencoderUsesConfig(TrainConfig, MnistSizes):
+class AutoencoderUsesConfig:
     """The autoencoders (one recipe), the noise, and the OOD comparison."""
 
-    monitor: Monitor = "val_loss"
-
+    data: MnistSizes = MnistSizes()
+    train: LossTraining = LossTraining(epochs=10, batch_size=256, lr=2e-3, schedule="onecycle")
     hidden: tuple[int, ...] = (512, 128)
     latent_dim: int = 32
     noise_std: float = 0.5  # of the Gaussian noise added to the [0, 1] pixels, then clipped
-    epochs: int = 10
-    batch_size: int = 256
-    lr: float = 2e-3
-    schedule: Schedule = "onecycle"
     classifier_epochs: int = 5
     n_ood: int = 2000  # Animal-MNIST images, and as many MNIST test digits
     knn_k: int = 50
@@ -57,7 +52,7 @@ class AutoencoderUsesConfig(TrainConfig, MnistSizes):
         check_range(self, "n_ood", 10, 10_000, "Animal-MNIST has 10,000 images")
         check_range(self, "knn_k", 1, 1000)
         check_range(self, "knn_train", self.knn_k, 60_000, "at least knn_k training features")
-        super().__post_init__()
+        check_batch_fits(self)
 
 
 @experiment(
@@ -79,17 +74,16 @@ class AutoencoderUsesConfig(TrainConfig, MnistSizes):
 )
 def run(ctx) -> None:
     cfg: AutoencoderUsesConfig = ctx.cfg
-    splits = mnist_splits_for(cfg, ctx.seed_for("split"))  # (N, 784), pixels in [0, 1]
-    recipe = TrainConfig.of(cfg)
+    splits = mnist_splits_for(cfg.data, ctx.seed_for("split"))  # (N, 784), pixels in [0, 1]
 
     # 1. Denoising: a DAE trained on noisy inputs against clean targets, and a plain AE.
     build = lambda: Autoencoder(784, cfg.latent_dim, cfg.hidden)  # noqa: E731
     dae = ctx.init_model(build, "dae")
-    ctx.training("dae").trainer(dae, recipe, step=denoising_step(cfg.noise_std)).fit(
+    ctx.training("dae").trainer(dae, cfg.train, step=denoising_step(cfg.noise_std)).fit(
         (splits.x_train,), val=(splits.x_val,)
     )
     plain = ctx.init_model(build, "ae")
-    fit_reconstruction(plain, splits, recipe, ctx.training("ae"))
+    fit_reconstruction(plain, splits, cfg.train, ctx.training("ae"))
     noisy = corrupt(splits.x_test, cfg.noise_std, torch.Generator().manual_seed(ctx.seed_for("noise")))
     with torch.no_grad():
         dae.eval(), plain.eval()
@@ -139,7 +133,7 @@ def run(ctx) -> None:
     std_splits, (mean, std) = standardize(splits)
     classifier = ctx.init_model(lambda: MLP((784, 256, 10)), "classifier")
     fit = fit_classifier(
-        classifier, std_splits, TrainConfig.of(cfg, epochs=cfg.classifier_epochs), ctx.training("classifier")
+        classifier, std_splits, replace(cfg.train, epochs=cfg.classifier_epochs), ctx.training("classifier")
     )
     train_features = classifier_outputs(classifier, std_splits.x_train)["features"]
     detectors = fit_detectors(

@@ -14,35 +14,31 @@ from dataclasses import dataclass
 
 import torch
 
-from biaslab.config import check_range
+from biaslab.config import check_batch_fits, check_range
 from biaslab.data.mnist import QUICK_SIZES, MnistSizes, mnist_splits_for
 from biaslab.evaluate.calibration import TemperatureScaling, expected_calibration_error, reliability_bins
 from biaslab.nn import MLP
 from biaslab.registry import experiment
 from biaslab.report import plots
-from biaslab.train import TrainConfig
-from biaslab.train.config import ClassifierMonitor
+from biaslab.train.config import ClassifierTraining
 from biaslab.train.recipes import fit_classifier, predict
 
 TARGET_ECE = 0.01  # after scaling; Guo et al. report 0.8-1.9% on their models
 
 
 @dataclass(frozen=True)
-class CalibrationConfig(TrainConfig, MnistSizes):
+class CalibrationConfig:
     """The classifier, its (plain cross-entropy) training and the number of bins."""
 
-    monitor: ClassifierMonitor = "val_loss"
-
+    data: MnistSizes = MnistSizes()
+    train: ClassifierTraining = ClassifierTraining(epochs=8, batch_size=128, lr=1e-3)
     hidden: int = 256
-    epochs: int = 8
-    batch_size: int = 128
-    lr: float = 1e-3
     n_bins: int = 15
 
     def __post_init__(self):
         check_range(self, "hidden", 1, 100_000)
         check_range(self, "n_bins", 1, 1000)
-        super().__post_init__()
+        check_batch_fits(self)
 
 
 @experiment(
@@ -57,9 +53,9 @@ class CalibrationConfig(TrainConfig, MnistSizes):
 )
 def run(ctx) -> None:
     cfg: CalibrationConfig = ctx.cfg
-    splits = mnist_splits_for(cfg, ctx.seed_for("split"), standardize=True)
+    splits = mnist_splits_for(cfg.data, ctx.seed_for("split"), standardize=True)
     model = ctx.init_model(lambda: MLP((784, cfg.hidden, 10)), "mlp")
-    fit = fit_classifier(model, splits, TrainConfig.of(cfg), ctx.training("mlp"))
+    fit = fit_classifier(model, splits, cfg.train, ctx.training("mlp"))
     val_logits, test_logits = (
         predict(model, splits.x_val).cpu(),
         predict(model, splits.x_test).cpu(),

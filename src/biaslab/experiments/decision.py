@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from biaslab.config import check_range
+from biaslab.config import check_batch_fits, check_range
 from biaslab.data.mnist import QUICK_SIZES, MnistSizes, mnist_splits_for
 from biaslab.data.ood import images_to_tensor, load_animal_mnist
 from biaslab.data.transforms import jitter, standardize
@@ -38,8 +38,7 @@ from biaslab.evaluate.ood import auroc, choose_detector, classifier_outputs, fit
 from biaslab.nn import CNN, MLP
 from biaslab.registry import experiment
 from biaslab.report import plots
-from biaslab.train import TrainConfig
-from biaslab.train.config import ClassifierMonitor, Schedule
+from biaslab.train.config import ClassifierTraining
 from biaslab.train.recipes import fit_learning_curve, predict
 
 SITUATIONS = {  # name -> (model, share of the training set, the verdict the situation is prepared for)
@@ -51,14 +50,12 @@ THRESHOLDS = ("min_accuracy", "max_ece", "min_shift_accuracy", "min_ood_auroc", 
 
 
 @dataclass(frozen=True)
-class DecisionConfig(TrainConfig, MnistSizes):
+class DecisionConfig:
     """The models and their one recipe, the use (shift, OOD set), and decide's thresholds."""
 
-    monitor: ClassifierMonitor = "val_loss"
-
-    epochs: int = 2  # epochs of the full training set's length, for every model and curve point
-    lr: float = 2e-3
-    schedule: Schedule = "onecycle"
+    data: MnistSizes = MnistSizes()
+    # epochs: of the full training set's length, for every model and curve point
+    train: ClassifierTraining = ClassifierTraining(epochs=2, lr=2e-3, schedule="onecycle")
     cnn_channels: tuple[int, ...] = (32, 64)  # 3x3 conv + 2x2 max-pool blocks, flattened, linear head
     mlp_hidden: int = 256
     small_fraction: float = 0.02  # the data-starved CNN's share of the training set
@@ -87,7 +84,7 @@ class DecisionConfig(TrainConfig, MnistSizes):
         check_range(self, "knn_train", self.knn_k, 60_000, "at least knn_k training features")
         for key in THRESHOLDS:
             check_range(self, key, 0, 1, "a fraction")
-        super().__post_init__()
+        check_batch_fits(self)
         small = self.small_training_set()
         if small >> (self.curve_points - 1) < 1 or small < self.knn_k:
             raise ConfigError(
@@ -95,15 +92,15 @@ class DecisionConfig(TrainConfig, MnistSizes):
                 f"2**(curve_points - 1) = {2 ** (self.curve_points - 1)} (one for the smallest point of the "
                 f"curve) or knn_k={self.knn_k} (neighbours for the kNN detector)"
             )
-        n_test = self.n_test or 10_000
-        if min(n_test, self.n_val) < self.n_ood:
+        n_test, n_val = self.data.n_test or 10_000, self.data.n_val
+        if min(n_test, n_val) < self.n_ood:
             raise ConfigError(
-                f"n_ood={self.n_ood}: needs as many validation and test digits (n_val={self.n_val}, "
+                f"n_ood={self.n_ood}: needs as many validation and test digits (n_val={n_val}, "
                 f"n_test={n_test})"
             )
 
     def small_training_set(self) -> int:
-        return round(self.small_fraction * self.training_set()[0])
+        return round(self.small_fraction * self.data.training_set()[0])
 
 
 def build(kind: str, cfg: DecisionConfig) -> torch.nn.Module:
@@ -163,7 +160,7 @@ def along_the_curve(errors: list[float], drop: float) -> str:
 def run(ctx) -> None:
     cfg: DecisionConfig = ctx.cfg
     splits, (mean, std) = standardize(
-        mnist_splits_for(cfg, ctx.seed_for("split"), flatten=False), in_place=True
+        mnist_splits_for(cfg.data, ctx.seed_for("split"), flatten=False), in_place=True
     )  # (N, 1, 28, 28)
     background = float(splits.x_train.min())  # a blank pixel, after standardization
     shifted_val = jitter(splits.x_val, cfg.use_shift, ctx.seed_for("shift", "val"), fill=background)
@@ -185,7 +182,7 @@ def run(ctx) -> None:
             lambda n, kind=kind, tag=tag: ctx.init_model(lambda: build(kind, cfg), tag, str(n)),
             splits,
             sizes,
-            TrainConfig.of(cfg),
+            cfg.train,
             lambda n, tag=tag: ctx.training(f"{tag}-{n}"),
             seed=ctx.seed_for("curve", share),
             epoch_length=full,

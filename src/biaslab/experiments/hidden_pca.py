@@ -12,14 +12,13 @@ from typing import ClassVar
 
 import torch
 
-from biaslab.config import check_memory, check_range
+from biaslab.config import check_batch_fits, check_memory, check_range
 from biaslab.data.mnist import N_TEST_IMAGES, QUICK_SIZES, MnistSizes, mnist_splits_for
 from biaslab.evaluate import cluster_separation, knn_accuracy, pca_project
 from biaslab.nn import MLP
 from biaslab.registry import experiment
 from biaslab.report import plots
-from biaslab.train import TrainConfig
-from biaslab.train.config import ClassifierMonitor, Schedule
+from biaslab.train.config import ClassifierTraining
 from biaslab.train.recipes import fit_classifier
 
 # A silhouette score needs at least 2 classes and fewer classes than points: 11 points always
@@ -29,31 +28,35 @@ SILHOUETTE_WHY = "a silhouette score needs more points than the 10 digits"
 
 
 @dataclass(frozen=True)
-class HiddenPCAConfig(TrainConfig, MnistSizes):
-    monitor: ClassifierMonitor = "val_loss"
+class HiddenPCASizes(MnistSizes):
+    """MNIST splits large enough for a 5-nearest-neighbour vote and a silhouette score."""
+
     MIN_SIZES: ClassVar[dict[str, tuple[int, str]]] = {
         "n_train": (5, "the 5-nearest-neighbour vote in the PCA plane needs 5 training images"),
         "n_test": (SILHOUETTE_MIN, SILHOUETTE_WHY),
     }
 
+
+@dataclass(frozen=True)
+class HiddenPCAConfig:
+    """The split sizes, the MLP's training and width, and the silhouette's sample."""
+
+    data: HiddenPCASizes = HiddenPCASizes()
+    train: ClassifierTraining = ClassifierTraining(epochs=5, batch_size=256, lr=3e-3, schedule="onecycle")
     hidden: int = 256
-    epochs: int = 5
-    batch_size: int = 256
-    lr: float = 3e-3
-    schedule: Schedule = "onecycle"
     silhouette_points: int = 5000  # random test points the silhouette is computed on
 
     def __post_init__(self):
         check_range(self, "hidden", 2, why="PCA projects the hidden layer onto 2 components")
         check_range(self, "silhouette_points", SILHOUETTE_MIN, N_TEST_IMAGES, SILHOUETTE_WHY)
-        super().__post_init__()
+        check_batch_fits(self)
         # Besides the MLP: the hidden activations of the training and test sets (float32), the
         # ReLU's input beside each while they are computed, and PCA's centred copy of h_train.
-        n_train, n_test = self.training_set()[0], self.n_test or N_TEST_IMAGES
+        n_train, n_test = self.data.training_set()[0], self.data.n_test or N_TEST_IMAGES
         activations = 4 * self.hidden * (3 * n_train + 2 * n_test)
         check_memory(
-            f"hidden={self.hidden}, batch_size={self.batch_size}",
-            self.mlp_memory((784, self.hidden, 10)) + activations,
+            f"hidden={self.hidden}, batch_size={self.train.batch_size}",
+            self.train.mlp_memory((784, self.hidden, 10)) + activations,
             f"the 784-{self.hidden}-10 MLP and its hidden activations",
         )
 
@@ -70,9 +73,9 @@ class HiddenPCAConfig(TrainConfig, MnistSizes):
 )
 def run(ctx) -> None:
     cfg: HiddenPCAConfig = ctx.cfg
-    splits = mnist_splits_for(cfg, ctx.seed_for("split"), standardize=True)
+    splits = mnist_splits_for(cfg.data, ctx.seed_for("split"), standardize=True)
     model = ctx.init_model(lambda: MLP((784, cfg.hidden, 10)), "mlp")
-    fit = fit_classifier(model, splits, TrainConfig.of(cfg), ctx.training("mlp"))
+    fit = fit_classifier(model, splits, cfg.train, ctx.training("mlp"))
     model.eval()
     with torch.no_grad():
         h_train = model.hidden(splits.x_train.to(ctx.device)).cpu().numpy()  # (N_train, hidden)

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import ClassVar
 
-from biaslab.config import check_memory, check_range
+from biaslab.config import check_batch_fits, check_memory, check_range
 from biaslab.data.mnist import MnistSizes, mnist_splits_for
 from biaslab.data.transforms import corrupt_labels
 from biaslab.errors import ConfigError
@@ -25,34 +24,35 @@ from biaslab.evaluate.curves import classify_curve
 from biaslab.nn import MLP
 from biaslab.registry import experiment
 from biaslab.report import plots
-from biaslab.train import TrainConfig
-from biaslab.train.config import ClassifierMonitor
+from biaslab.train.config import ClassifierTraining, training_without
 from biaslab.train.recipes import fit_classifier
 
 # The shape the notes promise for each learning rate.
 EXPECTED = {1e-1: "diverging", 1e-2: "overfitting", 1e-3: "healthy", 1e-4: "underfitting"}
 
 
-@dataclass(frozen=True)
-class LRSweepConfig(TrainConfig, MnistSizes):
-    UNUSED_KEYS: ClassVar[dict[str, str]] = {"lr": "the sweep trains once per value of learning_rates"}
-    monitor: ClassifierMonitor = "val_loss"
-    MIN_SIZES: ClassVar[dict[str, tuple[int, str]]] = {"n_val": (1, "lr-sweep reads the validation curves")}
+SweepTraining = training_without(
+    "SweepTraining", ClassifierTraining, lr="the sweep trains once per value of learning_rates"
+)
 
+
+@dataclass(frozen=True)
+class LRSweepConfig:
+    """A small, noisy training set (so that over-fitting can show), the training of each rate
+    (all keys but ``lr``: one training per value of ``learning_rates``) and the MLP's width."""
+
+    # n_test is not used for any choice: the sweep reads validation curves
+    data: MnistSizes = MnistSizes(n_train=500, n_val=2000, n_test=1000)
+    # the budget: 90 steps of 50 images (a frozen dataclass, which ruff cannot see through training_without)
+    train: SweepTraining = SweepTraining(epochs=9, batch_size=50)  # noqa: RUF009
     learning_rates: tuple[float, ...] = (1e-1, 1e-2, 1e-3, 1e-4)
     hidden: int = 256
-    n_train: int | None = 500  # small, so that over-fitting can show
-    n_val: int = 2000
-    n_test: int | None = 1000  # not used for any choice; the sweep reads validation curves
-    epochs: int = 9  # the budget: 90 steps of 50 images
-    batch_size: int = 50
     label_noise: float = 0.2  # fraction of training labels replaced by random ones
 
     def __post_init__(self):
         check_range(self, "learning_rates", 0, open_low=True)
         check_range(self, "hidden", 1)
         check_range(self, "label_noise", 0, 1, "the fraction of training labels replaced")
-        super().__post_init__()
         tags = [f"{lr:g}" for lr in self.learning_rates]  # each names a training: lr{tag}
         if len(set(tags)) < len(tags):
             twice = next(t for t in tags if tags.count(t) > 1)
@@ -60,9 +60,10 @@ class LRSweepConfig(TrainConfig, MnistSizes):
                 f"learning_rates={','.join(tags)}: each value must differ from the others "
                 f"({twice} is given twice; each rate names its own training)"
             )
+        check_batch_fits(self)
         check_memory(
-            f"hidden={self.hidden}, batch_size={self.batch_size}",
-            self.mlp_memory((784, self.hidden, 10)),
+            f"hidden={self.hidden}, batch_size={self.train.batch_size}",
+            self.train.training().mlp_memory((784, self.hidden, 10)),
             f"the 784-{self.hidden}-10 MLP",
         )
 
@@ -79,7 +80,7 @@ class LRSweepConfig(TrainConfig, MnistSizes):
 )
 def run(ctx) -> None:
     cfg: LRSweepConfig = ctx.cfg
-    splits = mnist_splits_for(cfg, ctx.seed_for("split"), standardize=True)
+    splits = mnist_splits_for(cfg.data, ctx.seed_for("split"), standardize=True)
     splits = splits.replace(
         y_train=corrupt_labels(splits.y_train, cfg.label_noise, 10, seed=ctx.seed_for("noise"))
     )
@@ -89,7 +90,7 @@ def run(ctx) -> None:
         tag = f"lr{lr:g}"
         model = ctx.init_model(lambda: MLP((784, cfg.hidden, 10)))  # the same weights for every rate
         history = fit_classifier(
-            model, splits, TrainConfig.of(cfg, lr=lr), ctx.training(tag), test=False, on_divergence="stop"
+            model, splits, cfg.train.training(lr=lr), ctx.training(tag), test=False, on_divergence="stop"
         ).history
         train = [r["train_loss"] for r in history]
         val = [r["val_loss"] for r in history if "val_loss" in r]
@@ -133,7 +134,7 @@ def run(ctx) -> None:
         "learning_curves",
         plots.sweep_curves(histories, chance=chance),
         f"Training (dashed) and validation (solid) cross-entropy per epoch for each "
-        f"learning rate ({cfg.optimizer}, {cfg.n_train} training images, {cfg.label_noise:.0%} of "
+        f"learning rate ({cfg.train.optimizer}, {cfg.data.n_train} training images, {cfg.label_noise:.0%} of "
         "their labels random); the legend gives "
         "the label the curve classifier assigned. Grey: the loss of a uniform guess.",
     )

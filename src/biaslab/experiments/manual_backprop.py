@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from biaslab.config import check_memory, check_range
+from biaslab.config import check_batch_fits, check_memory, check_range
 from biaslab.data.mnist import QUICK_SIZES, MnistSizes, mnist_splits_for
 from biaslab.evaluate.gradcheck import mlp_gradient_report, report_memory_bytes
 from biaslab.registry import experiment
@@ -20,17 +20,21 @@ from biaslab.train.recipes import fit_scratch
 
 
 @dataclass(frozen=True)
-class ManualBackpropConfig(LoopConfig, MnistSizes):
+class ManualBackpropConfig:
+    """The split sizes, plain SGD's loop and the MLP's width."""
+
+    data: MnistSizes = MnistSizes()
+    train: LoopConfig = LoopConfig()
     hidden: int = 256
 
     def __post_init__(self):
         check_range(self, "hidden", 1)
-        super().__post_init__()
+        check_batch_fits(self)
         # The trained model, the probe the gradient check reads (built alike) and the check.
-        model = self.mlp_memory(784, self.hidden, 10)
+        model = self.train.mlp_memory(784, self.hidden, 10)
         probe = TwoLayerMLP.memory_bytes(784, self.hidden, 10, 0)
         check_memory(
-            f"hidden={self.hidden}, batch_size={self.batch_size}",
+            f"hidden={self.hidden}, batch_size={self.train.batch_size}",
             model + probe + report_memory_bytes(784, self.hidden, 10),
             f"the 784-{self.hidden}-10 NumPy MLP and its gradient check",
         )
@@ -48,16 +52,16 @@ class ManualBackpropConfig(LoopConfig, MnistSizes):
 )
 def run(ctx) -> None:
     cfg: ManualBackpropConfig = ctx.cfg
-    data = mnist_splits_for(cfg, ctx.seed_for("split"), standardize=True).numpy()
+    data = mnist_splits_for(cfg.data, ctx.seed_for("split"), standardize=True).numpy()
     probe = TwoLayerMLP(784, cfg.hidden, 10, seed=ctx.seed_for("init"))
     report = mlp_gradient_report(probe, data.x_train[:32], data.y_train[:32], seed=ctx.seed_for("gradcheck"))
     model = TwoLayerMLP(784, cfg.hidden, 10, seed=ctx.seed_for("init"))
     fit = fit_scratch(
         model,
-        SGD(model.params, lr=cfg.lr),
+        SGD(model.params, lr=cfg.train.lr),
         data,
-        epochs=cfg.epochs,
-        batch_size=cfg.batch_size,
+        epochs=cfg.train.epochs,
+        batch_size=cfg.train.batch_size,
         setup=ctx.training("numpy-sgd"),
         seed=ctx.seed_for("shuffle"),
     )
@@ -111,6 +115,6 @@ def run(ctx) -> None:
     ctx.figure(
         "learning_curves",
         plots.learning_curves({"NumPy MLP, SGD": history}, keys=("train_loss", "val_loss", "val_accuracy")),
-        f"Plain SGD (η = {cfg.lr:g}, batch {cfg.batch_size}) with the hand-written backward "
+        f"Plain SGD (η = {cfg.train.lr:g}, batch {cfg.train.batch_size}) with the hand-written backward "
         f"pass; test accuracy {test_acc:.4f} after {len(history)} epochs.",
     )

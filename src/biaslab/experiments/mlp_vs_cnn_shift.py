@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import partial
 
-from biaslab.config import check_range
+from biaslab.config import check_batch_fits, check_range
 from biaslab.data.mnist import QUICK_SIZES, MnistSizes, mnist_splits_for
 from biaslab.data.transforms import translations
 from biaslab.errors import ConfigError
@@ -21,20 +21,16 @@ from biaslab.evaluate.robustness import accuracy_under_transform
 from biaslab.nn import CNN, MLP, count_parameters
 from biaslab.registry import experiment
 from biaslab.report import plots
-from biaslab.train import TrainConfig
-from biaslab.train.config import ClassifierMonitor, Schedule
+from biaslab.train.config import ClassifierTraining
 from biaslab.train.recipes import fit_classifier
 
 
 @dataclass(frozen=True)
-class ShiftConfig(TrainConfig, MnistSizes):
+class ShiftConfig:
     """Training keys, split sizes, the two models' widths and the largest shift."""
 
-    monitor: ClassifierMonitor = "val_loss"
-
-    epochs: int = 4
-    lr: float = 2e-3
-    schedule: Schedule = "onecycle"
+    data: MnistSizes = MnistSizes()
+    train: ClassifierTraining = ClassifierTraining(epochs=4, lr=2e-3, schedule="onecycle")
     mlp_hidden: int = 64  # 784-64-10: 50,890 parameters
     cnn_channels: tuple[int, ...] = (32, 64)  # two 3x3 conv + 2x2 max-pool blocks: 50,186
     max_shift: int = 6
@@ -44,7 +40,7 @@ class ShiftConfig(TrainConfig, MnistSizes):
         check_range(self, "max_shift", 1, 27, "pixels of a 28-pixel image")
         if any(c < 1 for c in self.cnn_channels):
             raise ConfigError(f"cnn_channels={self.cnn_channels}: every convolution needs >= 1 channel")
-        super().__post_init__()
+        check_batch_fits(self)
 
 
 def build_cnn(channels: tuple[int, ...]) -> CNN:
@@ -64,7 +60,8 @@ def build_cnn(channels: tuple[int, ...]) -> CNN:
 )
 def run(ctx) -> None:
     cfg: ShiftConfig = ctx.cfg
-    splits = mnist_splits_for(cfg, ctx.seed_for("split"), standardize=True, flatten=False)  # (N, 1, 28, 28)
+    # images (N, 1, 28, 28), standardized
+    splits = mnist_splits_for(cfg.data, ctx.seed_for("split"), standardize=True, flatten=False)
     models = {
         "MLP": ctx.init_model(lambda: MLP((784, cfg.mlp_hidden, 10)), "mlp"),
         "CNN": ctx.init_model(lambda: build_cnn(cfg.cnn_channels), "cnn"),
@@ -73,7 +70,7 @@ def run(ctx) -> None:
     accuracy: dict[str, list[float]] = {}
     histories = {}
     for name, model in models.items():
-        fit = fit_classifier(model, splits, TrainConfig.of(cfg), ctx.training(name.lower()))
+        fit = fit_classifier(model, splits, cfg.train, ctx.training(name.lower()))
         histories[name] = fit.history
         background = float(splits.x_train.min())  # a blank pixel, after standardization
         moved = partial(translations, fill=background)  # right, left, down, up: their mean

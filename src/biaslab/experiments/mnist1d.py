@@ -26,7 +26,7 @@ from biaslab.data.mnist1d import LENGTH, Mnist1dSizes, mnist1d_splits_for
 from biaslab.nn import CNN, MLP, SequenceClassifier, TransformerConfig, TransformerEncoder, count_parameters
 from biaslab.registry import experiment
 from biaslab.report import plots
-from biaslab.train import TrainConfig
+from biaslab.train.config import ClassifierTraining, training_without
 from biaslab.train.recipes import fit_classifier
 
 MODELS = ("logistic", "mlp", "cnn", "gru", "transformer")
@@ -70,13 +70,20 @@ def build_udl(name: str):
 EPOCH_KEYS = tuple(f"{m}_epochs" for m in MODELS)  # one config key per model: its epochs
 
 
-@dataclass(frozen=True)
-class Mnist1dConfig(Mnist1dSizes):
-    """Seeds, the training of each model (epochs of a one-cycle Adam schedule), fig. 10.8's."""
+Mnist1dTraining = training_without(
+    "Mnist1dTraining", ClassifierTraining, epochs="each model trains for its own <model>_epochs"
+)
 
+
+@dataclass(frozen=True)
+class Mnist1dConfig:
+    """The split sizes, the seeds, the training every model shares (a one-cycle Adam schedule)
+    with each model's epochs, and fig. 10.8's (the shared training at a constant ``udl_lr``)."""
+
+    data: Mnist1dSizes = Mnist1dSizes()
+    # a frozen dataclass, which ruff cannot see through training_without
+    train: Mnist1dTraining = Mnist1dTraining(batch_size=100, lr=3e-3, schedule="onecycle")  # noqa: RUF009
     seeds: int = 3
-    batch_size: int = 100
-    lr: float = 3e-3
     logistic_epochs: int = 50
     mlp_epochs: int = 100
     cnn_epochs: int = 50
@@ -87,21 +94,17 @@ class Mnist1dConfig(Mnist1dSizes):
 
     def __post_init__(self):
         check_range(self, "seeds", 1, 20)
-        check_range(self, "lr", 0, 1, open_low=True)
         check_range(self, "udl_lr", 0, 1, open_low=True)
         for key in (*EPOCH_KEYS, "udl_epochs"):
             check_range(self, key, 1, 10_000)
-        check_range(self, "batch_size", 1, 4000)
-        super().__post_init__()
         check_batch_fits(self)
 
 
 def train_one(ctx, cfg: Mnist1dConfig, model_name: str, variant: str, seed: int) -> dict:
-    splits = mnist1d_splits_for(cfg, ctx.seed_for("split"), shuffle=variant == "shuffled")
+    splits = mnist1d_splits_for(cfg.data, ctx.seed_for("split"), shuffle=variant == "shuffled")
     tag = f"{model_name}-{variant}-{seed}"
     model = ctx.init_model(lambda: build(model_name), tag)
-    epochs = getattr(cfg, f"{model_name}_epochs")
-    config = TrainConfig(epochs=epochs, batch_size=cfg.batch_size, lr=cfg.lr, schedule="onecycle")
+    config = cfg.train.training(epochs=getattr(cfg, f"{model_name}_epochs"))
     fit = fit_classifier(model, splits, config, ctx.training(tag))
     return {"test": fit.test["accuracy"], "parameters": count_parameters(model), "seconds": fit.train_time}
 
@@ -171,11 +174,11 @@ def run(ctx) -> None:
 
 def udl_figure(ctx, cfg: Mnist1dConfig) -> None:
     """UDL fig. 10.8: a small CNN against a big MLP, both fitting the training set."""
-    splits = mnist1d_splits_for(cfg, ctx.seed_for("split"))
+    splits = mnist1d_splits_for(cfg.data, ctx.seed_for("split"))
     out = {}
     for name in ("udl-cnn", "udl-mlp"):
         model = ctx.init_model(lambda n=name: build_udl(n), name)
-        config = TrainConfig(epochs=cfg.udl_epochs, batch_size=cfg.batch_size, lr=cfg.udl_lr)
+        config = cfg.train.training(epochs=cfg.udl_epochs, lr=cfg.udl_lr, schedule="constant")
         fit = fit_classifier(model, splits, config, ctx.training(name))
         train = fit.trainer.evaluate((splits.x_train, splits.y_train))["accuracy"]
         out[name] = (count_parameters(model), train, 1 - fit.test["accuracy"])

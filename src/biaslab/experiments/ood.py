@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from biaslab.config import check_range
+from biaslab.config import check_batch_fits, check_range
 from biaslab.data.mnist import QUICK_SIZES, MnistSizes, load_mnist, mnist_splits_for
 from biaslab.data.ood import (
     count_duplicates,
@@ -33,21 +33,19 @@ from biaslab.evaluate.ood import classifier_outputs, fit_detectors, ood_report, 
 from biaslab.nn import MLP
 from biaslab.registry import experiment
 from biaslab.report import plots
-from biaslab.train import TrainConfig
-from biaslab.train.config import ClassifierMonitor
+from biaslab.train.config import ClassifierTraining
 from biaslab.train.recipes import fit_classifier
 
 TARGET_AUROC = 0.98  # the best detector on Animal-MNIST
 
 
 @dataclass(frozen=True)
-class OODConfig(TrainConfig, MnistSizes):
+class OODConfig:
     """The classifier, the OOD sets' size and the kNN detector's settings."""
 
-    monitor: ClassifierMonitor = "val_loss"
-
+    data: MnistSizes = MnistSizes()
+    train: ClassifierTraining = ClassifierTraining(epochs=5)
     hidden: int = 256
-    epochs: int = 5
     n_ood: int = 2000  # images per OOD set (and MNIST test digits as the in-distribution side)
     knn_k: int = 50
     knn_train: int = 10_000  # training features the kNN detector searches (a random subset)
@@ -63,7 +61,7 @@ class OODConfig(TrainConfig, MnistSizes):
                 load_fashion_mnist(self.fashion_dir)
             except BiaslabError as exc:
                 raise ConfigError(f"fashion_dir={self.fashion_dir!r}: {exc}") from None
-        super().__post_init__()
+        check_batch_fits(self)
 
 
 @experiment(
@@ -78,9 +76,9 @@ class OODConfig(TrainConfig, MnistSizes):
 )
 def run(ctx) -> None:
     cfg: OODConfig = ctx.cfg
-    splits, (mean, std) = standardize(mnist_splits_for(cfg, ctx.seed_for("split")), in_place=True)
+    splits, (mean, std) = standardize(mnist_splits_for(cfg.data, ctx.seed_for("split")), in_place=True)
     model = ctx.init_model(lambda: MLP((784, cfg.hidden, 10)), "mlp")
-    fit = fit_classifier(model, splits, TrainConfig.of(cfg), ctx.training("mlp"))
+    fit = fit_classifier(model, splits, cfg.train, ctx.training("mlp"))
     train_features = classifier_outputs(model, splits.x_train)["features"]  # (N, hidden)
     fitted = fit_detectors(
         train_features, splits.y_train.numpy(), cfg.knn_k, cfg.knn_train, seed=ctx.seed_for("knn")

@@ -16,7 +16,7 @@ from functools import partial
 import numpy as np
 from sklearn.linear_model import LogisticRegression
 
-from biaslab.config import check_range
+from biaslab.config import check_batch_fits, check_range
 from biaslab.data.mnist import QUICK_SIZES, MnistSizes, mnist_splits_for
 from biaslab.data.transforms import rotate
 from biaslab.errors import ConfigError
@@ -25,20 +25,16 @@ from biaslab.evaluate.shift import SHIFT_KINDS, domain_auc, predicted_label_shif
 from biaslab.nn import CNN, MLP
 from biaslab.registry import experiment
 from biaslab.report import plots
-from biaslab.train import TrainConfig
-from biaslab.train.config import ClassifierMonitor, Schedule
+from biaslab.train.config import ClassifierTraining
 from biaslab.train.recipes import fit_classifier
 
 
 @dataclass(frozen=True)
-class RotatedConfig(TrainConfig, MnistSizes):
+class RotatedConfig:
     """Training of both models, the angles, and the size of the synthetic shift problems."""
 
-    monitor: ClassifierMonitor = "val_loss"
-
-    epochs: int = 3
-    lr: float = 2e-3
-    schedule: Schedule = "onecycle"
+    data: MnistSizes = MnistSizes()
+    train: ClassifierTraining = ClassifierTraining(epochs=3, lr=2e-3, schedule="onecycle")
     angles: tuple[float, ...] = (0, 15, 30, 45, 60, 75, 90)
     shift_samples: int = 2000
 
@@ -46,7 +42,7 @@ class RotatedConfig(TrainConfig, MnistSizes):
         if sorted(set(self.angles)) != list(self.angles) or not 0 <= self.angles[0] <= self.angles[-1] <= 360:
             raise ConfigError(f"angles={self.angles}: must be increasing degrees in 0..360")
         check_range(self, "shift_samples", 20, 1_000_000)
-        super().__post_init__()
+        check_batch_fits(self)
 
 
 def shift_study(n: int, seed: int) -> dict[str, dict[str, float]]:
@@ -78,7 +74,8 @@ def shift_study(n: int, seed: int) -> dict[str, dict[str, float]]:
 )
 def run(ctx) -> None:
     cfg: RotatedConfig = ctx.cfg
-    splits = mnist_splits_for(cfg, ctx.seed_for("split"), standardize=True, flatten=False)  # (N, 1, 28, 28)
+    # images (N, 1, 28, 28), standardized
+    splits = mnist_splits_for(cfg.data, ctx.seed_for("split"), standardize=True, flatten=False)
     background = float(splits.x_train.min())  # a blank pixel, after standardization
     models = {
         "MLP": ctx.init_model(lambda: MLP((784, 256, 10)), "mlp"),
@@ -88,7 +85,7 @@ def run(ctx) -> None:
     }
     accuracy: dict[str, list[float]] = {}
     for name, model in models.items():
-        fit = fit_classifier(model, splits, TrainConfig.of(cfg), ctx.training(name.lower()))
+        fit = fit_classifier(model, splits, cfg.train, ctx.training(name.lower()))
         turned = partial(rotate, fill=background)
         accuracy[name] = list(
             accuracy_under_transform(

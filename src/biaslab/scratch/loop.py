@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from biaslab.config import check_batch_fits, check_range
+from biaslab.config import check_range
 from biaslab.errors import DivergenceError
 from biaslab.scratch.mlp import TwoLayerMLP, cross_entropy
 
@@ -34,7 +34,7 @@ EVAL_BATCH = 4096  # rows evaluate() takes at once (and LoopConfig's memory esti
 
 @dataclass(frozen=True)
 class LoopConfig:
-    """Settings of :func:`fit` with plain SGD: config fields a lab's config inherits.
+    """Settings of :func:`fit` with plain SGD: a lab config's training part.
 
     Args:
         epochs: passes over the training data (default 10).
@@ -50,8 +50,6 @@ class LoopConfig:
         check_range(self, "epochs", 1)
         check_range(self, "batch_size", 1)
         check_range(self, "lr", 0, open_low=True)
-        getattr(super(), "__post_init__", lambda: None)()  # cooperative: e.g. MnistSizes' checks
-        check_batch_fits(self)  # relations last: every field has been checked on its own
 
     def mlp_memory(self, n_in: int, n_hidden: int, n_out: int) -> int:
         """Estimated peak bytes of a :class:`TwoLayerMLP` (float32) trained by :func:`fit`.

@@ -1,13 +1,17 @@
 """Training hyper-parameters, and the optimizer and learning-rate schedule they name.
 
-A lab's config *inherits* :class:`TrainConfig` and overrides the defaults it needs, so every
-training key (``lr``, ``weight_decay``, ``patience``, ``max_grad_norm``, ...) is a ``--set`` key
-of that lab, declared once here; :meth:`TrainConfig.of` takes the training part of a lab's config.
+A lab's config holds its training as a *part*: a field ``train: ClassifierTraining =
+ClassifierTraining(epochs=5, lr=3e-3)`` (:mod:`biaslab.config`), so every training key (``lr``,
+``weight_decay``, ``patience``, ``max_grad_norm``, ...) is a flat ``--set`` key of that lab,
+declared once here, and the lab hands ``cfg.train`` to its trainings whole (or
+``dataclasses.replace(cfg.train, epochs=...)`` for a second training with its own epochs). A lab
+that sets a key per training itself leaves it out of its part (:func:`training_without`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import sys
 import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,7 +19,7 @@ from typing import Literal
 
 import torch
 
-from biaslab.config import check_batch_fits, check_choices, check_range, shown_value
+from biaslab.config import check_choices, check_range, shown_value
 from biaslab.errors import ConfigError
 from biaslab.nn.mlp import mlp_memory_bytes
 
@@ -106,9 +110,7 @@ class TrainConfig:
         check_range(self, "max_grad_norm", 0, why="or none: no clipping", open_low=True)
         check_range(self, "checkpoint_every", 0, why="0: once per epoch")
         check_range(self, "ema_decay", 0, 1, "0: off; the weight of the old average per step", open_high=True)
-        # 2. the inherited fields (e.g. MnistSizes')
-        getattr(super(), "__post_init__", lambda: None)()
-        # 3. relations
+        # 2. relations
         if self.optimizer != "sgd" and (self.momentum or self.nesterov):
             key = "momentum" if self.momentum else "nesterov"
             raise ConfigError(
@@ -117,7 +119,6 @@ class TrainConfig:
             )
         if self.nesterov and not self.momentum:
             raise ConfigError("nesterov=true: needs momentum > 0 (momentum=0.0); set momentum, e.g. 0.9")
-        check_batch_fits(self)
 
     def optimizer_states(self) -> int:
         """Tensors of the parameters' shape the optimizer keeps (Adam's 2 moments, SGD's momentum)."""
@@ -137,22 +138,6 @@ class TrainConfig:
         states = self.optimizer_states()
         return sum(mlp_memory_bytes(sizes, batch, optimizer_states=states) for sizes in mlps)
 
-    @classmethod
-    def of(cls, cfg, **overrides) -> TrainConfig:
-        """The training part of a lab's config ``cfg``, with ``overrides`` applied.
-
-        Every :class:`TrainConfig` field that ``cfg`` has is taken from it (a lab config that
-        inherits TrainConfig has them all); the others keep their defaults.
-        """
-        names = [f.name for f in dataclasses.fields(cls)]
-        unknown = set(overrides) - set(names)
-        if unknown:
-            raise TypeError(f"TrainConfig has no field(s) {', '.join(sorted(unknown))}")
-        has = {f.name for f in dataclasses.fields(cfg)}
-        # an overridden key is not read: the lab's value of it takes no part in this training
-        values = {n: getattr(cfg, n) for n in names if n in has and n not in overrides}
-        return cls(**values, **overrides)
-
 
 @dataclass(frozen=True)
 class ClassifierTraining(TrainConfig):
@@ -163,11 +148,59 @@ class ClassifierTraining(TrainConfig):
 
 
 @dataclass(frozen=True)
-class DiffusionTraining(TrainConfig):
+class LossTraining(TrainConfig):
     """The training part of a lab config whose trainings log only losses (a denoiser's, an
     autoencoder's): ``monitor`` watches one of them."""
 
     monitor: Monitor = "val_loss"
+
+
+def training_without(name: str, base: type[TrainConfig], **why: str) -> type:
+    """A training part that holds every key of ``base`` but those named, each with why the lab
+    leaves it out: for a lab that sets them per training itself (lr-sweep one ``lr`` per
+    training, mnist1d one ``epochs`` per model)::
+
+        SweepTraining = training_without(
+            "SweepTraining", ClassifierTraining, lr="the sweep trains once per value of learning_rates"
+        )
+        train: SweepTraining = SweepTraining(epochs=9, batch_size=50)
+        ...
+        fit_classifier(model, splits, cfg.train.training(lr=lr), ...)
+
+    ``part.training(**keys)`` builds the ``base`` of one training. The part checks its keys
+    as ``base`` does (the keys left out at ``base``'s defaults meanwhile); ``--set lr=...`` is
+    refused with the reason, and ``biaslab config`` prints it (``UNUSED_KEYS``). Like a
+    ``namedtuple``, the class is named ``name`` and belongs to the module that calls this: assign
+    it to that name there (so that it pickles).
+    """
+    names = [f.name for f in dataclasses.fields(base)]
+    unknown = sorted(set(why) - set(names))
+    if unknown:
+        raise TypeError(f"{base.__name__} has no key(s) {', '.join(unknown)}")
+    hints = typing.get_type_hints(base)
+    kept = [f for f in dataclasses.fields(base) if f.name not in why]
+
+    def training(self, **keys) -> TrainConfig:
+        """The ``base`` config of one training: this part's keys, with ``keys`` (those left out,
+        and any this training sets otherwise) in their place."""
+        return base(**{**{f.name: getattr(self, f.name) for f in kept}, **keys})
+
+    def __post_init__(self) -> None:
+        self.training()  # base's checks of the keys kept
+
+    left_out = ", ".join(why)
+    return dataclasses.make_dataclass(
+        name,
+        [(f.name, hints[f.name], dataclasses.field(default=f.default)) for f in kept],
+        frozen=True,
+        namespace={
+            "__module__": sys._getframe(1).f_globals.get("__name__", __name__),
+            "__doc__": f"{base.__name__}'s keys but {left_out}, given per training by .training().",
+            "UNUSED_KEYS": dict(why),
+            "training": training,
+            "__post_init__": __post_init__,
+        },
+    )
 
 
 def bf16_supported() -> bool:

@@ -122,7 +122,7 @@ def fit_classifier(
     Args:
         model: outputs logits ``(N, classes)``.
         splits: has ``x_train, y_train, x_val, y_val`` (and ``x_test, y_test`` when ``test``).
-        config: the training hyper-parameters (``TrainConfig.of(ctx.cfg)``).
+        config: the training hyper-parameters (a lab's ``cfg.train``).
         setup: ``ctx.training(tag)``.
         test: evaluate the test split after training (default True).
         on_divergence: ``"raise"`` or ``"stop"`` (see :class:`Trainer`).
