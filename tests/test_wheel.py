@@ -64,8 +64,11 @@ def test_the_wheel_works_in_a_fresh_environment_outside_the_source_tree(dist, tm
     run(sys.executable, "-m", "venv", venv, cwd=work)
     python, biaslab = venv / "bin" / "python", venv / "bin" / "biaslab"
     run(python, "-m", "pip", "install", "-q", "torch==2.13.0", cwd=work)  # the CPU wheel, first
+    torch_version = "import torch; print(torch.__version__, torch.__file__)"
+    before = run(python, "-c", torch_version, cwd=work)
     (wheel,) = dist.glob("biaslab-*.whl")
     run(python, "-m", "pip", "install", "-q", wheel, cwd=work)
+    assert run(python, "-c", torch_version, cwd=work) == before  # the installed torch is kept
     where = run(python, "-c", "import biaslab; print(biaslab.__file__)", cwd=work)
     assert Path(where.strip()).is_relative_to(venv) and not Path(where.strip()).is_relative_to(ROOT)
     out = run(biaslab, "run", "xor", "--quick", "--out", work / "xor", "--no-progress", cwd=work)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from biaslab.errors import BiaslabError
-from biaslab.notebooks.lab import PROFILE_VARIABLE, ClaimFailed, Lab
+from biaslab.notebooks.lab import PROFILE_VARIABLE, SMOKE_MARK, STRICT_VARIABLE, ClaimFailed, Lab
 from biaslab.report.display import FigureImage
 from biaslab.report.plots import pyplot
 
@@ -27,7 +27,8 @@ def test_bad_settings_are_one_clear_error(kwargs, message):
 
 
 @pytest.mark.parametrize("profile", ["quick", "default"])
-def test_claims_follow_the_experiments_quick_rule(profile, capsys):
+def test_claims_follow_the_experiments_quick_rule(profile, capsys, monkeypatch):
+    monkeypatch.delenv(STRICT_VARIABLE, raising=False)
     lab = Lab(day=2, profile=profile)
     lab.claim("exact", expected="== 1", measured=1, passed=True)
     lab.claim("trained", expected=">= 0.9", measured=0.5, passed=False, checked_in_quick=False)
@@ -36,6 +37,9 @@ def test_claims_follow_the_experiments_quick_rule(profile, capsys):
         assert lab.claims[1]["passed"] is None and "(not judged in --quick)" in lab.claims[1]["expected"]
         lab.finish()  # nothing judged failed
     else:
+        lab.finish()  # a failed claim is a result: shown, never raised outside strict mode
+        assert "1 claim(s) did not hold" in capsys.readouterr().out
+        monkeypatch.setenv(STRICT_VARIABLE, "1")
         with pytest.raises(ClaimFailed, match="1 claim\\(s\\) failed: trained"):
             lab.finish()
     assert "claims:" in capsys.readouterr().out  # finish shows the table before it judges
@@ -59,3 +63,24 @@ def test_show_draws_a_figure_as_png_and_closes_it(capsys):
     fig2, _ = plt.subplots()
     Lab(day=1, profile="quick").show(fig2)
     assert "bytes of PNG" in capsys.readouterr().out and not plt.fignum_exists(fig2.number)
+
+
+@pytest.mark.parametrize("profile", ["quick", "default"])
+def test_quick_figures_carry_the_smoke_test_mark(profile, monkeypatch, capsys):
+    shown = []
+    monkeypatch.setattr("biaslab.notebooks.lab.FigureImage", lambda fig: shown.append(fig) or "figure")
+    fig, _ = pyplot().subplots()
+    lab = Lab(day=1, profile=profile)
+    lab.show(fig)
+    marks = [t.get_text() for t in shown[0].texts]
+    assert marks == ([SMOKE_MARK] if profile == "quick" else [])
+    assert (SMOKE_MARK in capsys.readouterr().out) == (profile == "quick")  # said when the lab opens
+
+
+def test_cells_train_on_the_labs_device_and_seed():
+    lab = Lab(day=1, profile="quick", seed=3, device="cpu")
+    setup = lab.setup("mlp")
+    assert (setup.tag, setup.seed, setup.device) == ("mlp", 3, "cpu")
+    assert Lab(day=1, profile="quick").device == "cpu"  # auto, on a machine without a GPU
+    with pytest.raises(BiaslabError, match="device=cuda"):
+        Lab(day=1, device="cuda")

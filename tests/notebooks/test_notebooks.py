@@ -5,15 +5,24 @@ fails the test)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import tomllib
+from pathlib import Path
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
 
 from biaslab.notebooks import NOTEBOOKS, notebook_path
-from biaslab.notebooks.lab import PROFILE_VARIABLE
+from biaslab.notebooks.lab import PROFILE_VARIABLE, STRICT_VARIABLE
 
-INSTALL = '%pip install torch==2.13.0 "biaslab[graph,notebooks]"'
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def repository_url() -> str:
+    """The repository URL pyproject.toml publishes (``[project.urls] Source``)."""
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        return tomllib.load(f)["project"]["urls"]["Source"]
 
 
 def read(name: str):
@@ -30,34 +39,65 @@ def test_stored_without_outputs(name):
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
-def test_first_cell_says_how_to_install_and_the_profile_is_one_parameter(name):
+def test_first_cell_installs_and_prepares_and_the_profile_is_one_parameter(name):
     code = [c for c in read(name).cells if c.cell_type == "code"]
-    assert 'find_spec("biaslab")' in code[0].source and INSTALL in code[0].source
+    day = NOTEBOOKS.index(name) + 1
+    first = code[0].source
+    assert 'find_spec("biaslab")' in first and f'REPOSITORY = "{repository_url()}"' in first
+    assert "torch" not in first.split("REPOSITORY =")[1].split("from biaslab")[0]  # pip never names torch
+    assert f"DEVICE = prepare_day({day})" in first
     parameters = code[1]
     assert "parameters" in parameters.metadata.get("tags", [])
     assert f'os.environ.get("{PROFILE_VARIABLE}", "default")' in parameters.source
-    day = NOTEBOOKS.index(name) + 1
-    assert any(f"Lab(day={day}, profile=PROFILE)" in c.source for c in code)
-    assert "lab.run_day()" in code[-2].source and "lab.finish()" in code[-1].source
+    assert "RUN_EXPERIMENTS = False" in parameters.source  # the day's experiments: opt-in
+    assert any(f"Lab(day={day}, profile=PROFILE, device=DEVICE)" in c.source for c in code)
+    assert "if RUN_EXPERIMENTS:" in code[-2].source and "lab.run_day()" in code[-2].source
+    assert "lab.finish()" in code[-1].source
 
 
-def test_the_first_cell_runs_without_biaslab_and_names_the_command(tmp_path):
-    """A fresh kernel without biaslab: the first cell stops with the install command."""
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_an_open_in_colab_link_from_the_repository_url(name):
+    path = repository_url().removeprefix("https://github.com/")
+    link = f"https://colab.research.google.com/github/{path}/blob/main/notebooks/{name}"
+    assert f"({link})" in read(name).cells[0].source
+
+
+def test_the_repository_folder_holds_the_package_notebooks():
+    """notebooks/ (what GitHub shows and Colab opens) equals the package's copies
+    (``python scripts/sync_notebooks.py`` after an edit)."""
+    for name in NOTEBOOKS:
+        assert (ROOT / "notebooks" / name).read_bytes() == notebook_path(name).read_bytes(), name
+    assert sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb")) == sorted(NOTEBOOKS)
+
+
+def test_the_first_cell_installs_biaslab_from_the_repository_when_it_is_missing(monkeypatch, capsys):
+    """A fresh kernel without biaslab: pip installs it from the repository, torch untouched."""
     first = next(c for c in read(NOTEBOOKS[0]).cells if c.cell_type == "code")
-    source = first.source.replace('"biaslab"', '"biaslab_not_installed_here"')
-    with pytest.raises(ModuleNotFoundError, match="pip install torch==2.13.0"):
-        exec(compile(source, "first-cell", "exec"), {})
+    source = first.source.replace('find_spec("biaslab")', 'find_spec("biaslab_not_installed_here")')
+    calls = []
+    monkeypatch.setattr(subprocess, "check_call", lambda args: calls.append(args))
+    namespace = {}
+    exec(compile(source, "first-cell", "exec"), namespace)
+    (pip,) = calls
+    assert pip[1:4] == ["-m", "pip", "install"]
+    assert pip[-1] == f"biaslab[graph,notebooks] @ git+{repository_url()}"
+    assert not any("torch" in arg for arg in pip)
+    assert namespace["DEVICE"] == "cpu" and "computing on cpu" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_executes_in_the_quick_profile(name, tmp_path, monkeypatch):
     monkeypatch.setenv(PROFILE_VARIABLE, "quick")
+    monkeypatch.setenv(STRICT_VARIABLE, "1")  # a failed judged claim raises in finish()
     monkeypatch.setenv("MPLBACKEND", "Agg")
     notebook = read(name)
+    run_day = name == NOTEBOOKS[0]  # the opt-in last cell, once: it trains the day's labs again
+    parameters = next(c for c in notebook.cells if "parameters" in c.metadata.get("tags", []))
+    parameters.source = parameters.source.replace("RUN_EXPERIMENTS = False", f"RUN_EXPERIMENTS = {run_day}")
     NotebookClient(
         notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
     ).execute()  # raises CellExecutionError on any error, a failed judged claim included
     finish = notebook.cells[-1]
     text = "".join(o.get("text", "") + json.dumps(o.get("data", {})) for o in finish.outputs)
     assert "claims passed" in text or "claim passed" in text, text[:500]
-    assert (tmp_path / "runs").is_dir()  # the day's experiments ran inside the notebook's folder
+    assert (tmp_path / "runs").is_dir() == run_day  # the day's experiments ran inside its folder
