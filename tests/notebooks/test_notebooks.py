@@ -1,6 +1,6 @@
 """The workshop notebooks: stored clean, shaped alike, and executed top to bottom in a real
 Jupyter kernel in the quick profile (any error, or a failed claim the quick profile judges,
-fails the test)."""
+fails the test), with every exercise answered by its solution (each check must say "correct")."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from nbclient import NotebookClient
 
 from biaslab.notebooks import NOTEBOOKS, notebook_path
 from biaslab.notebooks.lab import PROFILE_VARIABLE, STRICT_VARIABLE
+from tests.notebooks.test_teaching import fill_in_the_solutions
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,6 +28,11 @@ def repository_url() -> str:
 
 def read(name: str):
     return nbformat.read(notebook_path(name), as_version=4)
+
+
+def output_text(cell) -> str:
+    """What an executed cell printed and displayed, as one string."""
+    return "".join(o.get("text", "") + json.dumps(o.get("data", {})) for o in cell.outputs)
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
@@ -94,10 +100,12 @@ def test_executes_in_the_quick_profile(name, tmp_path, monkeypatch):
     run_day = name == NOTEBOOKS[0]  # the opt-in last cell, once: it trains the day's labs again
     parameters = next(c for c in notebook.cells if "parameters" in c.metadata.get("tags", []))
     parameters.source = parameters.source.replace("RUN_EXPERIMENTS = False", f"RUN_EXPERIMENTS = {run_day}")
+    checks = fill_in_the_solutions(notebook)  # {answer cell id: "Exercise k"}
     NotebookClient(
         notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
     ).execute()  # raises CellExecutionError on any error, a failed judged claim included
-    finish = notebook.cells[-1]
-    text = "".join(o.get("text", "") + json.dumps(o.get("data", {})) for o in finish.outputs)
-    assert "claims passed" in text or "claim passed" in text, text[:500]
+    said = {cell.id: output_text(cell) for cell in notebook.cells if cell.cell_type == "code"}
+    assert "claims passed" in said[notebook.cells[-1].id] or "claim passed" in said[notebook.cells[-1].id]
+    for cell_id, exercise in checks.items():  # the solutions are right, and the checks know it
+        assert f"{exercise}: correct" in said[cell_id], said[cell_id]
     assert (tmp_path / "runs").is_dir() == run_day  # the day's experiments ran inside its folder

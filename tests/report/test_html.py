@@ -92,15 +92,20 @@ def make_run(
 
 
 class _Refs(HTMLParser):
-    """Collects every src/href attribute and every tag name of a page."""
+    """Collects every src and href attribute and every tag name of a page."""
 
     def __init__(self):
         super().__init__()
-        self.refs, self.tags = [], []
+        self.srcs, self.hrefs, self.tags = [], [], []
 
     def handle_starttag(self, tag, attrs):
         self.tags.append(tag)
-        self.refs += [v for k, v in attrs if k in ("src", "href") and v is not None]
+        self.srcs += [v for k, v in attrs if k == "src" and v is not None]
+        self.hrefs += [v for k, v in attrs if k == "href" and v is not None]
+
+    @property
+    def refs(self) -> list[str]:
+        return self.srcs + self.hrefs
 
 
 def _parse(text: str) -> _Refs:
@@ -117,10 +122,12 @@ def test_report_embeds_figures_and_is_self_contained(tmp_path):
     for fname in ("boundaries.png", "loss.png"):
         b64 = base64.b64encode((run / "figures" / fname).read_bytes()).decode()
         assert f'src="data:image/png;base64,{b64}"' in text
-    assert text.count("<figure>") == 2 and text.count("<figcaption>") == 2
+    assert text.count("<figure id=") == 2 and text.count("<figcaption>") == 2
     assert 'width="600" height="400"' in text  # natural pixel size
     refs = _parse(text)
-    assert refs.refs and all(r.startswith("data:") for r in refs.refs)
+    assert refs.srcs and all(r.startswith("data:") for r in refs.srcs)
+    for href in refs.hrefs:  # anchors of the page, or files of the run directory beside it
+        assert href.startswith("#") or (run / unquote(href)).resolve().is_relative_to(run.resolve()), href
     for bad in ("http://", "https://", 'src="/', 'href="/', "url(", "@import"):
         assert bad not in text, bad
     assert "script" not in refs.tags and "link" not in refs.tags
@@ -149,7 +156,7 @@ def test_report_claims_table_colours_and_content(tmp_path):
         "quick",
         "3.21 s",
         "0.1235",
-        "<h3>Extra</h3>",
+        '<h3 id="table-1">Extra</h3>',
         "2.5",
         "epochs",
         "torch",
@@ -208,8 +215,22 @@ def _make_runs(runs: Path) -> None:
 
 
 def _index_rows(text: str) -> list[str]:
-    body = re.search(r"<tbody>(.*)</tbody>", text, re.DOTALL).group(1)
-    return re.findall(r"<tr>(.*?)</tr>", body, re.DOTALL)
+    """The first row of each group (a tbody) of a table of runs."""
+    return [re.search(r"<tr>(.*?)</tr>", body, re.DOTALL).group(1) for body in _groups(text)]
+
+
+def _groups(text: str) -> list[str]:
+    return re.findall(
+        r'<tbody class="group">(.*?)</tbody>', text.split('<table class="runs"', 1)[1], re.DOTALL
+    )
+
+
+def _paths(text: str) -> list[str]:
+    """The run paths of a table of runs, in order (each run's report link or note holds it)."""
+    return [
+        re.search(r'<td class="links"[^>]*><(?:a|span)[^>]*title="([^"]*)"', row).group(1)
+        for row in _index_rows(text)
+    ]
 
 
 def test_index_lists_all_runs_with_working_links(tmp_path):
@@ -220,8 +241,7 @@ def test_index_lists_all_runs_with_working_links(tmp_path):
     text = out.read_text(encoding="utf-8")
     rows = _index_rows(text)
     assert len(rows) == 5
-    order = [re.search(r"<code>(.*?)</code>", r).group(1) for r in rows]
-    assert order == ["bias-1", "xor-1", "ws-1/labs/conv", "ws-1", "late-1"]  # by day, no day last
+    assert _paths(text) == ["bias-1", "xor-1", "ws-1/labs/conv", "ws-1", "late-1"]  # by day, no day last
     hrefs = _parse(text).refs
     assert len(hrefs) == 4
     for href in hrefs:
@@ -307,9 +327,7 @@ def test_index_and_labs_follow_given_order(tmp_path):
     make_run(runs / "other-1", "other", day=1)  # not in the order: after the known ones
     make_run(runs / "early-1", "early", day=0)  # an earlier day comes first regardless
     order = ["zeta", "mid", "alpha", "zeta"]
-
-    def paths(text):
-        return [re.search(r"<code>(.*?)</code>", r).group(1) for r in _index_rows(text)]
+    paths = _paths
 
     text = render_index(runs, order=order).read_text(encoding="utf-8")
     assert paths(text) == ["early-1", "zeta-1", "mid-1", "alpha-1", "other-1"]
@@ -320,7 +338,7 @@ def test_index_and_labs_follow_given_order(tmp_path):
     for name in ("alpha", "zeta", "mid"):
         make_run(ws / "labs" / name, name, day=1)
     text = render_report(ws, order=order).read_text(encoding="utf-8")
-    labs = text.split("<h2>Labs</h2>", 1)[1]
+    labs = text.split('<h2 id="labs">Labs</h2>', 1)[1]
     assert paths(labs) == ["zeta", "mid", "alpha"]
 
 

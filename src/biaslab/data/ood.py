@@ -3,11 +3,16 @@
 Every set is a uint8 array (N, 28, 28) like MNIST's: 0 is the black background, 255 a white stroke;
 :func:`images_to_tensor` turns one into float32 in [0, 1] shaped as :func:`mnist_splits` shapes MNIST.
 
-Animal-MNIST comes from the PyPI package ``animal-mnist==0.4`` (install it with ``--no-deps``: its
-loader imports TensorFlow). The package is never imported: its file ``animal_data_version_3.gz``
-is found with :func:`importlib.util.find_spec` and read by a restricted unpickler that builds
-NumPy arrays and nothing else (:func:`read_pickled_array`). The first load caches the array as
+Animal-MNIST comes from the PyPI package ``animal-mnist==0.4``: ``biaslab data fetch animal-mnist``
+downloads its wheel and caches the images, or install it with ``--no-deps`` (its loader imports
+TensorFlow). The package is never imported: its file ``animal_data_version_3.gz`` is found with
+:func:`importlib.util.find_spec` and read by a restricted unpickler that builds NumPy arrays and
+nothing else (:func:`read_pickled_array`). The first load caches the array as
 ``<data_dir()>/animal-mnist.npz`` (uncompressed); later loads read that cache.
+
+Fashion-MNIST is in no installable package: ``biaslab data fetch fashion-mnist`` downloads the
+official IDX files into the cache ``<data_dir()>/fashion-mnist-raw.npz`` (MNIST's layout), and the
+OOD labs use it whenever it is there; a folder of IDX files a user has works too.
 """
 
 from __future__ import annotations
@@ -23,28 +28,33 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from biaslab.data.mnist import read_idx
+from biaslab.data.mnist import read_cache, read_idx
 from biaslab.data.store import atomic_save_npz, data_dir, load_npz
 from biaslab.errors import BiaslabError, DataFormatError, DataMissingError
 
 __all__ = [
     "check_animal_mnist",
     "count_duplicates",
+    "fashion_mnist_fetched",
     "gaussian_noise",
     "images_to_tensor",
     "inverted",
     "load_animal_mnist",
     "load_fashion_mnist",
+    "ood_pool",
     "ood_sets",
     "read_pickled_array",
     "uniform_noise",
 ]
 
 ANIMAL_PIP_HINT = "pip install --no-deps animal-mnist==0.4"
+ANIMAL_MISSING = f"Animal-MNIST is missing: run `biaslab data fetch animal-mnist` (or {ANIMAL_PIP_HINT})"
 ANIMAL_CACHE_NAME = "animal-mnist.npz"
 ANIMAL_FILE = ("data", "Animal_MNIST", "animal_data_version_3.gz")
 N_ANIMAL_IMAGES = 10_000
 FASHION_TEST_IMAGES = "t10k-images-idx3-ubyte"
+FASHION_CACHE_NAME = "fashion-mnist-raw.npz"  # written by `biaslab data fetch fashion-mnist`
+FASHION_MISSING = "Fashion-MNIST is missing: run `biaslab data fetch fashion-mnist`"
 
 # The only globals a pickled ndarray needs (protocols 3 and 4): NumPy < 2 and >= 2 spell the module
 # of ``_reconstruct`` differently. The function itself is taken from an array's own reduction.
@@ -131,7 +141,7 @@ def _animal_file() -> Path:
         path = Path(location).joinpath(*ANIMAL_FILE)
         if path.is_file():
             return path
-    raise DataMissingError(f"Animal-MNIST needs the data package animal-mnist: {ANIMAL_PIP_HINT}")
+    raise DataMissingError(ANIMAL_MISSING)
 
 
 def check_animal_mnist() -> None:
@@ -156,7 +166,8 @@ def load_animal_mnist(
         exact copies of an earlier one (:func:`count_duplicates`); they are kept, in file order.
 
     Raises:
-        DataMissingError: no cache and ``animal-mnist`` is not installed.
+        DataMissingError: no cache (``biaslab data fetch animal-mnist`` writes it) and
+            ``animal-mnist`` is not installed.
         DataFormatError: the file or the cache is malformed.
     """
     cache = (Path(cache_dir).expanduser() if cache_dir is not None else data_dir()) / ANIMAL_CACHE_NAME
@@ -183,21 +194,33 @@ def count_duplicates(images: np.ndarray) -> int:
 # ----------------------------------------------------------------------------- Fashion-MNIST
 
 
-def load_fashion_mnist(folder: str | os.PathLike) -> np.ndarray:
-    """The 10,000 Fashion-MNIST test images from the official IDX file in ``folder``.
+def fashion_mnist_fetched() -> bool:
+    """Whether ``biaslab data fetch fashion-mnist`` has written its cache in :func:`data_dir`."""
+    return (data_dir() / FASHION_CACHE_NAME).is_file()
 
-    No installable package ships Fashion-MNIST, and biaslab downloads nothing: users who have the
-    official files (github.com/zalandoresearch/fashion-mnist) point ``folder`` at them. Only
-    ``t10k-images-idx3-ubyte`` (or ``t10k-images-idx3-ubyte.gz``) is read; for all four files
-    with labels use :func:`biaslab.data.mnist.load_idx_dataset`.
+
+def load_fashion_mnist(folder: str | os.PathLike | None = None) -> np.ndarray:
+    """The 10,000 Fashion-MNIST test images: from the fetched cache, or a folder of IDX files.
+
+    Args:
+        folder: a folder holding the official ``t10k-images-idx3-ubyte`` (or ``...ubyte.gz``;
+            github.com/zalandoresearch/fashion-mnist); only that file is read, for all four
+            files with labels use :func:`biaslab.data.mnist.load_idx_dataset`. Default: the
+            cache ``biaslab data fetch fashion-mnist`` wrote in :func:`data_dir`.
 
     Returns:
         uint8 (N, 28, 28), white garments on black like MNIST.
 
     Raises:
-        DataMissingError: the folder lacks the test-image file.
-        DataFormatError: the file is malformed or not uint8 (N, 28, 28).
+        DataMissingError: no cache (the message names the fetch command), or the folder lacks
+            the test-image file.
+        DataFormatError: the file or the cache is malformed or not uint8 (N, 28, 28).
     """
+    if folder is None:
+        cache = data_dir() / FASHION_CACHE_NAME
+        if not cache.is_file():
+            raise DataMissingError(FASHION_MISSING)
+        return _check_images(read_cache(cache).x_test, str(cache))
     folder = Path(folder).expanduser()
     try:
         if not folder.is_dir():
@@ -211,6 +234,17 @@ def load_fashion_mnist(folder: str | os.PathLike) -> np.ndarray:
         f"Fashion-MNIST: {folder} lacks {FASHION_TEST_IMAGES} (or {FASHION_TEST_IMAGES}.gz); "
         "download the official IDX files into it"
     )
+
+
+def ood_pool() -> np.ndarray:
+    """The images an OOD detector must flag: Animal-MNIST's 10,000 (:func:`load_animal_mnist`),
+    followed by Fashion-MNIST's 10,000 test images when fetched (:func:`fashion_mnist_fetched`).
+
+    Returns:
+        uint8 (10000, 28, 28), or (20000, 28, 28) with Fashion-MNIST; Animal-MNIST's rows first.
+    """
+    animals = load_animal_mnist()
+    return np.concatenate([animals, load_fashion_mnist()]) if fashion_mnist_fetched() else animals
 
 
 # ----------------------------------------------------------------------------- synthetic sets
@@ -253,8 +287,9 @@ def ood_sets(
             seeded by the two children of ``np.random.SeedSequence(seed).spawn(2)`` (independent
             streams; so they differ from ``gaussian_noise(n, seed)`` called directly).
         ``"inverted-mnist"``: the first ``n`` of ``mnist_test_images``, inverted (:func:`inverted`).
-        ``"fashion-mnist"``: the first ``n`` Fashion-MNIST test images, only when ``fashion_folder``
-            is given (:func:`load_fashion_mnist`).
+        ``"fashion-mnist"``: the first ``n`` Fashion-MNIST test images (:func:`load_fashion_mnist`),
+            from ``fashion_folder`` when given, else from the fetched cache when it is there
+            (:func:`fashion_mnist_fetched`); without either, no such key.
 
     Raises:
         BiaslabError: ``n`` is below 1 or above the images a set has.
@@ -263,7 +298,7 @@ def ood_sets(
     mnist_test_images = _check_images(mnist_test_images, "mnist_test_images")
     gauss_seed, uniform_seed = np.random.SeedSequence(seed).spawn(2)
     sources = {"animal-mnist": load_animal_mnist(), "inverted-mnist": mnist_test_images}
-    if fashion_folder is not None:
+    if fashion_folder is not None or fashion_mnist_fetched():
         sources["fashion-mnist"] = load_fashion_mnist(fashion_folder)
     for name, images in sources.items():
         if not 1 <= n <= len(images):
@@ -274,6 +309,6 @@ def ood_sets(
         "uniform-noise": uniform_noise(n, uniform_seed),
         "inverted-mnist": inverted(mnist_test_images[:n]),
     }
-    if fashion_folder is not None:
+    if "fashion-mnist" in sources:
         sets["fashion-mnist"] = sources["fashion-mnist"][:n]
     return sets

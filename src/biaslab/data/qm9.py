@@ -1,10 +1,12 @@
 """QM9: 130,831 small organic molecules with quantum-chemical properties, as graphs.
 
-Source: the PyPI package ``qm9pack==1.0.3`` (installed ``--no-deps``; importing it fails, so its
-``data/`` folder is found with :func:`importlib.util.find_spec`). Its ``qm9_part1..3.csv`` hold one
-molecule per row: the GDB-17 SMILES, the DFT geometry ``XYZ_Ang`` (every atom, hydrogens
-included, in ångström) and the properties, energies in hartree. The 3,054 molecules whose
-geometry did not converge are absent from the package (133,885 − 3,054 = 130,831).
+Sources: ``biaslab data fetch qm9`` downloads the original archive of 133,885 XYZ files and turns
+each into a row of qm9pack's CSV layout (:mod:`biaslab.data.sources`); offline, the PyPI package
+``qm9pack==1.0.3`` (installed ``--no-deps``; importing it fails, so its ``data/`` folder is found
+with :func:`importlib.util.find_spec`). Its ``qm9_part1..3.csv`` hold one molecule per row: the
+GDB-17 SMILES, the DFT geometry ``XYZ_Ang`` (every atom, hydrogens included, in ångström) and the
+properties, energies in hartree. The 3,054 molecules whose geometry did not converge are left out
+(133,885 − 3,054 = 130,831).
 
 The first :func:`load_qm9` reads the CSVs, turns each SMILES into the notes' graph
 (:mod:`biaslab.data.molecules`), keeps the heavy atoms' coordinates, a Morgan fingerprint and the
@@ -54,9 +56,11 @@ __all__ = [
     "check_available",
     "load_qm9",
     "read_qm9_csv",
+    "write_cache",
 ]
 
 PIP_HINT = "pip install --no-deps qm9pack==1.0.3"
+MISSING = f"QM9 is missing: run `biaslab data fetch qm9` (or {PIP_HINT})"
 CSV_FILES = ("qm9_part1.csv", "qm9_part2.csv", "qm9_part3.csv")
 CACHE_NAME = "qm9-v1.npz"
 N_MOLECULES = 130_831
@@ -237,7 +241,7 @@ def _package_data_dir() -> Path:
         folder = Path(location) / "data"
         if all((folder / name).is_file() for name in CSV_FILES):
             return folder
-    raise DataMissingError(f"QM9 needs the data package qm9pack: {PIP_HINT}")
+    raise DataMissingError(MISSING)
 
 
 def check_available() -> None:
@@ -359,7 +363,8 @@ def load_qm9(
         progress: show a progress bar while featurising (default True; off when not a terminal).
 
     Raises:
-        DataMissingError: no cache and ``qm9pack`` is not installed.
+        DataMissingError: no cache (``biaslab data fetch qm9`` writes it) and ``qm9pack`` is not
+            installed.
         DataFormatError: a CSV file or the cache is malformed.
     """
     folder = Path(cache_dir).expanduser() if cache_dir is not None else data_dir()
@@ -374,6 +379,24 @@ def load_qm9(
     if not files:
         raise DataMissingError(f"no QM9 CSV ({', '.join(CSV_FILES)}) in {source}")
     rows = [(f"{path.name} row {k + 2}", row) for path in files for k, row in enumerate(read_qm9_csv(path))]
+    return write_cache(cache, rows, str(source.resolve()), progress)
+
+
+def write_cache(
+    path: str | os.PathLike, rows: list[tuple[str, dict[str, str]]], source: str, progress: bool = True
+) -> QM9:
+    """Featurise molecules given as rows of qm9pack's CSV layout into the cache :func:`load_qm9` reads.
+
+    Args:
+        path: the cache file, e.g. ``data_dir() / CACHE_NAME``; written atomically.
+        rows: ``(where, row)`` pairs, ``where`` naming the row in messages; a row maps the columns
+            ``Index``, ``SMILES``, ``Elements``, ``XYZ_Ang`` and those of ``TARGETS`` to their text.
+        source: where the rows came from (a folder or a URL), stored in the cache as ``source``.
+        progress: show a progress bar while featurising.
+
+    Raises:
+        DataFormatError: a row is malformed, or no molecule could be read.
+    """
     arrays = _featurise(rows, progress)
-    atomic_save_npz(cache, compress=False, **arrays, source=np.array(str(source.resolve())))
-    return _validate(arrays, str(cache))
+    atomic_save_npz(path, compress=False, **arrays, source=np.array(source))
+    return _validate(arrays, str(path))

@@ -29,7 +29,7 @@ import torch
 
 from biaslab.config import check_batch_fits, check_range
 from biaslab.data.mnist import QUICK_SIZES, MnistSizes, mnist_splits_for
-from biaslab.data.ood import images_to_tensor, load_animal_mnist
+from biaslab.data.ood import images_to_tensor, ood_pool
 from biaslab.data.transforms import jitter, standardize
 from biaslab.errors import ConfigError
 from biaslab.evaluate.calibration import expected_calibration_error
@@ -165,7 +165,8 @@ def run(ctx) -> None:
     background = float(splits.x_train.min())  # a blank pixel, after standardization
     shifted_val = jitter(splits.x_val, cfg.use_shift, ctx.seed_for("shift", "val"), fill=background)
     shifted_test = jitter(splits.x_test, cfg.use_shift, ctx.seed_for("shift", "test"), fill=background)
-    animals = (images_to_tensor(load_animal_mnist(), flatten=False) - mean) / std  # (10000, 1, 28, 28)
+    # Animal-MNIST, and Fashion-MNIST's test images once fetched: (10000 or 20000, 1, 28, 28)
+    animals = (images_to_tensor(ood_pool(), flatten=False) - mean) / std
     pick = np.random.default_rng(ctx.seed_for("animals")).permutation(len(animals))
     animals_choose, animals_measure = animals[pick[: cfg.n_ood]], animals[pick[cfg.n_ood : 2 * cfg.n_ood]]
     full = len(splits.y_train)

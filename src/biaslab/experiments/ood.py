@@ -10,8 +10,8 @@ set: AUROC, AUPR and the false-positive rate at 95% true-positive rate.
 
 OOD sets: Animal-MNIST (the ``animal-mnist`` package: white animal outlines on black, read
 without unpickling anything but an array), Gaussian and uniform noise, inverted MNIST digits,
-and Fashion-MNIST when ``fashion_dir`` names a folder holding its official IDX files (no
-installable package ships Fashion-MNIST, which the notes use).
+and Fashion-MNIST, which the notes use, once fetched (``biaslab data fetch fashion-mnist``) or
+when ``fashion_dir`` names a folder holding its official IDX files.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ class OODConfig:
     n_ood: int = 2000  # images per OOD set (and MNIST test digits as the in-distribution side)
     knn_k: int = 50
     knn_train: int = 10_000  # training features the kNN detector searches (a random subset)
-    fashion_dir: str = ""  # a folder with Fashion-MNIST's IDX files; empty: not used
+    fashion_dir: str = ""  # a folder with Fashion-MNIST's IDX files; empty: the fetched cache, if any
 
     def __post_init__(self):
         check_range(self, "hidden", 1, 100_000)
@@ -133,17 +133,17 @@ def run(ctx) -> None:
         measured=duplicates,
         passed=duplicates == 284,
     )
-    if not cfg.fashion_dir:
+    if "fashion-mnist" not in sets:
         ctx.claim(
             "Fashion-MNIST, the notes' OOD set, is not evaluated here",
             source="notes, Day 5 (OOD detection)",
-            expected="give --set fashion_dir=FOLDER with its IDX files: no installable package ships it",
+            expected="run `biaslab data fetch fashion-mnist` (or --set fashion_dir=FOLDER of its IDX files)",
             measured="not evaluated",
             passed=None,
         )
     ctx.figure(
         "scores_animal_mnist",
-        plots.score_histograms(histograms),
+        plots.score_histograms(histograms, names=("in (MNIST test digits)", "out (Animal-MNIST)")),
         "Scores of the MNIST test digits (in-distribution) and of Animal-MNIST (out) under each "
         "detector; higher = more out-of-distribution.",
     )

@@ -12,6 +12,11 @@ device (:attr:`Lab.device`: the GPU when there is one) through :meth:`Lab.setup`
 :meth:`Lab.run_day` (an opt-in last cell) runs the day's experiments as the command line does and
 shows each run; :meth:`Lab.finish` shows every claim of the notebook with a summary line.
 
+Each day ends with exercises. A question's answer goes into a variable of a code cell, and
+:meth:`Lab.check` says whether it is right ("not answered yet", "correct" or "not yet: ..."): a
+student's answer is never an error, so it never raises, and it is kept in :attr:`Lab.answers`, apart
+from the claims.
+
 A failed claim is a result a student may well cause by changing a cell, not an error: it shows in
 red in the claims table and the notebook goes on. In *strict* mode (the environment variable
 ``BIASLAB_STRICT=1``, as the test suite runs the notebooks) :meth:`Lab.finish` raises
@@ -27,6 +32,9 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+import torch
 
 from biaslab import registry
 from biaslab.errors import BiaslabError
@@ -130,6 +138,7 @@ class Lab:
         self.runs_dir = Path(runs_dir)
         self.device = resolve_device(device)
         self.claims: list[dict] = []
+        self.answers: dict[str, str] = {}  # exercise -> "unanswered", "correct" or "not yet"
         if self.quick:
             print(f"quick profile: a {SMOKE_MARK}; the figures only show that the code runs")
 
@@ -156,7 +165,7 @@ class Lab:
         source: str = "",
         checked_in_quick: bool = True,
     ) -> None:
-        """Check an outcome the notes promise, as an experiment's ``ctx.claim`` does, and show it.
+        """Check an outcome the notebook promises, as an experiment's ``ctx.claim`` does, and show it.
 
         ``checked_in_quick=False``: in the quick profile the value is shown but not judged.
         """
@@ -166,6 +175,26 @@ class Lab:
         ).as_dict()  # fmt: skip
         self.claims.append(record)
         present(Claims([record]))
+
+    def check(self, name: str, answer: Any, expected: Any, *, tolerance: float | None = None) -> None:
+        """Say whether a student's ``answer`` to exercise ``name`` is right, and remember it in
+        :attr:`answers` (never among the claims; it never raises).
+
+        ``None`` is "not answered yet". With ``tolerance``, a number (or an array of numbers) is
+        right within ``tolerance`` of ``expected``; without, it must equal it (text ignoring case
+        and surrounding spaces, arrays entry by entry). A wrong number is told whether it is too
+        high or too low, never what is expected.
+        """
+        if answer is None:
+            verdict, says = "unanswered", "not answered yet (replace None with your answer)"
+        else:
+            try:
+                why = _mismatch(answer, expected, tolerance)
+            except Exception as exc:  # an answer of any shape is a result, not an error
+                why = f"{answer!r} cannot be compared with the answer ({type(exc).__name__})"
+            verdict, says = ("correct", "correct") if why is None else ("not yet", f"not yet: {why}")
+        self.answers[name] = verdict
+        print(f"{name}: {says}")
 
     def setup(self, tag: str) -> TrainSetup:
         """What a cell's training needs besides its model and config: its tag, this notebook's
@@ -183,7 +212,7 @@ class Lab:
         present(FigureImage(fig))
 
     def experiments(self) -> list[str]:
-        """The day's experiments, in the notes' order."""
+        """The day's experiments, in the workshop's order."""
         return [e.name for e in registry.catalog() if e.day == self.day]
 
     def run(self, name: str, overrides: Mapping[str, Any] | None = None) -> Result:
@@ -215,3 +244,30 @@ class Lab:
                 f"{len(failed)} claim(s) did not hold (red in the table above): "
                 "a change you made, or the quick profile's tiny data? Compare with the text."
             )
+
+
+def _mismatch(answer: Any, expected: Any, tolerance: float | None) -> str | None:
+    """Why ``answer`` is not ``expected``, or None when it is (the rules of :meth:`Lab.check`)."""
+    if isinstance(answer, torch.Tensor):
+        answer = answer.detach().cpu().numpy()
+    if isinstance(expected, str):
+        same = isinstance(answer, str) and answer.strip().casefold() == expected.strip().casefold()
+        return None if same else f"{answer!r} is not the answer"
+    got, want = np.asarray(answer), np.asarray(expected)
+    if want.dtype.kind not in "biuf":  # not numbers (a tuple of words, ...): equal entry by entry
+        same = got.shape == want.shape and bool(np.all(got == want))
+        return None if same else f"{answer!r} is not the answer"
+    if got.dtype.kind not in "biuf":
+        return f"{answer!r} is not a number"
+    if got.shape != want.shape:
+        return f"the answer has shape {want.shape}, yours {got.shape}"
+    error = got.astype(float) - want.astype(float)
+    wrong = ~(np.abs(error) <= (tolerance or 0.0))  # NaN is wrong too
+    if not wrong.any():
+        return None
+    if want.ndim:
+        return f"{int(wrong.sum())} of {wrong.size} entries are off"
+    if not np.isfinite(error):
+        return f"{answer!r} is not a number"
+    beyond = "" if tolerance is None else f" (by more than {tolerance:g})"
+    return f"{answer!r} is too {'high' if error > 0 else 'low'}{beyond}"

@@ -7,7 +7,10 @@ profile and flags that stop Chromium from contacting the network on its own.
 
 from __future__ import annotations
 
+import html
+import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -132,12 +135,13 @@ def screenshot(html_path, png_path, width: int = 1280, height: int = 4000, timeo
     return png
 
 
-def dump_dom(html_path, timeout: float = 60) -> str:
+def dump_dom(html_path, timeout: float = 60, width: int = 1280, height: int = 900) -> str:
     """Load ``html_path`` in headless Chromium and return the serialised DOM after loading.
 
     Args:
         html_path: the HTML file to open.
         timeout: seconds to wait for Chromium.
+        width, height: the window, in CSS pixels (the page's layout depends on its width).
 
     Returns:
         The DOM as HTML text (what the browser parsed, not the file's bytes).
@@ -145,7 +149,40 @@ def dump_dom(html_path, timeout: float = 60) -> str:
     Raises:
         BiaslabError: if Chromium is missing, fails, times out or prints nothing.
     """
-    proc = _run_chromium(["--dump-dom", _file_url(html_path)], timeout)
+    proc = _run_chromium([f"--window-size={width},{height}", "--dump-dom", _file_url(html_path)], timeout)
     if not proc.stdout.strip():
         raise BiaslabError(f"Chromium printed no DOM for {html_path}: {_last_error_line(proc.stderr)}")
     return proc.stdout
+
+
+_RESULT_ID = "biaslab-evaluated"
+
+
+def evaluate(html_path, expression: str, width: int = 1280, height: int = 900, timeout: float = 60):
+    """The value of a JavaScript ``expression`` in ``html_path`` as Chromium lays it out in a
+    ``width`` x ``height`` window, after the page's own scripts ran: element positions
+    (``getBoundingClientRect``), the effect of a click, ...
+
+    The page is copied to a temporary folder with a script appended that evaluates
+    ``expression`` and writes its JSON into the DOM, which :func:`dump_dom` then reads; the
+    file itself is left as it is. For tests: the expression is trusted code.
+
+    Returns:
+        The expression's value, decoded from JSON.
+
+    Raises:
+        BiaslabError: as :func:`dump_dom`, or if the expression's value did not come back.
+    """
+    page = Path(html_path).read_text(encoding="utf-8")
+    probe = (
+        f'<script>(function () {{ var out = document.createElement("pre"); out.id = "{_RESULT_ID}"; '
+        f"out.textContent = JSON.stringify({expression}); document.body.appendChild(out); }})();</script>"
+    )
+    with tempfile.TemporaryDirectory(prefix="biaslab-evaluate-") as folder:
+        copy = Path(folder) / Path(html_path).name
+        copy.write_text(page + probe, encoding="utf-8")
+        dom = dump_dom(copy, timeout, width, height)
+    found = re.search(rf'<pre id="{_RESULT_ID}">(.*?)</pre>', dom, re.DOTALL)
+    if found is None:
+        raise BiaslabError(f"the expression left no value in {html_path} (a script error?)")
+    return json.loads(html.unescape(found.group(1)))

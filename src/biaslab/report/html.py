@@ -8,13 +8,16 @@ the page shell and CSS, ``report`` and ``index`` extend it, ``macros`` holds the
 share). Python only prepares plain data (formatted strings, numbers, booleans, data URIs); the
 templates are rendered with autoescaping on and undefined names as errors, so every string
 from a run's JSON files reaches the page escaped. Both pages are written atomically.
+
+A report shows each number once (:mod:`~biaslab.report.overlap`), metrics under readable labels
+(:mod:`~biaslab.report.labels`), a contents list, links to its files and back to its index
+(:mod:`~biaslab.report.navigation`), and marks a quick run as a smoke test, at the top and on
+every figure. The index's table of runs is :mod:`~biaslab.report.runs_table`'s.
 """
 
 from __future__ import annotations
 
 import base64
-import os
-import urllib.parse
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -23,6 +26,10 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from biaslab.errors import BiaslabError
 from biaslab.fileio import atomic_write_text
 from biaslab.formatting import format_duration, format_value
+from biaslab.report.labels import metric_label, source_notes
+from biaslab.report.navigation import file_links, href, index_link, shorten, written_by_biaslab
+from biaslab.report.overlap import shown_in_tables
+from biaslab.report.runs_table import COLUMNS, runs_groups
 from biaslab.runs import INDEX, REPORT, TIMINGS, VERDICTS, RunDir, find_runs, tally, verdict_of
 
 __all__ = [
@@ -89,9 +96,10 @@ def _as_dict(v) -> dict:
     return v if isinstance(v, dict) else {}
 
 
-def _cell(v) -> dict:
-    """One table cell: the formatted text and whether it is a number (right-aligned)."""
-    return {"text": format_value(v), "num": _is_number(v)}
+def _cell(v, title: str | None = None) -> dict:
+    """One table cell: the formatted text, whether it is a number (right-aligned) and an
+    optional tooltip (a metric's key under its label)."""
+    return {"text": format_value(v), "num": _is_number(v), "title": title}
 
 
 def _table(columns: Iterable, rows: Iterable) -> dict:
@@ -143,11 +151,15 @@ def _figure(run_dir: Path, fig: dict) -> dict:
     name, caption = format_value(fig.get("file", "")), format_value(fig.get("caption") or "")
     path = (run_dir / name).resolve()
     mime = _MIME.get(path.suffix.lower())
-    data = {"name": name, "caption": caption, "alt": caption or name, "uri": None, "size": None}
+    data = {"name": name, "caption": caption, "alt": caption or name, "uri": None, "size": None, "href": None}
     if not name or not path.is_relative_to(run_dir.resolve()) or not path.is_file() or not mime:
         return data
     raw = path.read_bytes()
-    data.update(uri=f"data:{mime};base64,{base64.b64encode(raw).decode('ascii')}", size=_png_size(raw))
+    data.update(
+        uri=f"data:{mime};base64,{base64.b64encode(raw).decode('ascii')}",
+        size=_png_size(raw),
+        href=href(path.relative_to(run_dir.resolve())),  # the file itself, beside the report
+    )
     return data
 
 
@@ -173,121 +185,114 @@ def _count_records(path: Path) -> int:
     return sum(1 for line in path.read_bytes().splitlines() if line.strip()) if path.is_file() else 0
 
 
-# -- the table of runs -----------------------------------------------------------------------
-def _positions(order: Sequence[str] | None) -> dict[str, int]:
-    """Each name's first position in ``order``."""
-    positions: dict[str, int] = {}
-    for i, name in enumerate(order or ()):
-        positions.setdefault(name, i)
-    return positions
-
-
-def _claims_cell(claims) -> tuple[str, str]:
-    """The index's "Claims passed" text and colour for a run's claims.
-
-    Failed claims colour the cell as failed, then unchecked ones, then notes' slips; a run
-    whose claims all passed is green, one without claims is left uncoloured.
-    """
-    counts = tally(claims)
-    if not counts.total:
-        return "\u2014", "transparent"
-    worst = (("fail", counts.failed), ("unjudged", counts.unjudged), ("notes-wrong", counts.notes_wrong))
-    key = next((key for key, n in worst if n), "pass")
-    return counts.short(), VERDICTS[key].colour
-
-
-def _index_row(run: Path, runs_dir: Path, out_dir: Path, positions: dict) -> tuple[tuple, dict]:
-    """The sort key and the data of one run's row; unreadable JSON shows in the claims cell.
-
-    Args:
-        run: the run directory.
-        runs_dir: the directory scanned (paths are shown relative to it).
-        out_dir: the directory of the page (links are relative to it).
-        positions: experiment name -> position in the workshop order.
-
-    Returns:
-        ``(key, row)``: key sorts by day (missing last), order position (unknown last), name,
-        creation time and path.
-    """
-    rundir = RunDir(run)
-    try:
-        cfg, error = rundir.read_config(), None
-        res = rundir.read_results(required=False, checked=False) or {}
-    except BiaslabError as exc:
-        cfg, res, error = {}, {}, str(exc)
-    day = res.get("day") if _is_number(res.get("day")) else None
-    name = format_value(res.get("experiment") or cfg.get("experiment") or run.name)
-    created = format_value(cfg.get("created") or "")
-    claims, colour = (error, FAIL_COLOUR) if error else _claims_cell(res.get("claims"))
-    report = rundir.report_path
-    href = urllib.parse.quote(Path(os.path.relpath(report.absolute(), out_dir)).as_posix())
-    path = run.relative_to(runs_dir).as_posix()
-    row = {
-        "day": format_value(day),
-        "name": name,
-        "path": path,
-        "profile": format_value(res.get("profile", cfg.get("profile"))),
-        "seed": format_value(res.get("seed", cfg.get("seed"))),
-        "status": rundir.status,
-        "claims": claims,
-        "colour": colour,
-        "elapsed": format_duration(res.get("elapsed_s")),
-        "created": created.replace("T", " "),
-        "href": href if report.is_file() else None,
-    }
-    key = (day is None, day or 0, positions.get(name, len(positions)), name, created, path)
-    return key, row
-
-
-def _runs_rows(runs: list[Path], runs_dir: Path, out_dir: Path, order: Sequence[str] | None) -> list[dict]:
-    """The rows of the table of ``runs`` (found under ``runs_dir``), in display order."""
-    positions = _positions(order)
-    keyed = [_index_row(run, runs_dir, out_dir, positions) for run in runs]
-    return [row for _, row in sorted(keyed, key=lambda kr: kr[0])]
-
-
 # -- the pages -------------------------------------------------------------------------------
+def _metrics_block(metrics: dict, lab, tables: list[dict]) -> dict | None:
+    """The Metrics section: every metric no table shows (:mod:`biaslab.report.overlap`), each
+    under its label (:mod:`biaslab.report.labels`) with its key as the tooltip, and a note
+    naming the tables that show the others."""
+    if not metrics:
+        return None
+    shown = shown_in_tables(metrics, tables)
+    rows = [(k, v) for k, v in metrics.items() if k not in shown]
+    table = {
+        "columns": ["Metric", "Value"],
+        "rows": [[_cell(metric_label(k, lab), title=str(k)), _cell(v)] for k, v in rows],
+    }
+    where = sorted(set(shown.values()))
+    return {
+        **table,
+        "shown": len(shown),
+        "tables": [{"anchor": f"table-{i + 1}", "title": _table_title(tables[i])} for i in where],
+    }
+
+
+def _timings_block(timings: dict, lab, of_labs: bool) -> dict | None:
+    """The Timings section: each timing under its label, or, in a run of several labs (which
+    times each lab under its name), under its name as it stands."""
+    if not timings:
+        return None
+    rows = [
+        [_cell(k if of_labs else metric_label(k, lab), title=str(k)), _cell(v)] for k, v in timings.items()
+    ]
+    return {"columns": ["Timing", "Seconds"], "rows": rows}
+
+
+def _table_title(table: dict) -> str:
+    return format_value(table.get("title") or "Table")
+
+
+def _contents(context: dict) -> list[dict]:
+    """The contents list: an anchor and a title per section shown, tables and figures by name."""
+    figures = [
+        {"anchor": f["anchor"], "title": shorten(f["caption"] or f["name"], 60)} for f in context["figures"]
+    ]
+    tables = [{"anchor": t["anchor"], "title": shorten(t["title"], 60)} for t in context["tables"]]
+    sections = [
+        ("claims", "Claims", True, []),
+        ("metrics", "Metrics", context["metrics"], []),
+        ("timings", "Timings", context["timings"], []),
+        ("figures", "Figures", figures, figures),
+        ("tables", "Tables", tables, tables),
+        ("labs", "Labs", context["labs"] is not None, []),
+        ("configuration", "Configuration", True, []),
+    ]
+    return [{"anchor": a, "title": t, "entries": entries} for a, t, present, entries in sections if present]
+
+
 def _report_context(run_dir: Path, complete: bool | None, order: Sequence[str] | None) -> dict:
     """Everything ``report.html.j2`` shows about one run, as plain data."""
     rundir = RunDir(run_dir)
     res = rundir.read_results(checked=False)
     cfg = rundir.read_config(required=False) or {}
     status = rundir.status if complete is None else ("complete" if complete else "unfinished")
+    profile = res.get("profile", cfg.get("profile"))
+    lab = res.get("experiment") or cfg.get("experiment")
     meta = [
         ("Day", res.get("day")),
         ("Experiment", res.get("experiment")),
-        ("Profile", res.get("profile", cfg.get("profile"))),
+        ("Profile", profile),
         ("Seed", res.get("seed", cfg.get("seed"))),
         ("Elapsed", format_duration(res.get("elapsed_s"))),
     ]
     claims = res.get("claims") or []
-    metrics = _as_dict(res.get("metrics"))
     timings = _as_dict(res.get(TIMINGS))
+    tables = [t for t in res.get("tables") or [] if isinstance(t, dict)]
+    figures = [_figure(run_dir, f) for f in res.get("figures") or [] if isinstance(f, dict)]
+    for i, f in enumerate(figures):
+        f["anchor"] = f"figure-{i + 1}"
     labs = rundir.labs_dir
-    return {
-        "title": format_value(res.get("title") or res.get("experiment") or run_dir.name),
+    n_records = _count_records(rundir.metrics_path)
+    context = {
+        "title": format_value(res.get("title") or lab or run_dir.name),
         "wide": labs.is_dir(),  # a workshop's table of labs needs the room
         "status": status,
+        "quick": profile == "quick",
         "meta": [(label, format_value(v)) for label, v in meta],
         "summary": format_value(res["summary"]) if res.get("summary") else "",
         "claims": [_claim(c) for c in claims],
+        "sources": source_notes(c.get("source") for c in claims if isinstance(c, dict)),
         "tally": tally(claims).describe(),
-        "metrics": _table(["Metric", "Value"], metrics.items()) if metrics else None,
-        "timings": _table(["Timing", "Seconds"], timings.items()) if timings else None,
-        "figures": [_figure(run_dir, f) for f in res.get("figures") or [] if isinstance(f, dict)],
+        "metrics": _metrics_block(_as_dict(res.get("metrics")), lab, tables),
+        "timings": _timings_block(timings, lab, labs.is_dir()),
+        "figures": figures,
         "tables": [
             {
-                "title": format_value(t.get("title") or "Table"),
+                "anchor": f"table-{i + 1}",
+                "title": _table_title(t),
                 **_table(_timing_marked(t), t.get("rows") or []),
             }
-            for t in res.get("tables") or []
-            if isinstance(t, dict)
+            for i, t in enumerate(tables)
         ],
-        "labs": (_runs_rows(find_runs(labs), labs, run_dir.absolute(), order) if labs.is_dir() else None),
+        "labs": runs_groups(find_runs(labs), labs, run_dir.absolute(), order) if labs.is_dir() else None,
+        "columns": COLUMNS,
         "config": _config_sections(cfg),
         "run_name": run_dir.name,
-        "n_records": _count_records(rundir.metrics_path),
+        "n_records": n_records,
+        "index_href": index_link(run_dir),
+        "files": file_links(run_dir, n_records, sum(1 for f in figures if f["uri"])),
     }
+    context["contents"] = _contents(context)
+    return context
 
 
 def _timing_marked(table: dict) -> list:
@@ -335,21 +340,15 @@ def render_claims(claims: Sequence[dict]) -> str:
     return _fill("claims.html.j2", claims=[_claim(c) for c in claims], tally=tally(claims).describe())
 
 
-def _written_by_biaslab(page: Path) -> bool:
-    """Whether ``page`` is one of biaslab's pages (its generator tag; before 0.2, its title)."""
-    try:
-        with open(page, "rb") as f:
-            head = f.read(4096)
-    except OSError:
-        return False
-    return b'<meta name="generator" content="biaslab">' in head or b"<title>biaslab" in head
-
-
 def render_index(runs_dir, out=None, title: str = "biaslab runs", order: Sequence[str] | None = None) -> Path:
     """Write an HTML index of every run found under ``runs_dir``.
 
     Run directories are subdirectories holding ``config.json``, searched up to three levels
-    deep so that workshop sub-runs (``<run>/labs/<name>/``) are listed too.
+    deep so that workshop sub-runs (``<run>/labs/<name>/``) are listed too. Runs of one lab that
+    differ only in their seed share a row (:mod:`biaslab.report.runs_table`). A click on a
+    column's header sorts by it: the page's one small script (reports have none), which only
+    moves rows by their cells' sort keys; without script the table keeps the order below. An
+    index in a run's own folder (a workshop's) links to that run's report.
 
     Args:
         runs_dir: the directory to scan.
@@ -375,11 +374,19 @@ def render_index(runs_dir, out=None, title: str = "biaslab runs", order: Sequenc
     if not found:
         raise BiaslabError(f"{runs_dir}: runs directory not found")
     out = Path(out) if out is not None else runs_dir / INDEX
-    if out.exists() and not _written_by_biaslab(out):
+    if out.exists() and not written_by_biaslab(out):
         raise BiaslabError(f"{out} exists and is not a page biaslab wrote; move it, and run this again")
     out.parent.mkdir(parents=True, exist_ok=True)
     runs = find_runs(runs_dir)
-    rows = _runs_rows(runs, runs_dir, out.parent.absolute(), order)
+    rows = runs_groups(runs, runs_dir, out.parent.absolute(), order)
     return _render(
-        "index.html.j2", out, title=str(title), wide=True, n=len(runs), runs_dir=str(runs_dir), rows=rows
+        "index.html.j2",
+        out,
+        title=str(title),
+        wide=True,
+        n=len(runs),
+        runs_dir=str(runs_dir),
+        rows=rows,
+        columns=COLUMNS,
+        run_report=href(REPORT) if RunDir(out.parent).is_run else None,  # a workshop's index: its report
     )

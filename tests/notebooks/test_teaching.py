@@ -1,0 +1,241 @@
+"""What the notebooks teach with: formulas typeset in LaTeX, references a student has (the
+notebook's own sections, not lecture notes), exercises each followed by a folded solution, and
+cells that train on the lab's device.
+
+The solutions are checked too: the notebook test (test_notebooks.py) executes every notebook with
+each question answered by its solution's code (:func:`fill_in_the_solutions`), and each check must
+say "correct".
+"""
+
+from __future__ import annotations
+
+import re
+
+import nbformat
+import pytest
+
+from biaslab.notebooks import NOTEBOOKS, notebook_path
+
+SOLUTION_OPEN = "<details><summary>Solution</summary>\n\n"  # folds in Jupyter, Colab and GitHub
+SOLUTION_CLOSE = "\n\n</details>"  # the blank lines let the markdown inside render
+
+
+def read(name: str):
+    return nbformat.read(notebook_path(name), as_version=4)
+
+
+# Formulas ----------------------------------------------------------------------------------------
+
+CODE = re.compile(r"```.*?```|`[^`\n]*`", re.DOTALL)  # fenced blocks and inline code spans
+LINK_ADDRESS = re.compile(r"\]\([^)\s]*\)")
+DISPLAY = re.compile(r"\$\$(.+?)\$\$", re.DOTALL)
+INLINE = re.compile(r"\$([^$\n]+?)\$")
+
+# Characters a formula is typed with in plain text, which LaTeX spells otherwise (\sigma, -, \nabla,
+# ^2, ^\top, \hat{x}, ...): Greek letters, math symbols, super- and subscripts, the unicode minus.
+UNICODE_MATH = re.compile(r"[\u0370-\u03ff\u1f00-\u1fff∇∂√≤≥≠≈∝⊙←→⇒·×⁰¹²³⁴-⁹₀-₉ᵀ−∈∑∏∞‖ẋ\u0302\u0304\u0307]")
+# Shapes of a plain-text formula outside $...$: x_t, h_{l-1}, x^2, ^{...}, ||x||, softmax(z).
+PLAIN_FORMULA = re.compile(
+    r"(?<![\w\\])[A-Za-z]_(?:\{|[A-Za-z0-9](?![A-Za-z0-9]))|\^\{|[\w)]\^\w|\|\||"
+    r"\b(?:sqrt|softmax|log|exp|tanh|sigmoid|argmax)\("
+)
+# The LaTeX commands the notebooks use, all known to MathJax (a new one is added here on purpose).
+COMMANDS = set(
+    """
+    alpha beta delta epsilon eta theta kappa lambda mu pi rho sigma phi Pi Sigma
+    approx cdot cdots det dot exp frac hat in infty le ldots leftarrow ln log max mid min nabla odot
+    partial pm prod sim sin cos sqrt star sum tanh times to top bar
+    mathbb mathbf mathcal mathrm text underbrace left right big Big lVert rVert Vert quad qquad
+    """.split()
+)
+
+
+def math_of(markdown: str) -> tuple[list[str], list[str], str]:
+    """The display spans ($$...$$), the inline spans ($...$) and the prose left around them, with
+    code and link addresses taken out first."""
+    text = LINK_ADDRESS.sub("]()", CODE.sub(" ", markdown))
+    display, inline = [], []
+    text = DISPLAY.sub(lambda m: display.append(m.group(1)) or " ", text)
+    text = INLINE.sub(lambda m: inline.append(m.group(1)) or " ", text)
+    return display, inline, text
+
+
+def braces_balance(tex: str) -> bool:
+    depth = 0
+    for char in re.sub(r"\\[{}]", "", tex):
+        depth += {"{": 1, "}": -1}.get(char, 0)
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def formula_faults(markdown: str) -> list[str]:
+    """What keeps a markdown cell's formulas from being typeset LaTeX, as MathJax renders it."""
+    display, inline, prose = math_of(markdown)
+    faults = [f"plain-text formula {s!r}" for s in PLAIN_FORMULA.findall(prose)]
+    faults += [
+        f"unicode {c!r}: write it in LaTeX" for c in UNICODE_MATH.findall(prose + "".join(display + inline))
+    ]
+    faults += ["a $ without its pair"] * ("$" in prose)
+    for span in display + inline:
+        faults += [f"unbalanced braces in ${span}$"] * (not braces_balance(span))
+        faults += [f"% (a TeX comment) in ${span}$"] * ("%" in span)
+        faults += [f"* or <tag (read as markdown or HTML) in ${span}$"] * bool(
+            re.search(r"\*|<[A-Za-z/]", span)
+        )
+        faults += [
+            f"\\{c} is not among the known commands"
+            for c in re.findall(r"\\([A-Za-z]+)", span)
+            if c not in COMMANDS
+        ]
+    faults += [f"space inside the dollars of ${s}$" for s in inline if s != s.strip()]  # GitHub needs none
+    return faults
+
+
+@pytest.mark.parametrize(
+    ("markdown", "fault"),
+    [
+        ("the MLP h_l = σ(W_l h_{l−1} + b_l)", "plain-text formula"),
+        ("the gradient ∇f", "unicode"),
+        ("$x_{t$", "unbalanced braces"),
+        ("costs $5 and more", "without its pair"),
+        ("$\\simga$", "not among the known commands"),
+        ("$ x $", "space inside"),
+        ("$y^*$", "read as markdown"),
+        ("$a − b$", "unicode"),
+        ("||x − g(f(x))||²", "plain-text formula"),
+    ],
+)
+def test_the_formula_check_finds_plain_text_formulas(markdown, fault):
+    assert any(fault in f for f in formula_faults(markdown)), formula_faults(markdown)
+
+
+def test_the_formula_check_passes_latex_code_and_links():
+    fine = (
+        "[badge](https://x.org/Day1_Linear_Algebra.ipynb) `MLP((2, HIDDEN, 2))` ```python\nx_t = 1\n```"
+        " $h_l = \\sigma(W_l h_{l-1} + b_l)$ and $$\\hat{x} = g(f(x))$$ — a 90° turn, 97%"
+    )
+    assert formula_faults(fine) == []
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_formulas_are_typeset_in_latex(name):
+    for cell in read(name).cells:
+        if cell.cell_type == "markdown":
+            assert formula_faults(cell.source) == [], cell.source[:80]
+
+
+# References --------------------------------------------------------------------------------------
+
+NOTES_REFERENCE = re.compile(r"(?i)\bnotes\b|\beqs?\.\s*\(?\d|\bequations?\s+\(?\d")
+STEP_TITLE = re.compile(r"\"(Step \d+ — [^\";]+)")  # a claim's source naming a section
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_references_point_at_what_a_student_has(name):
+    """No "notes, Day 1 (eq. 1.5)": a student has no notes. A claim's source names a section of the
+    notebook by its title (or a paper), and that section exists."""
+    cells = read(name).cells
+    headings = {c.source.splitlines()[0].removeprefix("## ") for c in cells if c.cell_type == "markdown"}
+    for cell in cells:
+        assert not NOTES_REFERENCE.search(cell.source), NOTES_REFERENCE.search(cell.source).group(0)
+        if cell.cell_type == "code":
+            assert set(STEP_TITLE.findall(cell.source)) <= headings, cell.source[:80]
+    assert any(STEP_TITLE.search(c.source) for c in cells if c.cell_type == "code")
+
+
+# Exercises ---------------------------------------------------------------------------------------
+
+EXERCISE = re.compile(r"### Exercise (\d+) — \S")
+
+
+def exercises_of(notebook) -> tuple[int, list[list]]:
+    """The index of the "## Exercises" cell and the exercises after it, each its cells from its
+    heading to its solution, up to the next section."""
+    cells = notebook.cells
+    start = next(
+        i for i, c in enumerate(cells) if c.cell_type == "markdown" and c.source.startswith("## Exercises\n")
+    )
+    exercises: list[list] = []
+    for cell in cells[start + 1 :]:
+        if cell.cell_type == "markdown" and cell.source.startswith("## "):
+            break
+        if cell.cell_type == "markdown" and EXERCISE.match(cell.source):
+            exercises.append([cell])
+        else:
+            assert exercises, f"a cell between '## Exercises' and the first exercise: {cell.source[:60]!r}"
+            exercises[-1].append(cell)
+    return start, exercises
+
+
+def is_solution(cell) -> bool:
+    return cell.cell_type == "markdown" and "<details>" in cell.source
+
+
+def solution_code(solution) -> str:
+    """The Python a solution gives for its question's answer (its ```python block)."""
+    found = re.search(r"```python\n(.*?)```", solution.source, re.DOTALL)
+    return found.group(1).strip() if found else ""
+
+
+def fill_in_the_solutions(notebook) -> dict[str, str]:
+    """Answer every question of ``notebook`` (in memory) with its solution's code; returns
+    {answer cell id: the exercise's name} for the checks that must then say "correct"."""
+    checks = {}
+    for k, (_, *middle, solution) in enumerate(exercises_of(notebook)[1], 1):
+        for cell in middle:
+            cell.source = cell.source.replace(f"answer_{k} = None", solution_code(solution), 1)
+            checks[cell.id] = f"Exercise {k}"
+    return checks
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_each_day_ends_with_three_to_five_exercises_each_followed_by_its_solution(name):
+    notebook = read(name)
+    cells = notebook.cells
+    start, exercises = exercises_of(notebook)
+    assert 3 <= len(exercises) <= 5
+    intro = cells[start].source  # explains both kinds and the folded solutions
+    assert "A change to make" in intro and "lab.check" in intro and "**Solution**" in intro
+    steps = [i for i, c in enumerate(cells) if c.cell_type == "markdown" and c.source.startswith("## Step ")]
+    assert steps and max(steps) < start  # after the day's steps
+    after = start + 1 + sum(len(e) for e in exercises)
+    assert cells[after].source.startswith("## The day's experiments")  # then the opt-in runs,
+    assert [c.cell_type for c in cells[after:]] == ["markdown", "code", "code"]  # the fixed last cells
+    for k, (heading, *middle, solution) in enumerate(exercises, 1):
+        assert int(EXERCISE.match(heading.source).group(1)) == k
+        assert solution.source.startswith(SOLUTION_OPEN) and solution.source.endswith(SOLUTION_CLOSE), k
+        assert solution.source.count("<details>") == 1 and not any(is_solution(c) for c in middle)
+        if middle:  # a question: one code cell with its answer variable and the check
+            (answer,) = middle
+            assert answer.cell_type == "code" and answer.source.startswith(f"answer_{k} = None  # ")
+            assert re.search(rf'lab\.check\(\s*"Exercise {k}",\s*answer_{k},\s*expected=', answer.source)
+            assert solution_code(solution).splitlines()[-1].startswith(f"answer_{k} = ")
+        else:  # a change to make: it names what to set
+            assert re.search(r"(?i)\b(?:set|run)\s+`", heading.source), heading.source
+
+
+def test_filling_in_the_solutions_answers_every_question():
+    notebook = read(NOTEBOOKS[0])
+    checks = fill_in_the_solutions(notebook)
+    assert checks and all(name.startswith("Exercise ") for name in checks.values())
+    for cell in notebook.cells:
+        if cell.id in checks:
+            assert "= None" not in cell.source.splitlines()[0]
+
+
+# Device ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_the_cells_train_on_the_labs_device(name):
+    """Every training takes ``lab.setup(tag)`` (the notebook's seed and device); an output the
+    cell turns into NumPy comes back from the device first."""
+    code = [c.source for c in read(name).cells if c.cell_type == "code"]
+    assert not [s for s in code if re.search(r"\bTrainSetup\(|\bTrainer\(", s)]
+    assert any("lab.setup(" in s for s in code)
+    on_device = re.compile(r"\b(?:predict|reconstruction_error)\(")  # results on the model's device
+    to_numpy = re.compile(r"(?<!\.cpu\(\))\.numpy\(\)")
+    assert not [
+        line for s in code for line in s.splitlines() if on_device.search(line) and to_numpy.search(line)
+    ]

@@ -1,0 +1,62 @@
+"""Metric labels: the rule of report/labels.py, example by example, and the claims' source legend.
+
+That every metric of every lab gets a label is checked on a quick workshop run in
+test_workshop_pages.py.
+"""
+
+import pytest
+
+from biaslab.report.labels import LAB_TERMS, metric_label, source_notes, unknown_words
+
+
+@pytest.mark.parametrize(
+    ("key", "lab", "label"),
+    [
+        ("auroc_animal-mnist_msp", "ood", "AUROC, Animal-MNIST, max softmax probability"),
+        ("auroc_animal-mnist_max_logit", "ood", "AUROC, Animal-MNIST, max logit"),  # two words, one term
+        ("test_accuracy", None, "Test accuracy"),  # a modifier joins its measure
+        ("mlp_test_accuracy", None, "Test accuracy, MLP"),  # the measure first
+        ("sgd_final_val_loss", None, "Final validation loss, SGD"),
+        ("fgsm_accuracy_eps_0.1", None, "Accuracy, FGSM, ε = 0.1"),  # a parameter takes its number
+        ("lr0.01_final_train_loss", None, "Final training loss, learning rate 0.01"),  # prefix + number
+        ("rnn_T5_accuracy", None, "Accuracy, RNN, T = 5"),
+        ("mlp_accuracy_45deg", None, "Accuracy, MLP, 45°"),  # number + unit
+        ("degree_3_bias2", None, "Bias², degree 3"),
+        ("knn5_accuracy_hidden_pca2", None, "5-nearest-neighbour accuracy, hidden layer, PCA to 2-D"),
+        ("covariate_domain_AUROC", None, "Domain classifier's AUROC, covariate shift"),  # any case
+        ("auroc_knn", None, "AUROC, kNN"),
+        ("knn", None, "kNN"),  # a capital inside the first word: left as it is
+    ],
+)
+def test_labels_follow_the_rule(key, lab, label):
+    assert metric_label(key, lab) == label
+    assert unknown_words(key, lab) == []
+
+
+def test_a_labs_own_terms_come_first_and_a_whole_key_is_a_label_as_written():
+    assert metric_label("cnn_all_test_accuracy", "decision") == "Test accuracy, good CNN"
+    assert metric_label("cnn_all_test_accuracy") == "Test accuracy, CNN, all"  # "all": unknown elsewhere
+    assert unknown_words("cnn_all_test_accuracy") == ["all"]
+    assert metric_label("softmax_123", "gradients") == "softmax([1, 2, 3])"  # not capitalised
+    assert metric_label("double_descent_mse_50", "bias-variance") == "Test MSE at 50 random features"
+    assert (
+        metric_label("latent2d_test_elbo", "vae") == "Test negative ELBO (nats per image), 2-D latent space"
+    )
+    assert all(isinstance(terms, dict) for terms in LAB_TERMS.values())
+
+
+def test_unknown_words_stay_as_written_and_are_reported():
+    assert metric_label("FooBar_accuracy") == "Accuracy, FooBar"
+    assert unknown_words("FooBar_accuracy") == ["FooBar"]
+    assert unknown_words("accuracy_12") == []  # a number needs no vocabulary
+    assert metric_label("") == ""
+    assert metric_label("__") == "__"
+
+
+def test_source_notes_explain_the_terms_the_claims_use():
+    notes = dict(source_notes(["notes, Day 5 (OOD detection)", "biaslab's target (data audit)", None]))
+    assert set(notes) == {"notes", "biaslab's target"}
+    assert "lecture notes" in notes["notes"]
+    assert source_notes(["Hendrycks & Gimpel 2017"]) == []
+    assert [t for t, _ in source_notes(["lab design", "notes, Day 4"])] == ["notes", "lab design"]
+    assert not any("issue" in meaning.lower() for _, meaning in source_notes(["notes", "lab design"]))
