@@ -431,6 +431,8 @@ def test_show_complete_run(capsys, xor_done):
     assert "[PASS] A single perceptron cannot separate XOR" in out
     assert "[PASS] A one-hidden-layer MLP separates XOR perfectly" in out
     assert "mlp_test_accuracy" in out and f"report: {xor_done / 'report.html'}" in out
+    (row,) = [line for line in out.splitlines() if line.endswith("  mlp_test_accuracy")]
+    assert row.split()[:3] == ["Test", "accuracy,", "MLP"]  # the label a person reads, then the key
 
 
 def test_show_fail_and_unchecked(capsys, in_tmp, xor_done):

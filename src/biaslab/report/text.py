@@ -1,5 +1,6 @@
 """A run directory as plain text: what ``biaslab show`` prints and ``biaslab.show`` prints
-outside Jupyter (metrics, then each claim with its verdict, expected and measured values)."""
+outside Jupyter (metrics with their labels and keys, then each claim with its verdict, expected
+and measured values)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 
 from biaslab.errors import BiaslabError
 from biaslab.formatting import format_value, shell_quote
+from biaslab.report.labels import metric_label
 from biaslab.runs import VERDICTS, RunDir, tally, verdict_of
 
 __all__ = ["claim_lines", "open_run", "run_text"]
@@ -30,10 +32,11 @@ def run_text(path: str | Path) -> str:
         resume = "" if run.is_complete else f"; continue with: biaslab run --resume {shell_quote(run.path)}"
         return "\n".join([*lines, "no results yet" + resume])
     metrics = res.get("metrics") if isinstance(res.get("metrics"), dict) else {}
-    rows = [(k, format_value(v)) for k, v in metrics.items()]
-    if rows:
-        width = max(len(k) for k, _ in rows)
-        lines += ["", "metrics", *(f"  {k:<{width}}  {v}" for k, v in rows)]
+    lab = str(cfg.get("experiment") or "")
+    rows = [(metric_label(k, lab), format_value(v), k) for k, v in metrics.items()]
+    if rows:  # the label a person reads, the value, then the key results.json holds
+        label_width, value_width = (max(len(row[i]) for row in rows) for i in (0, 1))
+        lines += ["", "metrics", *(f"  {a:<{label_width}}  {v:>{value_width}}  {k}" for a, v, k in rows)]
     claims = [c for c in res.get("claims") or [] if isinstance(c, dict)]
     if claims:
         lines += ["", f"claims: {tally(claims).describe()}"]
