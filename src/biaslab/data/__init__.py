@@ -24,15 +24,18 @@ from biaslab.data.synthetic import (
     two_spirals,
     xor,
 )
+from biaslab.data.user_data import UserData, load_user_data
 
 __all__ = [
     "MNIST",
     "QUICK_SIZES",
     "MnistSizes",
     "Splits",
+    "UserData",
     "data_dir",
     "load_idx_dataset",
     "load_mnist",
+    "load_user_data",
     "mnist_splits",
     "mnist_splits_for",
     "noisy_polynomial",

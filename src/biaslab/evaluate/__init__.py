@@ -12,7 +12,7 @@ from biaslab.evaluate.calibration import (
     reliability_bins,
 )
 from biaslab.evaluate.curves import SHAPES, CurveReading, classify_curve
-from biaslab.evaluate.decision import Decision, Evidence, decide
+from biaslab.evaluate.decision import Decision, Evidence, RegressionEvidence, decide
 from biaslab.evaluate.gradient_flow import gradient_by_step
 from biaslab.evaluate.metrics import (
     accuracy_score,
@@ -55,6 +55,7 @@ __all__ = [
     "Evidence",
     "Mahalanobis",
     "MaxLogit",
+    "RegressionEvidence",
     "ReliabilityDiagram",
     "SplitIndices",
     "TemperatureScaling",

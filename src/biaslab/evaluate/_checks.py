@@ -132,3 +132,8 @@ def check_finite_array(x, name: str, ndim: int | None = None, min_len: int = 0) 
         at = f"{name}[{', '.join(map(str, where))}]" if where else name
         raise ValueError(f"{name} must be finite numbers; {at} is {a[where]}")
     return a
+
+
+def check_error(value, name: str) -> float:
+    """An error in a target's unit (a regression's MAE or RMSE): a finite number >= 0."""
+    return check_number(value, name, 0.0, kind="an error (a finite number)")

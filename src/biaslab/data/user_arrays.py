@@ -1,0 +1,298 @@
+"""Reading a user's arrays: NPZ archives (tables, images, sequences, padded sets; an edge list of
+graphs goes to :mod:`biaslab.data.user_graphs`) and a folder of images, one subfolder per class.
+
+The kind of an NPZ's ``x`` is read from its shape (:func:`array_kind`, the rule is in its
+docstring); an explicit ``kind`` decides between the shapes two kinds share, and one that no shape
+allows is refused in one line. Images come out as (N, C, H, W) float32 in [0, 1]
+(:func:`unit_range`). Pillow is imported only when a folder of images is read.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+
+from biaslab.data.user_formats import Loaded, check_finite, either, label_array, numeric_array, show, where
+from biaslab.data.user_graphs import read_edge_list
+from biaslab.errors import ConfigError, DataFormatError, DataMissingError
+
+__all__ = [
+    "IMAGE_SUFFIXES",
+    "MIN_IMAGE_SIDE",
+    "array_kind",
+    "read_image_folder",
+    "read_npz",
+    "unit_range",
+]
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
+MIN_IMAGE_SIDE = 8  # a 3-D x is an image only when both its sides are at least this long
+CHANNELS = (1, 3, 4)  # grayscale, RGB, RGBA: the channel counts an image axis may have
+
+
+def _load_npz(path: Path) -> dict[str, np.ndarray]:
+    try:
+        with open(path, "rb") as handle, np.load(handle, allow_pickle=False) as archive:
+            return {name: archive[name] for name in archive.files}
+    except (ValueError, OSError, EOFError, KeyError) as exc:  # pickled objects are a ValueError
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        raise DataFormatError(f"{where(path)} cannot be read as an .npz archive ({reason})") from None
+
+
+def read_npz(path: Path, kind: str | None) -> Loaded:
+    """An NPZ of arrays ``x``, ``y`` (and ``mask``), or an edge list of graphs.
+
+    Args:
+        path: the ``.npz`` file.
+        kind: None (inferred: :func:`array_kind`) or the kind to read ``x`` as.
+
+    Returns:
+        A table, image, sequence or set (with ``mask``); or graphs when the archive holds
+        ``edge_index`` (:func:`~biaslab.data.user_graphs.read_edge_list`).
+
+    Raises:
+        DataFormatError: missing arrays, text or non-finite values in ``x``, shapes that do not
+            agree, an empty set.
+        ConfigError: a kind ``x``'s shape cannot be.
+    """
+    arrays = _load_npz(path)
+    if "edge_index" in arrays:
+        if kind not in (None, "graph"):
+            raise ConfigError(f"kind '{kind}' contradicts {where(path)}: it holds edge_index (graphs)")
+        return read_edge_list(arrays, path)
+    missing = [k for k in ("x", "y") if k not in arrays]
+    if missing:
+        found = ", ".join(sorted(arrays)) or "nothing"
+        raise DataFormatError(
+            f"{where(path)} has no array {' or '.join(missing)} (it holds {found}); save inputs as x and "
+            "labels as y (numpy.savez(path, x=x, y=y)), or graphs as edge_index, node_graph, x, y"
+        )
+    x, y, mask = arrays["x"], label_array(arrays["y"], path), arrays.get("mask")
+    _same_length(path, ("x", x), ("y", y), ("mask", mask))
+    x = numeric_array(x, "x", path)
+    notes = []
+    ignored = sorted(set(arrays) - {"x", "y", "mask"})
+    if ignored:
+        notes.append(f"arrays not read: {', '.join(ignored)}")
+    chosen, why = array_kind(x, mask, kind, path)
+    notes.append(f"kind {chosen}: {why}")
+    if chosen == "image":
+        x = unit_range(_channels_first(x, path), notes)
+    elif chosen in ("sequence", "set") and x.ndim == 2:
+        x = x[:, :, None]  # (N, T) -> (N, T, 1): one feature per step / element
+    if chosen == "set" and mask is None:
+        mask = np.ones(x.shape[:2], dtype=bool)
+        notes.append("no mask: every set is full")
+    if mask is not None:
+        mask = _mask(mask, x, path)
+        x = np.where(mask[:, :, None], x, 0).astype(np.float32)  # padding: zeros, whatever it held
+    check_finite(x if mask is None else x[mask], "x", path)
+    names = tuple(f"x{j}" for j in range(x.shape[-1])) if chosen != "image" else ()
+    return Loaded(chosen, x.astype(np.float32, copy=False), y, names, mask=mask, notes=notes)
+
+
+def array_kind(x: np.ndarray, mask: np.ndarray | None, kind: str | None, path: Path) -> tuple[str, str]:
+    """The kind of an NPZ's ``x`` (N examples first) and why, as the notes say it.
+
+    The rule, when ``kind`` is None: a ``mask`` makes a set (``x`` (N, S, F) or (N, S)); else
+    2-D is a table (N, F); 4-D an image (N, H, W, C) or (N, C, H, W) with C in 1, 3, 4; 3-D
+    (N, A, B) is an image (N, H, W) when both A and B are at least ``MIN_IMAGE_SIDE`` and the
+    values look like pixels (uint8, or a square grid of values in [0, 1] or whole numbers in
+    [0, 255]), and a sequence (N, T, F) otherwise. An explicit ``kind`` decides an ambiguous
+    shape (``sequence`` also takes a ``mask``: its padding); one the shape cannot be is refused.
+
+    Raises:
+        ConfigError: ``kind`` contradicts ``x``'s shape or the mask.
+        DataFormatError: ``x`` has fewer than 2 or more than 4 dimensions, or is 4-D with a mask.
+    """
+    shape = "×".join(map(str, x.shape))
+    if x.ndim not in (2, 3, 4):
+        raise DataFormatError(
+            f"{where(path)}: x is {shape}; expected (N, F), (N, T, F), (N, H, W) or (N, H, W, C)"
+        )
+    allowed = {2: ("table", "sequence", "set"), 3: ("image", "sequence", "set"), 4: ("image",)}[x.ndim]
+    if mask is not None:
+        allowed = tuple(k for k in allowed if k in ("set", "sequence"))
+        if not allowed:
+            raise DataFormatError(
+                f"{where(path)}: x is {shape} with a mask; a mask pads sets or sequences (N, S, F)"
+            )
+    if kind is not None:
+        if kind not in allowed:
+            with_mask = " with a mask" if mask is not None else ""
+            raise ConfigError(
+                f"kind '{kind}' contradicts {where(path)}: x is {shape}{with_mask}, which can be "
+                f"{either(allowed)}"
+            )
+        return kind, f"as given (x is {shape})"
+    if mask is not None:
+        return "set", f"x is {shape} with a mask: padded sets (pass kind='sequence' for padded sequences)"
+    if x.ndim != 3:
+        return allowed[0], f"x is {shape}"
+    if _looks_like_pixels(x):
+        return (
+            "image",
+            f"x is {shape} of pixel values with sides >= {MIN_IMAGE_SIDE} "
+            "(pass kind='sequence' for (N, T, F))",
+        )
+    return "sequence", f"x is {shape}, read as (N, T, F) (pass kind='image' for (N, H, W) images)"
+
+
+def _looks_like_pixels(x: np.ndarray) -> bool:
+    """The 3-D image rule of :func:`array_kind`: sides >= 8, and uint8 or a square grid of pixel values."""
+    _, height, width = x.shape
+    if min(height, width) < MIN_IMAGE_SIDE:
+        return False
+    if x.dtype == np.uint8:
+        return True
+    if height != width or x.dtype.kind not in "biuf" or x.size == 0:
+        return False
+    low, high = float(np.min(x)), float(np.max(x))
+    whole = x.dtype.kind in "biu" or bool(np.all(x == np.round(x)))
+    return low >= 0 and (high <= 1 or (high <= 255 and whole))
+
+
+def _channels_first(x: np.ndarray, path: Path) -> np.ndarray:
+    """(N, H, W) -> (N, 1, H, W); (N, H, W, C) -> (N, C, H, W); (N, C, H, W) kept (C in 1, 3, 4)."""
+    if x.ndim == 3:
+        return x[:, None]
+    if x.shape[-1] in CHANNELS:
+        return np.moveaxis(x, -1, 1)
+    if x.shape[1] in CHANNELS:
+        return x
+    shape = "×".join(map(str, x.shape))
+    raise DataFormatError(f"{where(path)}: x is {shape}; an image needs 1, 3 or 4 channels, first or last")
+
+
+def unit_range(x: np.ndarray, notes: list[str]) -> np.ndarray:
+    """Images as float32 in [0, 1] (standardizing is the model's business, on training rows).
+
+    uint8 and whole numbers in [0, 255] are divided by 255; float values already in [0, 1] are
+    kept; any other range is scaled by the data set's minimum and maximum (noted).
+    """
+    x = np.asarray(x)
+    if x.size == 0:
+        return x.astype(np.float32)
+    low, high = float(np.min(x)), float(np.max(x))
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return x.astype(np.float32)  # the caller's finiteness check names the problem
+    if low >= 0 and high <= 1 and x.dtype != np.uint8:
+        return x.astype(np.float32)
+    if low >= 0 and high <= 255 and (x.dtype.kind in "biu" or np.all(x == np.round(x))):
+        notes.append("pixel values 0..255 divided by 255")
+        return (x / np.float32(255)).astype(np.float32)
+    notes.append(f"pixel values {low:g}..{high:g} scaled to [0, 1] by the data set's minimum and maximum")
+    return ((x - low) / max(high - low, 1e-12)).astype(np.float32)
+
+
+def _same_length(path: Path, *arrays: tuple[str, np.ndarray | None]) -> None:
+    named = [(name, a.shape[0] if a.ndim else 1) for name, a in arrays if a is not None]
+    first = named[0]
+    for name, n in named[1:]:
+        if n != first[1]:
+            raise DataFormatError(f"{where(path)}: {first[0]} has {first[1]} examples, {name} has {n}")
+
+
+def _mask(mask: np.ndarray, x: np.ndarray, path: Path) -> np.ndarray:
+    """A padding mask (N, S) of booleans (or 0 / 1) matching x's first two axes; no set empty."""
+    if mask.shape != x.shape[:2] or mask.dtype.kind not in "biu" or not np.isin(mask, (0, 1)).all():
+        shape = "×".join(map(str, mask.shape))
+        raise DataFormatError(
+            f"{where(path)}: mask is {shape} {mask.dtype}; expected {x.shape[0]}×{x.shape[1]} of True/False"
+        )
+    mask = mask.astype(bool)
+    empty = np.flatnonzero(~mask.any(axis=1))
+    if len(empty):
+        raise DataFormatError(
+            f"{where(path)}: {len(empty)} examples have an all-False mask (first: {empty[0]})"
+        )
+    return mask
+
+
+# --------------------------------------------------------------------------- image folders
+
+
+def read_image_folder(path: Path, kind: str | None, image_size: tuple[int, int] | None) -> Loaded:
+    """A folder with one subfolder per class of PNG / JPEG images (subfolder name = class).
+
+    Grayscale images give C = 1; any color image makes every image RGB (C = 3, alpha dropped).
+
+    Raises:
+        ConfigError: a kind other than ``image``.
+        DataFormatError: no class subfolder with images, an unreadable image, images of mixed
+            sizes without ``image_size`` (naming two files and their sizes).
+        DataMissingError: Pillow is not installed.
+    """
+    if kind not in (None, "image"):
+        raise ConfigError(
+            f"kind '{kind}' contradicts {where(path)}: a folder is read as images, one subfolder per class"
+        )
+    if importlib.util.find_spec("PIL") is None:
+        raise DataMissingError(f"reading the images of {where(path)} needs Pillow: pip install pillow")
+    from PIL import Image
+
+    files, labels, notes = _image_files(path)
+    notes.insert(0, "kind image: a folder of class subfolders")
+    images = []
+    for file in files:
+        try:
+            with Image.open(file) as image:
+                image.load()
+                images.append(
+                    image.convert("L")
+                    if image.mode in ("1", "L", "LA", "I", "I;16", "F")
+                    else image.convert("RGB")
+                )
+        except (OSError, ValueError, Image.DecompressionBombError) as exc:
+            raise DataFormatError(f"{where(file)} cannot be read as an image: {show(str(exc), 80)}") from None
+    sizes = {image.size for image in images}
+    if image_size is not None:
+        height, width = image_size
+        images = [image.resize((width, height), Image.Resampling.BILINEAR) for image in images]
+        notes.append(f"images resized to {height}×{width} (bilinear)")
+    elif len(sizes) > 1:
+        other = next(i for i, image in enumerate(images) if image.size != images[0].size)
+        (w0, h0), (w1, h1) = images[0].size, images[other].size
+        first, second = (where(files[i].relative_to(path)) for i in (0, other))
+        raise DataFormatError(
+            f"images in {where(path)} differ in size: {first} is {h0}×{w0}, {second} is {h1}×{w1} "
+            "(height×width); pass image_size=(H, W) to resize them"
+        )
+    if any(image.mode == "RGB" for image in images):
+        if any(image.mode == "L" for image in images):
+            notes.append("grayscale images converted to RGB (the folder mixes both)")
+        images = [image.convert("RGB") for image in images]
+    x = np.stack([np.asarray(image) for image in images])
+    x = x[:, None] if x.ndim == 3 else np.moveaxis(x, -1, 1)
+    return Loaded("image", unit_range(x, notes), np.array(labels, dtype=object), notes=notes)
+
+
+def _image_files(path: Path) -> tuple[list[Path], list[str], list[str]]:
+    """The PNG / JPEG files of each class subfolder (sorted), their class names, and notes on what
+    was passed over (hidden entries are skipped silently)."""
+    files, labels, skipped, empty = [], [], 0, []
+    for folder in sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        before = len(files)
+        for file in sorted(folder.iterdir()):
+            if file.name.startswith("."):
+                continue
+            if file.is_file() and file.suffix.lower() in IMAGE_SUFFIXES:
+                files.append(file)
+                labels.append(folder.name)
+            else:
+                skipped += 1
+        if len(files) == before:
+            empty.append(folder.name)
+    if not files:
+        raise DataFormatError(
+            f"{where(path)} holds no class subfolders of images ({', '.join(IMAGE_SUFFIXES)}); "
+            "put each class's images in a subfolder named after the class"
+        )
+    notes = []
+    if skipped:
+        notes.append(f"passed over {skipped} entries that are not {'/'.join(IMAGE_SUFFIXES)} files")
+    if empty:
+        notes.append(f"subfolders without images, not classes: {', '.join(show(name) for name in empty)}")
+    return files, labels, notes

@@ -1,0 +1,180 @@
+"""Reading a user's graphs: a ``.pt`` file holding a list of torch-geometric ``Data``, or an NPZ
+edge list of many graphs (global node ids, the graph of each node).
+
+Each graph needs node features ``x`` (n_i, F) with one F for all, an ``edge_index`` (2, E_i)
+of its own nodes, and one graph-level label ``y``; the graphs are copied with float32 features,
+and :func:`~biaslab.data.user_data.load_user_data` writes the encoded label into each ``y``.
+torch-geometric is imported only here, when a graph file is read.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+import numpy as np
+
+from biaslab.data.user_formats import (
+    GRAPH_EXTRA,
+    Loaded,
+    check_finite,
+    label_array,
+    numeric_array,
+    show,
+    where,
+)
+from biaslab.errors import ConfigError, DataFormatError, DataMissingError
+
+__all__ = ["read_edge_list", "read_graph_list"]
+
+
+def _require_pyg(path: Path) -> None:
+    if importlib.util.find_spec("torch_geometric") is None:
+        raise DataMissingError(f"reading the graphs of {where(path)} needs torch-geometric: {GRAPH_EXTRA}")
+
+
+def read_graph_list(path: Path, kind: str | None) -> Loaded:
+    """A ``.pt`` file holding a list of torch-geometric ``Data``, each with node features ``x``
+    (n_i, F), ``edge_index`` (2, E_i) and a graph-level label ``y`` (one value).
+
+    Loaded with ``torch.load(weights_only=True)``: no code runs. PyG 2.8 registers ``Data`` as a
+    safe global, but a pickled ``Data`` also names ``DataEdgeAttr``, ``DataTensorAttr`` and
+    ``GlobalStorage``, admitted here for this one load (``torch.serialization.safe_globals``).
+
+    Raises:
+        ConfigError: a kind other than ``graph``.
+        DataFormatError: not a list of ``Data``, or a graph without features or a graph-level y.
+        DataMissingError: torch-geometric is not installed, or torch is older than 2.5.
+    """
+    if kind not in (None, "graph"):
+        raise ConfigError(f"kind '{kind}' contradicts {where(path)}: a .pt file is read as a list of graphs")
+    _require_pyg(path)
+    import torch
+    from torch_geometric.data import Data
+    from torch_geometric.data.data import DataEdgeAttr, DataTensorAttr
+    from torch_geometric.data.storage import GlobalStorage
+
+    safe_globals = getattr(torch.serialization, "safe_globals", None)  # torch >= 2.5
+    if safe_globals is None:
+        raise DataMissingError(
+            f"reading {where(path)} safely needs torch >= 2.5 (weights_only with torch-geometric Data); "
+            "save the graphs as an .npz edge list instead"
+        )
+    try:
+        with safe_globals([Data, DataEdgeAttr, DataTensorAttr, GlobalStorage]):
+            graphs = torch.load(path, weights_only=True, map_location="cpu")
+    except Exception as exc:  # unpickling errors have no common base
+        unsafe = re.search(r"Unsupported global: GLOBAL ([\w.]+)", str(exc))
+        reason = f"it holds {unsafe[1]}" if unsafe else show(" ".join(str(exc).split()), 120)
+        raise DataFormatError(
+            f"{where(path)} cannot be loaded as a list of torch-geometric Data with weights_only "
+            f"(tensors and Data only): {reason}"
+        ) from None
+    if not isinstance(graphs, (list, tuple)) or not all(isinstance(g, Data) for g in graphs):
+        raise DataFormatError(
+            f"{where(path)} holds {type(graphs).__name__}; expected a list of torch_geometric Data"
+        )
+    return _graphs(list(graphs), path, ["kind graph: a list of torch-geometric Data"])
+
+
+def _graphs(graphs: list, path: Path, notes: list[str]) -> Loaded:
+    """Check each graph (features, edges, one label) and copy it with float32 features."""
+    import torch
+
+    labels, checked, width = [], [], None
+    for i, graph in enumerate(graphs):
+        x, edges, y = graph.get("x"), graph.get("edge_index"), graph.get("y")
+        if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.is_complex() or x.dtype == torch.bool:
+            raise DataFormatError(
+                f"{where(path)}: graph {i} has no node features x (a num_nodes×F tensor of numbers)"
+            )
+        width = x.shape[1] if width is None else width
+        if x.shape[1] != width:
+            raise DataFormatError(
+                f"{where(path)}: graph {i} has {x.shape[1]} node features, graph 0 has {width}"
+            )
+        if not torch.isfinite(x.float()).all():
+            raise DataFormatError(f"{where(path)}: graph {i}'s node features hold NaN or infinite values")
+        if edges is None:
+            edges = torch.zeros(2, 0, dtype=torch.long)
+        if edges.dim() != 2 or edges.shape[0] != 2 or edges.is_floating_point():
+            raise DataFormatError(
+                f"{where(path)}: graph {i}'s edge_index is not a 2×E tensor of node indices"
+            )
+        if edges.numel() and (edges.min() < 0 or edges.max() >= x.shape[0]):
+            raise DataFormatError(
+                f"{where(path)}: graph {i}'s edge_index names a node outside 0..{x.shape[0] - 1}"
+            )
+        if not isinstance(y, torch.Tensor) or y.numel() != 1:
+            count = "no y" if not isinstance(y, torch.Tensor) else f"a y of {y.numel()} values"
+            raise DataFormatError(
+                f"{where(path)}: graph {i} has {count}; each graph needs one graph-level label y"
+            )
+        labels.append(y.reshape(()).item())
+        copy = graph.clone()
+        copy.x, copy.edge_index = x.float(), edges.long()
+        checked.append(copy)
+    if not checked:
+        raise DataFormatError(f"{where(path)} holds no graphs")
+    names = tuple(f"x{j}" for j in range(width))
+    return Loaded("graph", None, np.array(labels), names, graphs=checked, notes=notes)
+
+
+def read_edge_list(arrays: dict[str, np.ndarray], path: Path) -> Loaded:
+    """Graphs from one edge list: ``edge_index`` (2, E) global node ids, ``node_graph`` (N,) the
+    graph of each node (0..G-1), ``x`` (N, F) node features, ``y`` (G,) one label per graph."""
+    missing = [k for k in ("node_graph", "x", "y") if k not in arrays]
+    if missing:
+        raise DataFormatError(
+            f"{where(path)} holds edge_index but not {', '.join(missing)}; an edge list needs "
+            "edge_index (2, E), node_graph (N,), x (N, F), y (G,)"
+        )
+    _require_pyg(path)
+    import torch
+    from torch_geometric.data import Data
+
+    edges, owner = arrays["edge_index"], arrays["node_graph"]
+    x, y = numeric_array(arrays["x"], "x", path), label_array(arrays["y"], path)
+    if x.ndim == 1:
+        x = x[:, None]
+    if x.ndim != 2 or owner.shape != (len(x),) or owner.dtype.kind not in "iu":
+        raise DataFormatError(
+            f"{where(path)}: expected x (N, F) and node_graph (N,) of integers, one per node"
+        )
+    if edges.ndim != 2 or edges.shape[0] != 2 or edges.dtype.kind not in "iu":
+        raise DataFormatError(f"{where(path)}: edge_index must be 2×E integer node ids")
+    check_finite(x, "x", path)
+    if len(owner) and (owner.min() < 0 or owner.max() >= len(y)):
+        raise DataFormatError(
+            f"{where(path)}: node_graph names graphs outside 0..{len(y) - 1} (y has {len(y)} labels)"
+        )
+    if edges.size and (edges.min() < 0 or edges.max() >= len(x)):
+        raise DataFormatError(f"{where(path)}: edge_index names nodes outside 0..{len(x) - 1}")
+    crossing = np.flatnonzero(owner[edges[0]] != owner[edges[1]]) if edges.size else []
+    if len(crossing):
+        e = int(crossing[0])
+        a, b = int(edges[0, e]), int(edges[1, e])
+        raise DataFormatError(
+            f"{where(path)}: edge {e} joins node {a} (graph {owner[a]}) and node {b} (graph {owner[b]})"
+        )
+    counts = np.bincount(owner, minlength=len(y))
+    if (counts == 0).any():
+        raise DataFormatError(f"{where(path)}: graph {int(np.argmin(counts))} has no nodes in node_graph")
+    order = np.argsort(owner, kind="stable")
+    local = np.empty(len(owner), dtype=np.int64)
+    local[order] = np.arange(len(owner)) - np.repeat(np.cumsum(counts) - counts, counts)
+    edge_owner = owner[edges[0]] if edges.size else np.zeros(0, dtype=np.int64)
+    ends, graphs = np.cumsum(counts), []
+    for g in range(len(y)):
+        nodes, own = order[ends[g] - counts[g] : ends[g]], edge_owner == g
+        graphs.append(
+            Data(
+                x=torch.from_numpy(x[nodes].astype(np.float32)),
+                edge_index=torch.from_numpy(local[edges[:, own]].astype(np.int64)),
+                y=torch.tensor([g]),  # replaced by the encoded label
+            )
+        )
+    loaded = _graphs(graphs, path, ["kind graph: an edge list (edge_index, node_graph, x, y)"])
+    loaded.y = y
+    return loaded
