@@ -1,0 +1,335 @@
+"""How one candidate of a comparison is trained and read: the mechanics under
+:mod:`biaslab.compare.protocol`, for both engines, on the data as :class:`Prepared` holds it.
+
+A torch candidate trains with the shared :class:`~biaslab.train.trainer.Trainer` through one
+step function, :func:`protocol_step`:
+
+* **augmentation** is the step's business: it transforms the inputs only while the model is in
+  training mode. The Trainer validates in eval mode (and :func:`torch_outputs` predicts in it),
+  so validation and test rows are never augmented; its random draws come from the trainer's own
+  step generator, so a seed fixes them and a resume replays them;
+* **masks** (sets, padded sequences) travel in the batch: ``(x, mask, y)``, called as
+  ``model(x, mask)``;
+* the **best epoch** is kept by a :class:`~biaslab.train.callbacks.KeepBest` on the validation
+  metric (``val_accuracy`` to classify, ``val_loss`` to regress); it loads that epoch's weights
+  when the fit ends, with or without early stopping.
+
+:class:`Prepared` (what :func:`~biaslab.compare.protocol.prepare` returns) lives here, below the
+protocol, so that both the protocol and its learning curves can fit on it.
+
+A scikit-learn candidate fits on the flattened training rows; its class probabilities are read
+as log-probabilities, so that both engines hand the protocol logits (softmax(log p) = p).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from biaslab.data.splits import Splits
+from biaslab.errors import ConfigError
+from biaslab.nn.mlp import device_of
+from biaslab.train.callbacks import KeepBest
+from biaslab.train.config import EVAL_BATCH, TrainConfig
+from biaslab.train.recipes import TrainSetup
+from biaslab.train.seed import derive_seed
+from biaslab.train.steps import StepOutput
+from biaslab.train.trainer import accuracy
+
+if TYPE_CHECKING:
+    from biaslab.compare.candidates import Candidate, Task
+
+__all__ = [
+    "MONITORS",
+    "Fitted",
+    "Prepared",
+    "errors",
+    "fit",
+    "fit_sklearn",
+    "fit_torch",
+    "protocol_step",
+    "torch_outputs",
+]
+
+# The validation figure the best epoch is chosen by, per task.
+MONITORS = {"classify": "val_accuracy", "regress": "val_loss"}
+PROBABILITY_FLOOR = 1e-12  # a probability of exactly 0 read as this, so that its log is finite
+
+
+@dataclass(frozen=True, eq=False)
+class Prepared:
+    """A user's data split and scaled for fitting, with what was fitted on the training rows.
+
+    Shapes (n_s rows in split s):
+        splits: :class:`~biaslab.data.splits.Splits` of torch tensors: ``x_*`` (n_s,
+            *input_shape) float32, standardized; ``y_*`` (n_s,) int64 class indices, or float32
+            targets standardized by ``y_mean`` and ``y_std``.
+        rows: split -> (n_s,) positions of its rows in the user's data.
+        targets: split -> (n_s,) targets as given: class indices, or values in the target's unit.
+        masks: split -> (n_s, S) bool (True: a real element) for sets and padded sequences; else
+            None.
+        x_mean, x_std: the training rows' per-feature statistics: (C,) per channel for images,
+            (F,) per column or feature otherwise (masked entries left out); a constant
+            feature's std is 1.
+        y_mean, y_std: the training targets' mean and standard deviation (regress), else None.
+    """
+
+    splits: Splits
+    kind: str
+    task: str
+    input_shape: tuple[int, ...]
+    n_outputs: int
+    rows: dict[str, np.ndarray]
+    targets: dict[str, np.ndarray]
+    x_mean: np.ndarray
+    x_std: np.ndarray
+    y_mean: float | None = None
+    y_std: float | None = None
+    masks: dict[str, torch.Tensor] | None = None
+    seed: int = 0
+
+    @property
+    def n_train(self) -> int:
+        return len(self.rows["train"])
+
+    def tensors(self, split: str) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+        """``(x, mask or None, y)`` of ``split`` ("train", "val" or "test")."""
+        mask = None if self.masks is None else self.masks[split]
+        return getattr(self.splits, f"x_{split}"), mask, getattr(self.splits, f"y_{split}")
+
+    def to_unit(self, values) -> np.ndarray:
+        """Standardized regression outputs back in the target's unit: ``values · y_std + y_mean``."""
+        return np.asarray(values, dtype=np.float64) * self.y_std + self.y_mean
+
+    def train_subset(self, rows, repeat_to: int | None = None) -> Prepared:
+        """The same preparation with the training set cut to ``rows`` (positions in it), repeated
+        cyclically to ``repeat_to`` rows when given (:meth:`Splits.train_subset`); validation,
+        test and every statistic stay as they are.
+
+        Shapes:
+            rows: (n,) -> a training set of (repeat_to or n) rows.
+        """
+        rows = np.asarray(rows, dtype=np.int64)
+        if repeat_to is not None:
+            rows = rows[np.arange(max(repeat_to, len(rows))) % len(rows)]
+        masks = None if self.masks is None else {**self.masks, "train": self.masks["train"][rows]}
+        return replace(
+            self,
+            splits=self.splits.train_subset(rows),
+            rows={**self.rows, "train": self.rows["train"][rows]},
+            targets={**self.targets, "train": self.targets["train"][rows]},
+            masks=masks,
+        )
+
+
+@dataclass
+class Fitted:
+    """A trained candidate and what its training cost.
+
+    Args:
+        model: the torch module holding its best epoch's weights, or the fitted estimator.
+        engine: ``"torch"`` or ``"sklearn"``.
+        task: ``"classify"`` or ``"regress"``.
+        n_outputs: classes (classify) or 1 (regress).
+        takes_mask: the model is called as ``model(x, mask)``.
+        best_epoch: the epoch kept (1-based; torch), None for scikit-learn.
+        seconds: wall-clock seconds of the fit (validation included).
+        parameters: the torch model's parameter count; None for scikit-learn.
+        history: the trainer's records, one per epoch ([] for scikit-learn).
+    """
+
+    model: Any
+    engine: str
+    task: str
+    n_outputs: int
+    takes_mask: bool
+    best_epoch: int | None
+    seconds: float
+    parameters: int | None
+    history: list[dict]
+
+    def outputs(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> np.ndarray:
+        """The model's outputs on rows ``x``: logits (classify; log-probabilities for
+        scikit-learn) or standardized predictions (regress), as float64.
+
+        Shapes:
+            x (N, *input_shape), mask (N, S) or None -> (N, classes) or (N,).
+        """
+        if self.engine == "torch":
+            out = torch_outputs(self.model, x, mask if self.takes_mask else None)
+            return regression_column(out).double().numpy() if self.task == "regress" else out.double().numpy()
+        flat = x.reshape(len(x), -1).numpy()
+        if self.task == "regress":
+            return np.asarray(self.model.predict(flat), dtype=np.float64)
+        probs = np.zeros((len(x), self.n_outputs))  # columns follow the estimator's classes_
+        probs[:, np.asarray(self.model.classes_, dtype=np.int64)] = self.model.predict_proba(flat)
+        return np.log(np.clip(probs, PROBABILITY_FLOOR, 1.0))
+
+    def outputs_on(self, prepared: Prepared, split: str) -> np.ndarray:
+        """:meth:`outputs` on the rows of ``prepared``'s ``split`` ("val" or "test")."""
+        x, mask, _ = prepared.tensors(split)
+        return self.outputs(x, mask)
+
+
+def regression_column(out: torch.Tensor) -> torch.Tensor:
+    """A regressor's outputs (N, 1) or (N,) as (N,); any other shape is a ValueError."""
+    if out.ndim == 2 and out.shape[1] == 1:
+        return out[:, 0]
+    if out.ndim == 1:
+        return out
+    raise ValueError(f"a regressor must output (N, 1), got {tuple(out.shape)}")
+
+
+def protocol_step(task: Task, augment: Callable | None = None):
+    """The trainer step of every torch candidate.
+
+    A batch is ``(x, y)`` or ``(x, mask, y)``; the model is called on everything before the
+    targets. ``augment(x, generator)`` transforms the inputs only in training mode (never while
+    the Trainer validates), drawing from the trainer's step generator. The loss is cross-entropy
+    (classify) or the mean squared error on standardized targets (regress).
+    """
+
+    def step(model: nn.Module, batch, generator: torch.Generator) -> StepOutput:
+        *inputs, y = batch
+        if augment is not None and model.training:
+            inputs[0] = augment(inputs[0], generator)
+        out = model(*inputs)
+        if task == "regress":
+            out = regression_column(out)
+            return StepOutput(nn.functional.mse_loss(out, y), {}, out.detach(), y)
+        return StepOutput(nn.functional.cross_entropy(out, y), {}, out.detach(), y)
+
+    return step
+
+
+def _mae(outputs: torch.Tensor, targets: torch.Tensor) -> float:
+    return float((outputs - targets).abs().mean())
+
+
+def kept_best(config: TrainConfig, monitor: str) -> TrainConfig:
+    """``config`` as a plain TrainConfig whose early stopping (if ``patience``) watches
+    ``monitor``, with the config's own keep-the-best off: the protocol adds its own, always on."""
+    keys = {f.name: getattr(config, f.name) for f in dataclasses.fields(TrainConfig)}
+    return TrainConfig(**{**keys, "monitor": monitor, "restore_best": False})
+
+
+def fit(
+    candidate: Candidate, prepared: Prepared, task: Task, config: TrainConfig, setup: TrainSetup
+) -> Fitted:
+    """Train ``candidate`` on ``prepared``'s training rows: a torch candidate by
+    :func:`fit_torch` (its epoch chosen on validation), an estimator by :func:`fit_sklearn`.
+
+    ``task`` must be the one the data were prepared for; a scikit-learn candidate that asks for
+    augmentation or masks, or an unknown engine, is one ConfigError line.
+    """
+    if task != prepared.task:
+        raise ConfigError(f"task={task!r}, but the data were prepared to {prepared.task}")
+    if candidate.engine not in ("torch", "sklearn"):
+        raise ConfigError(f"candidate {candidate.name!r}: engine {candidate.engine!r}, not torch or sklearn")
+    if candidate.engine == "torch":
+        return fit_torch(candidate, prepared, config, setup)
+    if candidate.augment is not None or candidate.takes_mask:
+        what = "augmentation" if candidate.augment is not None else "masks"
+        raise ConfigError(f"candidate {candidate.name!r}: a scikit-learn estimator takes no {what}")
+    return fit_sklearn(candidate, prepared, derive_seed(setup.seed, setup.tag, "init"))
+
+
+def fit_torch(candidate: Candidate, prepared: Prepared, config: TrainConfig, setup: TrainSetup) -> Fitted:
+    """Build ``candidate`` (its weights drawn after seeding torch with
+    ``derive_seed(setup.seed, setup.tag, "init")``) and train it with the Trainer on the training
+    rows, keeping the epoch with the best validation figure (:data:`MONITORS`).
+
+    Args:
+        config: epochs, batch size, optimizer, learning rate, ... (``monitor`` and
+            ``restore_best`` are the protocol's).
+        setup: the training's tag, seed, device, checkpoint and logger.
+    """
+    task = prepared.task
+    torch.manual_seed(derive_seed(setup.seed, setup.tag, "init"))
+    model = candidate.build(prepared.input_shape, prepared.n_outputs, task)
+    monitor = MONITORS[task]
+    keep = KeepBest(monitor, config.min_delta)
+    trainer = setup.trainer(
+        model,
+        kept_best(config, monitor),
+        callbacks=[keep],
+        step=protocol_step(task, candidate.augment),
+        metrics={"accuracy": accuracy} if task == "classify" else {"mae": _mae},
+    )
+
+    def batch(split: str) -> tuple[torch.Tensor, ...]:
+        x, mask, y = prepared.tensors(split)
+        return (x, mask, y) if candidate.takes_mask else (x, y)
+
+    start = time.perf_counter()
+    history = trainer.fit(batch("train"), val=batch("val"))
+    seconds = time.perf_counter() - start
+    best_epoch = keep.best.epoch if keep.weights is not None else len(history)
+    parameters = sum(p.numel() for p in model.parameters())
+    return Fitted(
+        model,
+        "torch",
+        task,
+        prepared.n_outputs,
+        candidate.takes_mask,
+        best_epoch,
+        seconds,
+        parameters,
+        history,
+    )
+
+
+def fit_sklearn(candidate: Candidate, prepared: Prepared, seed: int) -> Fitted:
+    """Build ``candidate``'s estimator and fit it on the training rows flattened to (N, -1)
+    (regression targets standardized, as the torch candidates see them).
+
+    An estimator with an unset ``random_state`` gets ``seed``, so that a seed fixes its fit.
+    """
+    estimator = candidate.build(prepared.input_shape, prepared.n_outputs, prepared.task)
+    if estimator.get_params().get("random_state", 0) is None:
+        estimator.set_params(random_state=seed)
+    x, _, y = prepared.tensors("train")
+    start = time.perf_counter()
+    estimator.fit(x.reshape(len(x), -1).numpy(), y.numpy())
+    seconds = time.perf_counter() - start
+    return Fitted(estimator, "sklearn", prepared.task, prepared.n_outputs, False, None, seconds, None, [])
+
+
+def errors(predicted: np.ndarray, targets: np.ndarray, prefix: str = "") -> dict[str, float]:
+    """``mae`` and ``rmse`` (each name after ``prefix``) of predictions against targets, in
+    the targets' unit.
+
+    Shapes:
+        predicted, targets: (N,).
+    """
+    residual = np.asarray(predicted, dtype=np.float64) - targets
+    return {
+        f"{prefix}mae": float(np.abs(residual).mean()),
+        f"{prefix}rmse": float(np.sqrt((residual**2).mean())),
+    }
+
+
+@torch.no_grad()
+def torch_outputs(model: nn.Module, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """``model(x)`` (or ``model(x, mask)``) in eval mode, ``EVAL_BATCH`` rows at a time, as float32
+    on the CPU.
+
+    Shapes:
+        x (N, *input_shape), mask (N, S) or None -> (N, outputs).
+    """
+    model.eval()
+    device = device_of(model)
+    parts = []
+    for i in range(0, len(x), EVAL_BATCH):
+        inputs = (
+            [x[i : i + EVAL_BATCH]] if mask is None else [x[i : i + EVAL_BATCH], mask[i : i + EVAL_BATCH]]
+        )
+        parts.append(model(*(t.to(device) for t in inputs)).float().cpu())
+    return torch.cat(parts)
