@@ -22,7 +22,7 @@ LAYERS = [
     {"errors", "fileio", "formatting", "hardware", "locking", "results", "version"},
     {"scratch", "nn", "data", "config"},
     {"train", "evaluate", "generative"},
-    {"compare"},
+    {"comparison"},
     {"runs", "registry", "catalog", "config_slices", "loggers"},
     {"report"},
     {"runner"},

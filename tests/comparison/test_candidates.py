@@ -1,13 +1,13 @@
 """The candidates of ``biaslab compare``: the decision guide, each model's shapes and symmetries,
-the augmentation, and a user's own model (src/biaslab/compare/candidates.py, models.py)."""
+the augmentation, and a user's own model (src/biaslab/comparison/candidates.py, models.py)."""
 
 import numpy as np
 import pytest
 import torch
 from torch import nn
 
-from biaslab.compare.candidates import Candidate, candidates_for, check_candidate, user_candidate
-from biaslab.compare.models import random_shifts
+from biaslab.comparison.candidates import Candidate, candidates_for, check_candidate, user_candidate
+from biaslab.comparison.models import random_shifts
 from biaslab.errors import ConfigError
 
 N = 40

@@ -1,5 +1,5 @@
 """How one candidate of a comparison is trained and read: the mechanics under
-:mod:`biaslab.compare.protocol`, for both engines, on the data as :class:`Prepared` holds it.
+:mod:`biaslab.comparison.protocol`, for both engines, on the data as :class:`Prepared` holds it.
 
 A torch candidate trains with the shared :class:`~biaslab.train.trainer.Trainer` through one
 step function, :func:`protocol_step`:
@@ -14,7 +14,7 @@ step function, :func:`protocol_step`:
   metric (``val_accuracy`` to classify, ``val_loss`` to regress); it loads that epoch's weights
   when the fit ends, with or without early stopping.
 
-:class:`Prepared` (what :func:`~biaslab.compare.protocol.prepare` returns) lives here, below the
+:class:`Prepared` (what :func:`~biaslab.comparison.protocol.prepare` returns) lives here, below the
 protocol, so that both the protocol and its learning curves can fit on it.
 
 A scikit-learn candidate fits on the flattened training rows; its class probabilities are read
@@ -44,7 +44,7 @@ from biaslab.train.steps import StepOutput
 from biaslab.train.trainer import accuracy
 
 if TYPE_CHECKING:
-    from biaslab.compare.candidates import Candidate, Task
+    from biaslab.comparison.candidates import Candidate, Task
 
 __all__ = [
     "MONITORS",

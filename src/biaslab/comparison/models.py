@@ -1,6 +1,6 @@
 """The models ``biaslab compare`` offers, built from :mod:`biaslab.nn` and sized from one example.
 
-Every builder has the signature a :class:`~biaslab.compare.candidates.Candidate` holds,
+Every builder has the signature a :class:`~biaslab.comparison.candidates.Candidate` holds,
 ``build(input_shape, n_outputs, task)``: ``input_shape`` is one example's shape (no batch axis)
 and the model maps a batch ``(N, *input_shape)`` to ``(N, n_outputs)`` (class scores, or
 ``(N, 1)`` for a regression). The sizes are modest on purpose: each model trains in seconds on

@@ -15,7 +15,7 @@ The workshop's decision guide (Day 4, "which architecture for which data"), as c
 A scientist's own model joins them with :func:`user_candidate` (``"module:factory"`` or
 ``"path/file.py:factory"``), and :func:`check_candidate` runs any candidate once on a small batch
 so that a broken factory is one line before any training. The models and their sizes are in
-:mod:`biaslab.compare.models`.
+:mod:`biaslab.comparison.models`.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from biaslab.compare import models
+from biaslab.comparison import models
 from biaslab.data.user_formats import show, where
 from biaslab.errors import ConfigError
 

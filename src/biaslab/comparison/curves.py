@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from biaslab.compare.fitting import Fitted, Prepared, errors, fit
+from biaslab.comparison.fitting import Fitted, Prepared, errors, fit
 from biaslab.errors import ConfigError
 from biaslab.evaluate.scaling import PowerLaw, fit_power_law
 from biaslab.train.seed import derive_seed
 
 if TYPE_CHECKING:
-    from biaslab.compare.candidates import Candidate, Task
+    from biaslab.comparison.candidates import Candidate, Task
     from biaslab.train.config import TrainConfig
     from biaslab.train.recipes import TrainSetup
 

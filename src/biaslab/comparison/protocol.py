@@ -16,7 +16,7 @@ for the user's data (Day 4: each a prior), by ``biaslab compare``:
    data.
 
 The mechanics (:class:`Prepared`, the trainer step, augmentation, masks, the scikit-learn path)
-live in :mod:`biaslab.compare.fitting`, the learning curve in :mod:`biaslab.compare.curves`; this
+live in :mod:`biaslab.comparison.fitting`, the learning curve in :mod:`biaslab.comparison.curves`; this
 module is the protocol's one door.
 """
 
@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from biaslab.compare.curves import Curve, learning_curve, nested_order
-from biaslab.compare.fitting import Prepared, errors, fit
+from biaslab.comparison.curves import Curve, learning_curve, nested_order
+from biaslab.comparison.fitting import Prepared, errors, fit
 from biaslab.data.splits import Splits
 from biaslab.errors import ConfigError
 from biaslab.evaluate.calibration import TemperatureScaling, expected_calibration_error
@@ -38,7 +38,7 @@ from biaslab.train.seed import derive_seed
 from biaslab.train.trainer import accuracy
 
 if TYPE_CHECKING:
-    from biaslab.compare.candidates import Candidate, Task
+    from biaslab.comparison.candidates import Candidate, Task
     from biaslab.data.user_data import UserData
     from biaslab.train.config import TrainConfig
     from biaslab.train.recipes import TrainSetup
@@ -218,7 +218,7 @@ def fit_candidate(
     candidate fits on the training rows flattened to (N, -1); validation only reports.
 
     Args:
-        candidate: a :class:`~biaslab.compare.candidates.Candidate`.
+        candidate: a :class:`~biaslab.comparison.candidates.Candidate`.
         prepared: what :func:`prepare` returned.
         task: ``"classify"`` or ``"regress"``, as the data were prepared.
         config: the training hyper-parameters (torch; ``monitor`` and ``restore_best`` are the

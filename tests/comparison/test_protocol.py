@@ -1,4 +1,4 @@
-"""Tests for biaslab.compare.protocol (and its fitting / curves modules): one split, statistics
+"""Tests for biaslab.comparison.protocol (and its fitting / curves modules): one split, statistics
 from the training rows only, choices on validation, the test rows read once, learning curves."""
 
 import dataclasses
@@ -12,8 +12,8 @@ import pytest
 import torch
 from torch import nn
 
-from biaslab.compare import protocol
-from biaslab.compare.protocol import fit_candidate, learning_curve, nested_order, prepare
+from biaslab.comparison import protocol
+from biaslab.comparison.protocol import fit_candidate, learning_curve, nested_order, prepare
 from biaslab.data.user_data import UserData
 from biaslab.errors import ConfigError
 from biaslab.train.config import TrainConfig
@@ -25,7 +25,7 @@ CONFIG = TrainConfig(epochs=3, batch_size=32, lr=1e-2)
 
 @dataclass(frozen=True)
 class Candidate:
-    """The fields of biaslab.compare.candidates.Candidate (the protocol duck-types them)."""
+    """The fields of biaslab.comparison.candidates.Candidate (the protocol duck-types them)."""
 
     name: str
     prior: str

@@ -1,3 +1,0 @@
-"""Which prior fits one's own data: candidate architectures matched to the data's kind
-(:mod:`~biaslab.compare.candidates`) and one protocol that trains and judges them all alike
-(:mod:`~biaslab.compare.protocol`), for ``biaslab compare``."""
