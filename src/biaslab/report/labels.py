@@ -89,6 +89,9 @@ MEASURES = {
     "claims_checked": "claims checked", "claims_failed": "claims failed",
     "claims_notes_wrong": "claims where the notes' figure is wrong", "index": "index page",
     "seconds": "seconds", "max_diff": "largest difference", "n_train": "training examples",
+    "ece_after_temperature": "ECE after temperature scaling", "mae": "MAE", "rmse": "RMSE",
+    "curve_exponent": "learning curve's power-law exponent",
+    "baseline_mae": "MAE of the mean predictor", "baseline_rmse": "RMSE of the mean predictor",
 }  # fmt: skip
 
 # Words that narrow the measure right after them: "final" + "val" + "loss" -> "final validation loss".
@@ -122,7 +125,9 @@ NAMES = {
     "noisy": "noisy input", "plain": "plain autoencoder", "denoising": "denoising autoencoder",
     "double_descent": "double descent", "bowl": "bowl", "softmax": "softmax", "clean": "clean",
     "train_seconds": "training time (s)", "udl-cnn": "CNN of UDL fig. 10.8",
-    "udl-mlp": "MLP of UDL fig. 10.8",
+    "udl-mlp": "MLP of UDL fig. 10.8", "gradient-boosted-trees": "gradient-boosted trees",
+    "cnn-augmentation": "CNN + augmentation", "1-d-cnn": "1-D CNN", "deep-sets": "Deep Sets",
+    "transformer-without-positions": "transformer without positions",
 }  # fmt: skip
 
 # What one lab means by a word or a whole key (whole keys are labels as they stand).

@@ -1,0 +1,143 @@
+"""``biaslab compare``: the command, the Python function, and bad data refused in one line."""
+
+import csv
+
+import numpy as np
+import pytest
+
+import biaslab
+from biaslab.cli import main
+from biaslab.report.labels import unknown_words
+from biaslab.runs import read_json
+
+
+def cli(capsys, *args):
+    code = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def table(results, title):
+    return next(t for t in results["tables"] if t["title"] == title)
+
+
+def write_csv(path, rows, header=("width", "height", "mass", "label")):
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(header)
+        writer.writerows(rows)
+    return path
+
+
+def good_rows(n=60):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(n, 3))
+    return [[*np.round(r, 4), "big" if r[0] + r[1] > 0 else "small"] for r in x]
+
+
+def test_digits_quick_writes_leaderboard_figure_and_claims(capsys, tmp_path):
+    out = tmp_path / "digits"
+    code, stdout, err = cli(capsys, "compare", "sklearn:digits", "--quick", "--out", out, "--no-progress")
+    assert code == 0, err
+    res = read_json(out / "results.json")
+    board = table(res, "Leaderboard")
+    names = [row[0] for row in board["rows"]]
+    assert names == ["MLP", "CNN", "CNN + augmentation"]
+    assert "test accuracy" in board["columns"] and board["timing_columns"] == ["train seconds"]
+    assert all(row[-1].split(" (")[0] in ("ship", "collect more data", "redesign") for row in board["rows"])
+    assert 0.5 < res["metrics"]["cnn_test_accuracy"] <= 1
+    assert (out / "figures" / "learning_curves.png").is_file()
+    assert [c["claim"] for c in res["claims"]] == [f"{n} meets the use's requirements" for n in names]
+    data = dict(table(res, "Your data")["rows"][:4])
+    assert data["kind"] == "image" and data["task"] == "classify into 10 classes"
+    (recommendation,) = table(res, "Recommendation")["rows"]
+    assert "validation accuracy" in recommendation[0] and "recommended:" in stdout
+    assert {k: unknown_words(k, "compare") for k in res["metrics"] if unknown_words(k, "compare")} == {}
+
+
+def test_diabetes_reports_mae_against_the_mean_predictor(capsys, tmp_path):
+    out = tmp_path / "diabetes"
+    code, _, err = cli(capsys, "compare", "sklearn:diabetes", "--quick", "--out", out, "--no-progress")
+    assert code == 0, err
+    res = read_json(out / "results.json")
+    board = table(res, "Leaderboard")
+    assert [row[0] for row in board["rows"]] == ["gradient-boosted trees", "MLP"]
+    assert "test MAE / mean predictor's" in board["columns"]
+    baseline = res["metrics"]["test_baseline_mae"]
+    assert baseline > 0 and 0 < res["metrics"]["mlp_test_mae"] < 1.2 * baseline
+    assert "mean predictor" in res["claims"][0]["measured"]
+    assert {k: unknown_words(k, "compare") for k in res["metrics"] if unknown_words(k, "compare")} == {}
+
+
+def test_a_csv_table_with_its_target(capsys, tmp_path):
+    data = write_csv(tmp_path / "shapes.csv", good_rows())
+    out = tmp_path / "run"
+    args = ("compare", data, "--target", "label", "--quick", "--models", "MLP", "--out", out)
+    code, _, err = cli(capsys, *args, "--set", "epochs=2", "--no-progress")
+    assert code == 0, err
+    res = read_json(out / "results.json")
+    assert [row[0] for row in table(res, "Leaderboard")["rows"]] == ["MLP"]
+    assert dict(table(res, "Your data")["rows"][:3])["kind"] == "table"
+
+
+FACTORY = """
+from torch import nn
+
+def wrong_shape(input_shape, n_outputs):
+    return nn.Linear(input_shape[0], n_outputs + 1)
+"""
+
+
+def bad_data(tmp_path, case):
+    rows = good_rows()
+    if case == "nan":
+        rows[5][1] = "nan"
+    if case == "single class":
+        rows = [[*r[:3], "big"] for r in rows]
+    path = write_csv(tmp_path / "bad.csv", rows)
+    extra = ["--target", "label"]
+    if case == "missing target":
+        extra = ["--target", "colour"]
+    if case == "factory shape":
+        (tmp_path / "mine.py").write_text(FACTORY)
+        extra += ["--model", f"{tmp_path / 'mine.py'}:wrong_shape"]
+    return path, extra
+
+
+@pytest.mark.parametrize(
+    ("case", "needle"),
+    [
+        ("missing target", "colour"),
+        ("nan", "NaN"),
+        ("single class", "single class"),
+        ("factory shape", "wrong_shape"),
+    ],
+)
+def test_bad_data_is_one_line_and_writes_nothing(capsys, tmp_path, case, needle):
+    path, extra = bad_data(tmp_path, case)
+    out = tmp_path / "never"
+    code, _, err = cli(capsys, "compare", path, *extra, "--quick", "--out", out)
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1 and err.startswith("biaslab: error: ") and needle in err
+    assert not out.exists()
+
+
+def test_unknown_demo_set_and_candidate_are_one_line(capsys, tmp_path):
+    code, _, err = cli(capsys, "compare", "sklearn:iris", "--out", tmp_path / "x")
+    assert code == 2 and "sklearn:digits" in err
+    code, _, err = cli(capsys, "compare", "sklearn:wine", "--models", "CNN", "--out", tmp_path / "x")
+    assert code == 2 and "gradient-boosted trees" in err
+    assert not (tmp_path / "x").exists()
+
+
+def test_python_compare_returns_the_result_and_resume_reloads_it(capsys, tmp_path):
+    out = tmp_path / "wine"
+    result = biaslab.compare(
+        "sklearn:wine", models=("MLP",), profile="quick", out=out, overrides={"epochs": 2}
+    )
+    assert isinstance(result, biaslab.load(out).__class__)
+    assert "mlp_test_accuracy" in result.metrics
+    code, _, err = cli(capsys, "compare", "--resume", out)
+    assert code == 0, err
+    code, _, err = cli(capsys, "compare", "sklearn:wine", "--resume", out)
+    assert code == 2 and "DATA" in err
