@@ -1,6 +1,11 @@
 """``biaslab compare``: the command, the Python function, and bad data refused in one line."""
 
 import csv
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -8,7 +13,7 @@ import pytest
 import biaslab
 from biaslab.cli import main
 from biaslab.report.labels import unknown_words
-from biaslab.runs import read_json
+from biaslab.runs import RunDir, read_json, reproducible
 
 
 def cli(capsys, *args):
@@ -27,6 +32,13 @@ def write_csv(path, rows, header=("width", "height", "mass", "label")):
         writer.writerow(header)
         writer.writerows(rows)
     return path
+
+
+def verdict_of(row):
+    return row[-1].split(" (")[0]
+
+
+VERDICTS = ("ship", "collect more data", "redesign")
 
 
 def good_rows(n=60):
@@ -141,3 +153,139 @@ def test_python_compare_returns_the_result_and_resume_reloads_it(capsys, tmp_pat
     assert code == 0, err
     code, _, err = cli(capsys, "compare", "sklearn:wine", "--resume", out)
     assert code == 2 and "DATA" in err
+
+
+# -- sequences, sets, a user's model, a resume after a kill ------------------------------------
+
+
+def sequence_npz(path, n=80, steps=12, features=2):
+    """Order matters: the label is whether a spike in feature 0 comes in the first half; every
+    sequence has exactly one spike, so a model blind to order sees the same bag of values."""
+    rng = np.random.default_rng(1)
+    x = rng.normal(scale=0.3, size=(n, steps, features)).astype(np.float32)
+    at = rng.integers(0, steps, size=n)
+    x[np.arange(n), at, 0] += 4.0
+    np.savez(path, x=x, y=(at < steps // 2).astype(np.int64))
+    return path
+
+
+def set_npz(path, n=80, size=8, features=2):
+    """Varying set sizes; the label (the sign of the sum of feature 0 over the real elements)
+    does not depend on the elements' order."""
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(n, size, features)).astype(np.float32)
+    sizes = rng.integers(2, size + 1, size=n)
+    mask = np.arange(size)[None, :] < sizes[:, None]
+    x[~mask] = 99.0  # padding holds junk: the loader zeroes it
+    y = ((x[..., 0] * mask).sum(axis=1) > 0).astype(np.int64)
+    np.savez(path, x=x, y=y, mask=mask)
+    return path
+
+
+def test_sequences_through_the_command(capsys, tmp_path):
+    data = sequence_npz(tmp_path / "spikes.npz")
+    out = tmp_path / "seq"
+    code, _, err = cli(capsys, "compare", data, "--quick", "--set", "epochs=2", "--out", out, "--no-progress")
+    assert code == 0, err
+    res = read_json(out / "results.json")
+    rows = table(res, "Leaderboard")["rows"]
+    names = [row[0] for row in rows]
+    assert names == ["MLP", "1-D CNN", "GRU", "Transformer"]
+    assert all(verdict_of(row) in VERDICTS for row in rows)
+    assert dict(table(res, "Your data")["rows"][:4])["kind"] == "sequence"
+    for tag in ("mlp", "1-d-cnn", "gru", "transformer"):
+        assert 0 <= res["metrics"][f"{tag}_test_accuracy"] <= 1
+    assert [c["claim"] for c in res["claims"]] == [f"{n} meets the use's requirements" for n in names]
+    assert {k: unknown_words(k, "compare") for k in res["metrics"] if unknown_words(k, "compare")} == {}
+
+
+def test_sets_through_the_command(capsys, tmp_path):
+    data = set_npz(tmp_path / "sets.npz")
+    out = tmp_path / "sets"
+    code, _, err = cli(capsys, "compare", data, "--quick", "--set", "epochs=2", "--out", out, "--no-progress")
+    assert code == 0, err
+    res = read_json(out / "results.json")
+    rows = table(res, "Leaderboard")["rows"]
+    assert [row[0] for row in rows] == ["Deep Sets", "Transformer without positions"]
+    assert all(verdict_of(row) in VERDICTS for row in rows)
+    assert dict(table(res, "Your data")["rows"][:4])["kind"] == "set"
+    assert 0 <= res["metrics"]["deep-sets_test_accuracy"] <= 1
+    assert len(res["claims"]) == 2
+
+
+LINEAR = """
+from math import prod
+
+import torch
+
+
+def make(input_shape, n_outputs):
+    return torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(prod(input_shape), n_outputs))
+"""
+
+
+def test_a_users_model_joins_the_leaderboard(capsys, tmp_path):
+    data = write_csv(tmp_path / "shapes.csv", good_rows())
+    (tmp_path / "linear.py").write_text(LINEAR)
+    out = tmp_path / "own"
+    code, _, err = cli(
+        capsys, "compare", data, "--target", "label", "--models", "MLP",
+        "--model", f"{tmp_path / 'linear.py'}:make", "--quick", "--set", "epochs=2",
+        "--out", out, "--no-progress",
+    )  # fmt: skip
+    assert code == 0, err
+    res = read_json(out / "results.json")
+    rows = {row[0]: row for row in table(res, "Leaderboard")["rows"]}
+    assert list(rows) == ["MLP", "make"]
+    assert rows["make"][1] == "your model" and rows["make"][2] == 3 * 2 + 2  # a linear layer's weights
+    assert verdict_of(rows["make"]) in VERDICTS
+    assert 0 <= res["metrics"]["make_test_accuracy"] <= 1
+    assert "make meets the use's requirements" in [c["claim"] for c in res["claims"]]
+
+
+SCRIPT = Path(sys.executable).parent / "biaslab"
+
+
+def _records(run, tag):
+    return sum(r.get("tag") == tag for r in RunDir(run).read_metrics()) if run.exists() else 0
+
+
+def test_a_compare_killed_mid_run_resumes_to_the_same_results(capsys, tmp_path):
+    data = sequence_npz(tmp_path / "spikes.npz", n=200)
+    args = ["compare", str(data), "--models", "MLP,GRU", "--quick", "--set", "epochs=30"]
+    run = tmp_path / "killed"
+    proc = subprocess.Popen(
+        [str(SCRIPT), *args, "--out", str(run), "--no-progress"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
+    try:
+        deadline = time.monotonic() + 90
+        # Kill it during the first training, once its checkpoint is on disk.
+        while not ((run / "checkpoints" / "mlp.pt").exists() and _records(run, "mlp") >= 3):
+            assert proc.poll() is None, f"the run ended before it was killed: {proc.stderr.read()}"
+            assert time.monotonic() < deadline, "the run made no progress"
+            time.sleep(0.005)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    assert not (run / "results.json").exists() and not (run / "COMPLETE").exists()
+
+    code, _, err = cli(capsys, "compare", "--resume", run, "--no-progress")
+    assert code == 0, err
+    assert (run / "COMPLETE").is_file()
+
+    records = [(r.get("tag"), r.get("epoch")) for r in RunDir(run).read_metrics()]
+    assert len(records) == len(set(records)), "the resume repeated a training's epochs"
+
+    ref = biaslab.compare(
+        str(data), models=("MLP", "GRU"), profile="quick", out=tmp_path / "reference",
+        overrides={"epochs": 30},
+    ).run_dir  # fmt: skip
+    assert reproducible(read_json(run / "results.json")) == reproducible(read_json(ref / "results.json"))
