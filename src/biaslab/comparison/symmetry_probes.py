@@ -1,0 +1,396 @@
+"""Probing the data's own symmetries: which transformations leave the label alone, and which
+candidates are built to ignore them.
+
+A prior fits when the data have the symmetry it assumes (Day 4). Two questions, for each
+transformation T a prior of the data's kind could assume (:func:`probes_for`):
+
+1. **Does the label survive T?** (:func:`label_survival`) The same candidate (the MLP is the
+   natural reference: it assumes no symmetry, so it can learn T(x) and x apart) is trained twice
+   by the comparison protocol, once as is and once with its training batches augmented by T
+   (each example transformed with probability :data:`AUGMENT_PROBABILITY`). Both are judged on
+   the **validation** rows, never the test rows. If augmenting costs (almost) nothing, the label
+   survives T; if it costs a lot, T changes the label. The thresholds: :data:`SURVIVAL_POINTS`
+   points of accuracy (widened to the noise of the two validation accuracies, see
+   :func:`survival_threshold`) and :data:`SURVIVAL_MAE_FRACTION` of the MAE to regress.
+2. **Which candidates are invariant to T?** (:func:`candidate_invariance`) The symmetry verifier
+   (:func:`biaslab.evaluate.symmetry.invariance_error`) of a trained model on validation inputs:
+   about 1e-7 for an exact symmetry (Deep Sets under a permutation), order 1 for none (an MLP).
+
+:class:`SymmetryReport` gathers both per probe (:func:`symmetry_report`) and :func:`explain`
+says, in sentences, which prior fits the data and why.
+
+    kind       probes (name: the prior that assumes it)
+    image      shift (a random translation of up to 1/8 of the side, edges repeated):
+               translation invariance; flip (left-right): mirror symmetry
+    sequence   time shift (up to 1/8 of the steps, edges repeated): translation invariance in
+               time; reversal: no direction of time
+    set        permutation (of the elements, the mask alike): permutation invariance
+    table      column permutation: a prior no candidate has (MLP and trees read each column in
+               its place): a negative control, the label should change under it
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from biaslab.comparison.fitting import Fitted
+from biaslab.comparison.probes import Probe, draw_rand, probes_for
+from biaslab.comparison.protocol import fit_candidate
+from biaslab.errors import ConfigError
+from biaslab.evaluate.symmetry import invariance_error
+from biaslab.train.seed import derive_seed
+
+if TYPE_CHECKING:
+    from biaslab.comparison.candidates import Candidate, Task
+    from biaslab.comparison.fitting import Prepared
+    from biaslab.train.config import TrainConfig
+    from biaslab.train.recipes import TrainSetup
+
+__all__ = [
+    "AUGMENT_PROBABILITY",
+    "EXACT_INVARIANCE",
+    "NOISE_Z",
+    "NO_INVARIANCE",
+    "SURVIVAL_MAE_FRACTION",
+    "SURVIVAL_POINTS",
+    "Finding",
+    "Probe",
+    "Survival",
+    "SymmetryReport",
+    "augmented",
+    "candidate_invariance",
+    "explain",
+    "invariance_word",
+    "label_survival",
+    "probes_for",
+    "survival_threshold",
+    "symmetry_report",
+    "with_probe",
+]
+
+# Each training example is transformed with this probability: the model sees x and T(x) alike,
+# as augmentation does, and can fit both only if they share a label.
+AUGMENT_PROBABILITY = 0.5
+# The label survives T when augmenting with T costs less than this many points of validation
+# accuracy (2 points: below what a prior's fit is argued from), or than NOISE_Z standard errors
+# of the difference of the two accuracies, whichever is larger (on a small validation set one
+# row is already several points).
+SURVIVAL_POINTS = 2.0
+NOISE_Z = 2.0
+# To regress: the label survives T when augmenting raises the validation MAE by less than 5%.
+SURVIVAL_MAE_FRACTION = 0.05
+# Invariance errors (relative, as the verifier gives them): below EXACT_INVARIANCE the model is
+# invariant by construction (float32 rounding is ~1e-7); at or above NO_INVARIANCE it is not.
+EXACT_INVARIANCE = 1e-5
+NO_INVARIANCE = 0.05
+
+
+# -- 1. does the label survive T? -------------------------------------------------------------
+def augmented(
+    probe: Probe, x: torch.Tensor, mask: torch.Tensor | None, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """A training batch augmented by ``probe``: each example replaced by its transform with
+    probability :data:`AUGMENT_PROBABILITY` (the mask alike).
+
+    Shapes:
+        x (N, *input_shape), mask (N, S) or None -> the same.
+    """
+    moved_x, moved_mask = probe.transform(x, mask, generator)
+    chosen = draw_rand((len(x),), generator, x) < AUGMENT_PROBABILITY  # (N,)
+    pick = chosen.reshape(-1, *([1] * (x.dim() - 1)))
+    out_mask = mask if mask is None else torch.where(chosen[:, None], moved_mask, mask)
+    return torch.where(pick, moved_x, x), out_mask
+
+
+class _AugmentedWithMask(nn.Module):
+    """A set model trained on batches augmented by a probe that moves the mask too (the
+    protocol's ``augment`` sees the inputs only): the probe applies in training mode only, drawing
+    from the wrapper's own seeded generator.
+
+    Shapes:
+        ``x (N, S, F)``, ``mask (N, S)`` -> ``model(x, mask)``.
+    """
+
+    def __init__(self, model: nn.Module, probe: Probe, seed: int):
+        super().__init__()
+        self.model, self.probe = model, probe
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        if self.training:
+            x, mask = augmented(self.probe, x, mask, self.generator)
+        return self.model(x, mask)
+
+
+def with_probe(candidate: Candidate, probe: Probe, seed: int = 0) -> Candidate:
+    """``candidate`` trained on batches augmented by ``probe`` (after its own augmentation, if
+    any), named ``"<name> + <probe>"``.
+
+    A candidate without a mask gets the probe as its ``augment`` (drawn from the trainer's step
+    generator); one that takes a mask has its model wrapped, so that the mask moves with the
+    elements (its draws seeded by ``derive_seed(seed, "probe", probe.name)``).
+
+    Raises:
+        ConfigError: a scikit-learn candidate (it trains on no batches to augment).
+    """
+    if candidate.engine != "torch":
+        raise ConfigError(
+            f"candidate {candidate.name!r} is a scikit-learn estimator: it cannot be trained with "
+            "augmented batches; probe the label with a torch candidate such as the MLP"
+        )
+    name = f"{candidate.name} + {probe.name}"
+    own = candidate.augment
+    if not candidate.takes_mask:
+
+        def augment(x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+            if own is not None:
+                x = own(x, generator)
+            return augmented(probe, x, None, generator)[0]
+
+        return dataclasses.replace(candidate, name=name, augment=augment)
+
+    build = candidate.build
+
+    def build_augmented(input_shape, n_outputs, task):
+        return _AugmentedWithMask(
+            build(input_shape, n_outputs, task), probe, derive_seed(seed, "probe", probe.name)
+        )
+
+    return dataclasses.replace(candidate, name=name, build=build_augmented)
+
+
+@dataclass(frozen=True)
+class Survival:
+    """Whether the label survives a probe's transformation, by the cost of augmenting with it.
+
+    Attributes:
+        probe: the probe's name.
+        candidate: the reference candidate trained twice.
+        metric: ``"accuracy"`` (classify) or ``"mae"`` (regress), on the validation rows.
+        plain, augmented: the validation metric without and with augmentation.
+        cost: accuracy points lost (100 × (plain − augmented)) or the MAE's relative rise
+            ((augmented − plain) / plain); negative when augmenting helped.
+        threshold: the cost below which the label survives (same unit as ``cost``).
+        survives: ``cost < threshold``.
+    """
+
+    probe: str
+    candidate: str
+    metric: str
+    plain: float
+    augmented: float
+    cost: float
+    threshold: float
+    survives: bool
+
+    @property
+    def cost_text(self) -> str:
+        """``"0.3 points"`` or ``"4.1% of the MAE"``; a negative cost says it helped."""
+        if self.metric == "accuracy":
+            text = f"{abs(self.cost):.1f} points"
+        else:
+            text = f"{100 * abs(self.cost):.1f}% of the MAE"
+        return f"costs {text}" if self.cost >= 0 else f"gains {text}"
+
+
+def survival_threshold(plain: float, augmented: float, n_val: int) -> float:
+    """The cost, in accuracy points, below which the label survives: the larger of
+    :data:`SURVIVAL_POINTS` and :data:`NOISE_Z` standard errors of the difference of two
+    accuracies measured on ``n_val`` rows, ``100·sqrt((p₁(1−p₁) + p₂(1−p₂)) / n_val)``."""
+    spread = (plain * (1 - plain) + augmented * (1 - augmented)) / max(n_val, 1)
+    return max(SURVIVAL_POINTS, NOISE_Z * 100 * math.sqrt(spread))
+
+
+def label_survival(
+    probe: Probe,
+    candidate: Candidate,
+    prepared: Prepared,
+    task: Task,
+    config: TrainConfig,
+    setup: TrainSetup,
+) -> Survival:
+    """Train ``candidate`` twice by the protocol (the same split, seed and initial weights), as
+    is and augmented by ``probe``, and compare their validation scores. (``fit_candidate``
+    scores the test rows too, as it always does; those scores are not used for the verdict.)
+
+    Classify: the label survives when the accuracy lost is below :func:`survival_threshold`.
+    Regress: when the MAE rises by less than :data:`SURVIVAL_MAE_FRACTION`.
+    """
+    plain = fit_candidate(candidate, prepared, task, config, setup)
+    moved = fit_candidate(with_probe(candidate, probe, setup.seed), prepared, task, config, setup)
+    if task == "classify":
+        a, b = plain.val["accuracy"], moved.val["accuracy"]
+        cost = 100 * (a - b)
+        threshold = survival_threshold(a, b, len(prepared.rows["val"]))
+        metric = "accuracy"
+    else:
+        a, b = plain.val["mae"], moved.val["mae"]
+        cost = (b - a) / max(a, np.finfo(np.float64).tiny)
+        threshold = SURVIVAL_MAE_FRACTION
+        metric = "mae"
+    return Survival(probe.name, candidate.name, metric, a, b, cost, threshold, cost < threshold)
+
+
+# -- 2. which candidates are invariant to T? ---------------------------------------------------
+def candidate_invariance(
+    model: nn.Module | Fitted,
+    probe: Probe,
+    x: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    generator: torch.Generator | int = 0,
+) -> float:
+    """The verifier's invariance error of a trained model under ``probe`` on inputs ``x``
+    (validation rows): ~1e-7 for an exact symmetry, order 1 for none.
+
+    Args:
+        model: a torch module, called as ``model(x, mask)`` when ``mask`` is given, else
+            ``model(x)``; or a :class:`~biaslab.comparison.fitting.Fitted` (torch or
+            scikit-learn: its outputs, the mask passed only if it takes one).
+        x, mask: ``(N, *input_shape)`` and ``(N, S)`` or None.
+        generator: the probe's draws: a generator, or the seed of a fresh CPU one.
+    """
+    if not isinstance(generator, torch.Generator):
+        generator = torch.Generator().manual_seed(int(generator))
+    if isinstance(model, Fitted):
+        fitted = model
+
+        def model(x_: torch.Tensor, mask_: torch.Tensor | None = None) -> torch.Tensor:
+            return torch.from_numpy(fitted.outputs(x_.cpu(), None if mask_ is None else mask_.cpu()))
+
+        inputs: Any = (x, mask)
+    else:
+        inputs = x if mask is None else (x, mask)
+
+    def transform(batch: Any) -> Any:
+        if isinstance(batch, tuple):
+            return probe.transform(batch[0], batch[1], generator)
+        return probe.transform(batch, None, generator)[0]
+
+    return invariance_error(model, transform, inputs)
+
+
+def invariance_word(error: float) -> str:
+    """``"exact"`` (below :data:`EXACT_INVARIANCE`), ``"none"`` (at or above
+    :data:`NO_INVARIANCE`), else ``"approximate"``."""
+    if error < EXACT_INVARIANCE:
+        return "exact"
+    return "none" if error >= NO_INVARIANCE else "approximate"
+
+
+# -- 3. the report ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Finding:
+    """One probe: whether the label survives it and how invariant each candidate is to it.
+
+    Attributes:
+        probe: the :class:`Probe`.
+        survival: the :class:`Survival` (None when it was not measured).
+        invariance: candidate name -> invariance error on validation inputs.
+    """
+
+    probe: Probe
+    survival: Survival | None
+    invariance: dict[str, float]
+
+
+@dataclass(frozen=True)
+class SymmetryReport:
+    """The data's symmetries, probe by probe, for ``kind`` data."""
+
+    kind: str
+    findings: tuple[Finding, ...]
+
+
+def symmetry_report(
+    prepared: Prepared,
+    reference: Candidate,
+    trained: Mapping[str, nn.Module | Fitted],
+    config: TrainConfig,
+    setup: TrainSetup,
+    *,
+    rows: int = 256,
+    probes: Sequence[Probe] | None = None,
+) -> SymmetryReport:
+    """Every probe of ``prepared``'s kind: the label's survival (``reference`` trained twice,
+    :func:`label_survival`) and each trained candidate's invariance error on the first ``rows``
+    validation rows (:func:`candidate_invariance`, the draws seeded per probe).
+
+    Args:
+        trained: name -> a :class:`Fitted` (as ``fitting.fit`` returns), or a torch module
+            called as ``model(x)`` (no mask).
+        probes: default :func:`probes_for` the data's kind and example shape.
+    """
+    probes = list(probes) if probes is not None else probes_for(prepared.kind, prepared.input_shape)
+    x, mask, _ = prepared.tensors("val")
+    x, mask = x[:rows], None if mask is None else mask[:rows]
+    findings = []
+    for probe in probes:
+        survival = label_survival(probe, reference, prepared, prepared.task, config, setup)
+        seed = derive_seed(setup.seed, "invariance", probe.name)
+        invariance = {
+            name: candidate_invariance(model, probe, x, mask if isinstance(model, Fitted) else None, seed)
+            for name, model in trained.items()
+        }
+        findings.append(Finding(probe, survival, invariance))
+    return SymmetryReport(prepared.kind, tuple(findings))
+
+
+def _error_text(error: float) -> str:
+    return f"{error:.0e}" if error < 1e-3 else f"{error:.2g}"
+
+
+def explain(report: SymmetryReport) -> list[str]:
+    """One sentence per probe: does the label survive it, which candidate is invariant to it,
+    and whether that prior fits the data.
+
+    e.g. ``"The label survives a permutation of the elements (augmenting with it costs 0.3
+    points), and Deep Sets is invariant to it (error 2e-07): its prior fits this data."`` or
+    ``"A reversal of the sequence changes the label (augmenting with it costs 31.0 points): a
+    prior that assumes it would not fit."``
+    """
+    sentences = []
+    for finding in report.findings:
+        probe, survival = finding.probe, finding.survival
+        invariant = sorted(
+            (error, name) for name, error in finding.invariance.items() if error < NO_INVARIANCE
+        )
+        named = ", ".join(
+            f"{name} ({'exactly, ' if invariance_word(e) == 'exact' else 'approximately, '}"
+            f"error {_error_text(e)})"
+            for e, name in invariant
+        )
+        if survival is None:
+            if invariant:
+                sentences.append(f"Invariant to {probe.description}: {named}; the label was not probed.")
+            continue
+        if survival.survives:
+            head = f"The label survives {probe.description} (augmenting with it {survival.cost_text})"
+            if invariant:
+                which = invariant[0][1] if len(invariant) == 1 else named
+                errors_ = f" (error {_error_text(invariant[0][0])})" if len(invariant) == 1 else ""
+                verb = "is" if len(invariant) == 1 else "are"
+                its = "its prior fits" if len(invariant) == 1 else "their prior fits"
+                sentences.append(f"{head}, and {which} {verb} invariant to it{errors_}: {its} this data.")
+            else:
+                sentences.append(
+                    f"{head}, but no candidate is invariant to it: a model with {probe.prior_it_supports}, "
+                    "or training with it as augmentation, could help."
+                )
+        else:
+            head = (
+                f"{probe.description[0].upper()}{probe.description[1:]} changes the label "
+                f"(augmenting with it {survival.cost_text}): a prior that assumes it would not fit"
+            )
+            if invariant:
+                sentences.append(f"{head}, and {named} assume{'s' if len(invariant) == 1 else ''} it.")
+            else:
+                sentences.append(f"{head}.")
+    return sentences
