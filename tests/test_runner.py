@@ -7,7 +7,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from biaslab.errors import BiaslabError
 from biaslab.runner import Result
 from biaslab.runs import RunDir, read_json, reproducible, reproducible_record
 from biaslab.train import TrainConfig
+from tests.processes import kill_when, records_of
 from tests.stderr import message_lines
 
 SCRIPT = Path(sys.executable).parent / "biaslab"
@@ -168,10 +168,6 @@ def test_different_seed_different_numbers(api_run, in_tmp):
 # -- resume after a real SIGKILL --------------------------------------------------------------
 
 
-def _mlp_records(run: Path) -> int:
-    return sum(r.get("tag") == "mlp" for r in RunDir(run).read_metrics())
-
-
 def test_resume_after_sigkill_gives_identical_results(in_tmp):
     epochs = 400
     run = in_tmp / "killed"
@@ -181,23 +177,14 @@ def test_resume_after_sigkill_gives_identical_results(in_tmp):
         stderr=subprocess.PIPE,
         text=True,
     )
-    try:
-        deadline = time.monotonic() + 90
-        # Kill it in the middle of the second training (the MLP), with checkpoints on disk.
-        while not ((run / "checkpoints" / "mlp.pt").exists() and _mlp_records(run) >= epochs // 4):
-            assert proc.poll() is None, f"the run ended before it was killed: {proc.stderr.read()}"
-            assert time.monotonic() < deadline, "the run made no progress"
-            time.sleep(0.005)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    # Kill it in the middle of the second training (the MLP), with checkpoints on disk.
+    kill_when(
+        proc, lambda: (run / "checkpoints" / "mlp.pt").exists() and records_of(run, "mlp") >= epochs // 4
+    )
     assert proc.returncode == -signal.SIGKILL
     assert not (run / "COMPLETE").exists()
     assert not (run / "results.json").exists()
-    assert epochs // 4 <= _mlp_records(run) < epochs
+    assert epochs // 4 <= records_of(run, "mlp") < epochs
 
     resumed = script("run", "--resume", run)
     assert resumed.returncode == 0, resumed.stderr

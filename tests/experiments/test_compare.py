@@ -4,7 +4,6 @@ import csv
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +13,7 @@ import biaslab
 from biaslab.cli import main
 from biaslab.report.labels import unknown_words
 from biaslab.runs import RunDir, read_json, reproducible
+from tests.processes import kill_when, records_of
 
 
 def cli(capsys, *args):
@@ -246,10 +246,6 @@ def test_a_users_model_joins_the_leaderboard(capsys, tmp_path):
 SCRIPT = Path(sys.executable).parent / "biaslab"
 
 
-def _records(run, tag):
-    return sum(r.get("tag") == tag for r in RunDir(run).read_metrics()) if run.exists() else 0
-
-
 def test_a_compare_killed_mid_run_resumes_to_the_same_results(capsys, tmp_path):
     data = sequence_npz(tmp_path / "spikes.npz", n=200)
     args = ["compare", str(data), "--models", "MLP,GRU", "--quick", "--set", "epochs=30"]
@@ -261,19 +257,8 @@ def test_a_compare_killed_mid_run_resumes_to_the_same_results(capsys, tmp_path):
         text=True,
         cwd=tmp_path,
     )
-    try:
-        deadline = time.monotonic() + 90
-        # Kill it during the first training, once its checkpoint is on disk.
-        while not ((run / "checkpoints" / "mlp.pt").exists() and _records(run, "mlp") >= 3):
-            assert proc.poll() is None, f"the run ended before it was killed: {proc.stderr.read()}"
-            assert time.monotonic() < deadline, "the run made no progress"
-            time.sleep(0.005)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    # Kill it during the first training, once its checkpoint is on disk.
+    kill_when(proc, lambda: (run / "checkpoints" / "mlp.pt").exists() and records_of(run, "mlp") >= 3)
     assert proc.returncode == -signal.SIGKILL
     assert not (run / "results.json").exists() and not (run / "COMPLETE").exists()
 
