@@ -1,8 +1,8 @@
 """Demo data sets for ``biaslab compare``, and the one door it reads data through: :func:`load_data`.
 
 The demo sets are scikit-learn's shipped data (no download), loaded as a user's file would be
-(written to a temporary NPZ and read by :func:`~biaslab.data.user_data.load_user_data`, with
-its checks), so that a demo behaves exactly like one's own data:
+(their arrays read by :func:`~biaslab.data.user_data.arrays_as_user_data`, as an NPZ holding
+them is, with the same checks), so that a demo behaves exactly like one's own data:
 
     name                    kind    task      what
     sklearn:digits          image   classify  1,797 handwritten digits, 8×8 pixels
@@ -17,12 +17,10 @@ config without NumPy, scikit-learn or torch); the readers are imported on first 
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from biaslab.errors import BiaslabError, ConfigError
+from biaslab.errors import ConfigError
 
 if TYPE_CHECKING:
     from biaslab.data.user_data import UserData
@@ -79,7 +77,7 @@ def load_demo_set(name: str, *, task: str | None = None, kind: str | None = None
     import numpy as np
     from sklearn import datasets
 
-    from biaslab.data.user_data import load_user_data
+    from biaslab.data.user_data import arrays_as_user_data
 
     demo = demo_set(name)
     bunch = getattr(datasets, demo.loader)()
@@ -90,13 +88,9 @@ def load_demo_set(name: str, *, task: str | None = None, kind: str | None = None
         names = tuple(f"pixel_{i // 8}_{i % 8}" for i in range(64))
         if demo.kind == "image":
             x, names = x.reshape(-1, 8, 8), ()
-    with tempfile.TemporaryDirectory(prefix="biaslab-demo-") as folder:
-        path = Path(folder) / f"{name.removeprefix(DEMO_PREFIX)}.npz"
-        np.savez(path, x=x, y=np.asarray(bunch.target))
-        try:
-            data = load_user_data(path, task=task, kind=kind or demo.kind)
-        except BiaslabError as exc:  # name the demo set, not the temporary file
-            raise type(exc)(str(exc).replace(os.fspath(path), name)) from None
+    data = arrays_as_user_data(
+        {"x": x, "y": np.asarray(bunch.target)}, name, task=task, kind=kind or demo.kind
+    )
     notes = (f"{name}: scikit-learn's {demo.about} (shipped with scikit-learn, no download)", *data.notes)
     return dataclasses.replace(data, source=name, feature_names=names or data.feature_names, notes=notes)
 

@@ -57,7 +57,12 @@ def read_npz(path: Path, kind: str | None) -> Loaded:
             agree, an empty set.
         ConfigError: a kind ``x``'s shape cannot be.
     """
-    arrays = _load_npz(path)
+    return read_arrays(_load_npz(path), kind, path)
+
+
+def read_arrays(arrays: dict[str, np.ndarray], kind: str | None, path: Path) -> Loaded:
+    """The arrays of an NPZ (``x``, ``y``, ``mask``; or an edge list) as :func:`read_npz` reads
+    them; ``path`` is the name messages give them."""
     if "edge_index" in arrays:
         if kind not in (None, "graph"):
             raise ConfigError(f"kind '{kind}' contradicts {where(path)}: it holds edge_index (graphs)")

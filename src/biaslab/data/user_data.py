@@ -19,13 +19,14 @@ pyarrow and torch-geometric are imported only by the reader that needs them.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, get_args
 
 import numpy as np
 
-from biaslab.data.user_arrays import read_image_folder, read_npz
+from biaslab.data.user_arrays import read_arrays, read_image_folder, read_npz
 from biaslab.data.user_formats import Loaded, read_table, show, where
 from biaslab.data.user_graphs import read_graph_list
 from biaslab.errors import ConfigError, DataFormatError
@@ -39,6 +40,7 @@ __all__ = [
     "Kind",
     "Task",
     "UserData",
+    "arrays_as_user_data",
     "infer_task",
     "load_user_data",
 ]
@@ -150,7 +152,25 @@ def load_user_data(
     """
     _check_arguments(kind, task, image_size, min_rows)
     path = Path(path)
-    loaded = _read(path, target, kind, image_size)
+    return _checked(_read(path, target, kind, image_size), path, target, task, min_rows)
+
+
+def arrays_as_user_data(
+    arrays: Mapping[str, np.ndarray],
+    name: str,
+    *,
+    task: str | None = None,
+    kind: str | None = None,
+    min_rows: int = MIN_ROWS,
+) -> UserData:
+    """Arrays in memory (``x``, ``y`` and a set's ``mask``) read and checked as an NPZ holding
+    them is by :func:`load_user_data`; messages and ``source`` name them ``name``."""
+    _check_arguments(kind, task, None, min_rows)
+    return _checked(read_arrays(dict(arrays), kind, Path(name)), Path(name), None, task, min_rows)
+
+
+def _checked(loaded: Loaded, path: Path, target: str | None, task: str | None, min_rows: int) -> UserData:
+    """What a reader loaded, with its task chosen, its labels encoded and its size checked."""
     notes = loaded.notes
     if target is not None and loaded.kind not in ("table", "molecule"):
         notes.append(f"target {show(target)} not used: {loaded.kind} data holds its labels itself")
