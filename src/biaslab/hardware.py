@@ -192,4 +192,9 @@ def make_deterministic(device: str) -> None:
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     torch.backends.cudnn.benchmark = False
     torch.backends.cudnn.deterministic = True
+    # torch 2.11's use_deterministic_algorithms imports torch._inductor.config, whose import
+    # fails in a cycle (torch._inductor.utils <-> torch._dynamo.guards) unless torch._dynamo was
+    # imported first; importing it here breaks the cycle (seen on an H200 with torch 2.11).
+    import torch._dynamo
+
     torch.use_deterministic_algorithms(True, warn_only=True)

@@ -27,6 +27,21 @@ def test_each_epoch_is_one_full_graph_step_and_each_split_sees_its_own_nodes():
     assert fit.history[-1]["val_accuracy"] > 0.8
 
 
+def test_training_leaves_the_callers_graph_where_it_was():
+    # PyG's Data.to converts in place; a fit on a GPU must not move the caller's graph there.
+    from torch_geometric.data import Data
+
+    class MarkedWhenMoved(Data):
+        def to(self, *args, **kwargs):
+            self.moved = True  # stands for the in-place device change
+            return super().to(*args, **kwargs)
+
+    graph = MarkedWhenMoved(**contextual_sbm(n=60, classes=2, seed=5).to_dict())
+    masks = split_masks(60, train=0.5, val=0.25, seed=6)
+    fit_node_classifier(MLP((16, 8, 2)), graph, masks, TrainConfig(epochs=1), TrainSetup(), uses_edges=False)
+    assert "moved" not in graph
+
+
 def test_labels_outside_the_training_mask_never_reach_the_loss():
     graph = contextual_sbm(n=120, classes=2, seed=3)
     masks = split_masks(120, train=0.5, val=0.25, seed=4)

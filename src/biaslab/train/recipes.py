@@ -9,6 +9,7 @@ logger. The test split is evaluated once, after training, and never used for a c
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
@@ -292,7 +293,7 @@ def fit_node_classifier(
         config: the training hyper-parameters.
         setup: ``ctx.training(tag)``.
     """
-    graph = graph.to(setup.device)
+    graph = copy.copy(graph).to(setup.device)  # PyG's Data.to moves in place: leave the caller's graph be
     train_nodes, val_nodes, test_nodes = (mask.nonzero().squeeze(1) for mask in masks)  # each (n,)
 
     def step(model: nn.Module, batch, generator) -> StepOutput:
