@@ -2,25 +2,24 @@
 whether a label survives a transformation, which trained candidates are invariant to it, and the
 sentences that name the fitting prior."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
 
 from biaslab.comparison.candidates import candidates_for
-from biaslab.comparison.fitting import fit
+from biaslab.comparison.fitting import fit, init_seed
 from biaslab.comparison.probes import probes_for
-from biaslab.comparison.protocol import prepare
+from biaslab.comparison.protocol import fit_candidate, prepare
 from biaslab.comparison.symmetry_probes import (
-    Finding,
     Survival,
-    SymmetryReport,
     augmented,
     candidate_invariance,
-    explain,
     label_survival,
     survival_threshold,
-    symmetry_report,
 )
+from biaslab.comparison.symmetry_report import Finding, SymmetryReport, explain, symmetry_report
 from biaslab.data.user_data import UserData
 from biaslab.errors import ConfigError
 from biaslab.train.config import TrainConfig
@@ -129,6 +128,32 @@ def test_the_label_survives_a_permutation_but_not_a_reversal():
     assert on_sets.survives and not on_spikes.survives
     assert on_spikes.cost > 20 and on_sets.cost < on_sets.threshold
     assert on_spikes.metric == "accuracy" and on_spikes.plain > 0.9
+
+
+def test_the_augmented_training_starts_where_the_plain_one_did_and_keeps_its_own_checkpoint(tmp_path):
+    """Both trainings start from the same weights (the seed draws them, not the tag); the
+    augmented one never resumes the plain one's checkpoint; a result at hand is not retrained."""
+    prepared = prepare(sets(n=120), seed=0)
+    (probe,) = probes_for("set", prepared.input_shape)
+    short = TrainConfig(epochs=2, batch_size=32, lr=3e-3)
+    saved = TrainSetup(tag="mlp", seed=5, checkpoint=tmp_path / "mlp.pt", progress=False)
+    weights = []
+    for setup in (saved, replace(saved, tag="mlp + permutation"), replace(saved, seed=6)):
+        torch.manual_seed(init_seed(setup))
+        weights.append(
+            torch.cat([p.flatten() for p in mlp_candidate("set").build((6, 2), 2, "classify").parameters()])
+        )
+    assert torch.equal(weights[0], weights[1]) and not torch.equal(weights[0], weights[2])
+    plain = fit_candidate(mlp_candidate("set"), prepared, "classify", short, saved)
+
+    survival = label_survival(probe, mlp_candidate("set"), prepared, "classify", short, saved, plain=plain)
+    assert survival.plain == plain.val["accuracy"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mlp.pt"]  # nothing else saved, nothing resumed
+    with pytest.raises(ConfigError, match="would start from different weights"):
+        label_survival(
+            probe, mlp_candidate("set"), prepared, "classify", short, saved,
+            augmented_setup=replace(saved, seed=6),
+        )  # fmt: skip
 
 
 def test_the_threshold_widens_with_a_small_validation_set():

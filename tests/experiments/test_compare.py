@@ -145,10 +145,15 @@ def test_unknown_demo_set_and_candidate_are_one_line(capsys, tmp_path):
 def test_python_compare_returns_the_result_and_resume_reloads_it(capsys, tmp_path):
     out = tmp_path / "wine"
     result = biaslab.compare(
-        "sklearn:wine", models=("MLP",), profile="quick", out=out, overrides={"epochs": 2}
+        "sklearn:wine",
+        models=("MLP",),
+        profile="quick",
+        out=out,
+        overrides={"epochs": 2, "symmetries": False},
     )
     assert isinstance(result, biaslab.load(out).__class__)
     assert "mlp_test_accuracy" in result.metrics
+    assert not any("invariance" in k or "survives" in k for k in result.metrics)  # not probed
     code, _, err = cli(capsys, "compare", "--resume", out)
     assert code == 0, err
     code, _, err = cli(capsys, "compare", "sklearn:wine", "--resume", out)
@@ -195,6 +200,8 @@ def test_sequences_through_the_command(capsys, tmp_path):
     assert dict(table(res, "Your data")["rows"][:4])["kind"] == "sequence"
     for tag in ("mlp", "1-d-cnn", "gru", "transformer"):
         assert 0 <= res["metrics"][f"{tag}_test_accuracy"] <= 1
+    probes = [row[0] for row in table(res, "Symmetries of your data")["rows"]]
+    assert probes == ["a small shift in time", "a reversal of the sequence"]
     assert [c["claim"] for c in res["claims"]] == [f"{n} meets the use's requirements" for n in names]
     assert {k: unknown_words(k, "compare") for k in res["metrics"] if unknown_words(k, "compare")} == {}
 
@@ -211,6 +218,15 @@ def test_sets_through_the_command(capsys, tmp_path):
     assert dict(table(res, "Your data")["rows"][:4])["kind"] == "set"
     assert 0 <= res["metrics"]["deep-sets_test_accuracy"] <= 1
     assert len(res["claims"]) == 2
+    # the data's symmetry: both candidates are permutation invariant by construction
+    symmetries = table(res, "Symmetries of your data")
+    (row,) = symmetries["rows"]
+    assert row[0] == "a permutation of the elements" and row[1].split(":")[0] in ("survives", "changes")
+    assert row[2].endswith("(exact)") and row[3].endswith("(exact)")
+    assert res["metrics"]["deep-sets_invariance_permutation"] < 1e-5
+    (sentence,) = table(res, "Which prior fits, and why")["rows"]
+    assert "Deep Sets" in sentence[0] and "a permutation of the elements" in sentence[0]
+    assert isinstance(res["metrics"]["label_survives_permutation"], bool)
 
 
 LINEAR = """

@@ -54,6 +54,7 @@ __all__ = [
     "fit",
     "fit_sklearn",
     "fit_torch",
+    "init_seed",
     "protocol_step",
     "torch_outputs",
 ]
@@ -213,6 +214,13 @@ def _mae(outputs: torch.Tensor, targets: torch.Tensor) -> float:
     return float((outputs - targets).abs().mean())
 
 
+def init_seed(setup: TrainSetup) -> int:
+    """The seed a candidate's initial weights (or an estimator's ``random_state``) are drawn with:
+    the training's seed alone, so that two trainings given the same seed start alike whatever
+    their tags (a run's ``ctx.training(tag)`` already seeds each tag apart)."""
+    return derive_seed(setup.seed, "init")
+
+
 def kept_best(config: TrainConfig, monitor: str) -> TrainConfig:
     """``config`` as a plain TrainConfig whose early stopping (if ``patience``) watches
     ``monitor``, with the config's own keep-the-best off: the protocol adds its own, always on."""
@@ -238,13 +246,13 @@ def fit(
     if candidate.augment is not None or candidate.takes_mask:
         what = "augmentation" if candidate.augment is not None else "masks"
         raise ConfigError(f"candidate {candidate.name!r}: a scikit-learn estimator takes no {what}")
-    return fit_sklearn(candidate, prepared, derive_seed(setup.seed, setup.tag, "init"))
+    return fit_sklearn(candidate, prepared, init_seed(setup))
 
 
 def fit_torch(candidate: Candidate, prepared: Prepared, config: TrainConfig, setup: TrainSetup) -> Fitted:
-    """Build ``candidate`` (its weights drawn after seeding torch with
-    ``derive_seed(setup.seed, setup.tag, "init")``) and train it with the Trainer on the training
-    rows, keeping the epoch with the best validation figure (:data:`MONITORS`).
+    """Build ``candidate`` (its weights drawn after seeding torch with :func:`init_seed`) and
+    train it with the Trainer on the training rows, keeping the epoch with the best validation
+    figure (:data:`MONITORS`).
 
     Args:
         config: epochs, batch size, optimizer, learning rate, ... (``monitor`` and
@@ -252,7 +260,7 @@ def fit_torch(candidate: Candidate, prepared: Prepared, config: TrainConfig, set
         setup: the training's tag, seed, device, checkpoint and logger.
     """
     task = prepared.task
-    torch.manual_seed(derive_seed(setup.seed, setup.tag, "init"))
+    torch.manual_seed(init_seed(setup))
     model = candidate.build(prepared.input_shape, prepared.n_outputs, task)
     monitor = MONITORS[task]
     keep = KeepBest(monitor, config.min_delta)

@@ -23,14 +23,14 @@ module is the protocol's one door.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from biaslab.comparison.curves import Curve, learning_curve, nested_order
-from biaslab.comparison.fitting import Prepared, errors, fit
+from biaslab.comparison.fitting import Fitted, Prepared, errors, fit
 from biaslab.data.splits import Splits
 from biaslab.errors import ConfigError
 from biaslab.evaluate.calibration import TemperatureScaling, expected_calibration_error
@@ -176,6 +176,8 @@ class CandidateResult:
         test: measured once, after every choice: classify ``accuracy``, ``ece``,
             ``ece_after_temperature``; regress ``mae``, ``rmse``, ``baseline_mae``,
             ``baseline_rmse`` (the mean of the training targets predicted for every row).
+        fitted: the trained candidate (:class:`~biaslab.comparison.fitting.Fitted`), for what
+            reads a model after the scores: the symmetry probes, OOD detectors.
     """
 
     name: str
@@ -185,6 +187,7 @@ class CandidateResult:
     best_epoch: int | None
     val: dict[str, float]
     test: dict[str, float]
+    fitted: Fitted | None = field(default=None, repr=False, compare=False)
 
 
 def _classification_scores(prepared: Prepared, val_logits: np.ndarray, test_logits: np.ndarray):
@@ -238,5 +241,12 @@ def fit_candidate(
             **errors(baseline, prepared.targets["test"], prefix="baseline_"),
         }
     return CandidateResult(
-        candidate.name, candidate.prior, fitted.parameters, fitted.seconds, fitted.best_epoch, val, test
+        candidate.name,
+        candidate.prior,
+        fitted.parameters,
+        fitted.seconds,
+        fitted.best_epoch,
+        val,
+        test,
+        fitted,
     )

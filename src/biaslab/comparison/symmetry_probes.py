@@ -16,8 +16,8 @@ transformation T a prior of the data's kind could assume (:func:`probes_for`):
    (:func:`biaslab.evaluate.symmetry.invariance_error`) of a trained model on validation inputs:
    about 1e-7 for an exact symmetry (Deep Sets under a permutation), order 1 for none (an MLP).
 
-:class:`SymmetryReport` gathers both per probe (:func:`symmetry_report`) and :func:`explain`
-says, in sentences, which prior fits the data and why.
+:mod:`biaslab.comparison.symmetry_report` asks both questions per probe and says, in sentences,
+which prior fits the data and why.
 
     kind       probes (name: the prior that assumes it)
     image      shift (a random translation of up to 1/8 of the side, edges repeated):
@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +50,7 @@ from biaslab.train.seed import derive_seed
 if TYPE_CHECKING:
     from biaslab.comparison.candidates import Candidate, Task
     from biaslab.comparison.fitting import Prepared
+    from biaslab.comparison.protocol import CandidateResult
     from biaslab.train.config import TrainConfig
     from biaslab.train.recipes import TrainSetup
 
@@ -61,18 +61,14 @@ __all__ = [
     "NO_INVARIANCE",
     "SURVIVAL_MAE_FRACTION",
     "SURVIVAL_POINTS",
-    "Finding",
     "Probe",
     "Survival",
-    "SymmetryReport",
     "augmented",
     "candidate_invariance",
-    "explain",
     "invariance_word",
     "label_survival",
     "probes_for",
     "survival_threshold",
-    "symmetry_report",
     "with_probe",
 ]
 
@@ -216,16 +212,40 @@ def label_survival(
     task: Task,
     config: TrainConfig,
     setup: TrainSetup,
+    *,
+    augmented_setup: TrainSetup | None = None,
+    plain: CandidateResult | None = None,
 ) -> Survival:
-    """Train ``candidate`` twice by the protocol (the same split, seed and initial weights), as
-    is and augmented by ``probe``, and compare their validation scores. (``fit_candidate``
-    scores the test rows too, as it always does; those scores are not used for the verdict.)
+    """Train ``candidate`` twice by the protocol (the same split, seed and initial weights; the
+    order of the batches follows each training's tag), as is and augmented by ``probe``, and
+    compare their validation scores. (``fit_candidate`` scores the test rows too, as it always
+    does; those scores are not used for the verdict.)
 
     Classify: the label survives when the accuracy lost is below :func:`survival_threshold`.
     Regress: when the MAE rises by less than :data:`SURVIVAL_MAE_FRACTION`.
+
+    Args:
+        setup: the plain training's.
+        augmented_setup: the augmented training's: its own tag, checkpoint and log, and
+            ``setup``'s seed, so that both start from the same weights (a run passes
+            ``replace(ctx.training(tag), seed=setup.seed)``). Default: ``setup`` renamed
+            ``"<tag> + <probe>"``, without checkpoint or log (a checkpoint shared by the two
+            trainings would resume the first).
+        plain: the plain training's result when it is already at hand (a comparison trained the
+            reference as a candidate): it is not trained again.
     """
-    plain = fit_candidate(candidate, prepared, task, config, setup)
-    moved = fit_candidate(with_probe(candidate, probe, setup.seed), prepared, task, config, setup)
+    if augmented_setup is None:
+        augmented_setup = dataclasses.replace(
+            setup, tag=f"{setup.tag} + {probe.name}", checkpoint=None, logger=None
+        )
+    if augmented_setup.seed != setup.seed:
+        raise ConfigError(
+            f"the augmented training's seed ({augmented_setup.seed}) differs from the plain one's "
+            f"({setup.seed}): the two would start from different weights"
+        )
+    if plain is None:
+        plain = fit_candidate(candidate, prepared, task, config, setup)
+    moved = fit_candidate(with_probe(candidate, probe, setup.seed), prepared, task, config, augmented_setup)
     if task == "classify":
         a, b = plain.val["accuracy"], moved.val["accuracy"]
         cost = 100 * (a - b)
@@ -283,114 +303,3 @@ def invariance_word(error: float) -> str:
     if error < EXACT_INVARIANCE:
         return "exact"
     return "none" if error >= NO_INVARIANCE else "approximate"
-
-
-# -- 3. the report ----------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Finding:
-    """One probe: whether the label survives it and how invariant each candidate is to it.
-
-    Attributes:
-        probe: the :class:`Probe`.
-        survival: the :class:`Survival` (None when it was not measured).
-        invariance: candidate name -> invariance error on validation inputs.
-    """
-
-    probe: Probe
-    survival: Survival | None
-    invariance: dict[str, float]
-
-
-@dataclass(frozen=True)
-class SymmetryReport:
-    """The data's symmetries, probe by probe, for ``kind`` data."""
-
-    kind: str
-    findings: tuple[Finding, ...]
-
-
-def symmetry_report(
-    prepared: Prepared,
-    reference: Candidate,
-    trained: Mapping[str, nn.Module | Fitted],
-    config: TrainConfig,
-    setup: TrainSetup,
-    *,
-    rows: int = 256,
-    probes: Sequence[Probe] | None = None,
-) -> SymmetryReport:
-    """Every probe of ``prepared``'s kind: the label's survival (``reference`` trained twice,
-    :func:`label_survival`) and each trained candidate's invariance error on the first ``rows``
-    validation rows (:func:`candidate_invariance`, the draws seeded per probe).
-
-    Args:
-        trained: name -> a :class:`Fitted` (as ``fitting.fit`` returns), or a torch module
-            called as ``model(x)`` (no mask).
-        probes: default :func:`probes_for` the data's kind and example shape.
-    """
-    probes = list(probes) if probes is not None else probes_for(prepared.kind, prepared.input_shape)
-    x, mask, _ = prepared.tensors("val")
-    x, mask = x[:rows], None if mask is None else mask[:rows]
-    findings = []
-    for probe in probes:
-        survival = label_survival(probe, reference, prepared, prepared.task, config, setup)
-        seed = derive_seed(setup.seed, "invariance", probe.name)
-        invariance = {
-            name: candidate_invariance(model, probe, x, mask if isinstance(model, Fitted) else None, seed)
-            for name, model in trained.items()
-        }
-        findings.append(Finding(probe, survival, invariance))
-    return SymmetryReport(prepared.kind, tuple(findings))
-
-
-def _error_text(error: float) -> str:
-    return f"{error:.0e}" if error < 1e-3 else f"{error:.2g}"
-
-
-def explain(report: SymmetryReport) -> list[str]:
-    """One sentence per probe: does the label survive it, which candidate is invariant to it,
-    and whether that prior fits the data.
-
-    e.g. ``"The label survives a permutation of the elements (augmenting with it costs 0.3
-    points), and Deep Sets is invariant to it (error 2e-07): its prior fits this data."`` or
-    ``"A reversal of the sequence changes the label (augmenting with it costs 31.0 points): a
-    prior that assumes it would not fit."``
-    """
-    sentences = []
-    for finding in report.findings:
-        probe, survival = finding.probe, finding.survival
-        invariant = sorted(
-            (error, name) for name, error in finding.invariance.items() if error < NO_INVARIANCE
-        )
-        named = ", ".join(
-            f"{name} ({'exactly, ' if invariance_word(e) == 'exact' else 'approximately, '}"
-            f"error {_error_text(e)})"
-            for e, name in invariant
-        )
-        if survival is None:
-            if invariant:
-                sentences.append(f"Invariant to {probe.description}: {named}; the label was not probed.")
-            continue
-        if survival.survives:
-            head = f"The label survives {probe.description} (augmenting with it {survival.cost_text})"
-            if invariant:
-                which = invariant[0][1] if len(invariant) == 1 else named
-                errors_ = f" (error {_error_text(invariant[0][0])})" if len(invariant) == 1 else ""
-                verb = "is" if len(invariant) == 1 else "are"
-                its = "its prior fits" if len(invariant) == 1 else "their prior fits"
-                sentences.append(f"{head}, and {which} {verb} invariant to it{errors_}: {its} this data.")
-            else:
-                sentences.append(
-                    f"{head}, but no candidate is invariant to it: a model with {probe.prior_it_supports}, "
-                    "or training with it as augmentation, could help."
-                )
-        else:
-            head = (
-                f"{probe.description[0].upper()}{probe.description[1:]} changes the label "
-                f"(augmenting with it {survival.cost_text}): a prior that assumes it would not fit"
-            )
-            if invariant:
-                sentences.append(f"{head}, and {named} assume{'s' if len(invariant) == 1 else ''} it.")
-            else:
-                sentences.append(f"{head}.")
-    return sentences

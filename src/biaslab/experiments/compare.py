@@ -13,10 +13,11 @@ with the best validation score is recommended, never the best on test.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from biaslab.comparison.protocol import fit_candidate, learning_curve, prepare
+from biaslab.comparison.symmetry_report import explain, fitting_symmetries, symmetry_report, symmetry_table
 from biaslab.config import check_range
 from biaslab.data.demo_sets import demo_set, is_demo_set, load_data
 from biaslab.errors import ConfigError, DivergenceError
@@ -78,6 +79,7 @@ class CompareConfig:
     require: Requirements = Requirements()
     curve_points: int = 4  # training-set sizes N/2**k of each learning curve
     curve_seeds: int = 2  # subsets and trainings per size
+    symmetries: bool = True  # probe the data's symmetries: one more MLP training per probe
 
     def __post_init__(self):
         check_range(self, "curve_points", 1, 10)
@@ -165,8 +167,41 @@ def run(ctx) -> None:
 
     _leaderboard(ctx, task, verdicts, len(seeds))
     _curves_figure(ctx, task, verdicts, cfg.require)
+    symmetries = _symmetries(ctx, prepared, config, verdicts) if cfg.symmetries else None
     _claims(ctx, task, verdicts, cfg.require)
-    _recommend(ctx, task, verdicts)
+    _recommend(ctx, task, verdicts, symmetries)
+
+
+def _symmetries(ctx, prepared, config, verdicts):
+    """The data's own symmetries (Day 4: a prior fits when the data have the symmetry it
+    assumes): for each transformation a prior of this kind could assume, does the label survive
+    it (the guide's MLP trained with it as augmentation), and which trained candidate is
+    invariant to it (the symmetry verifier)? The MLP trained as a candidate is reused."""
+    from biaslab.comparison.candidates import candidates_for
+
+    reference = next(c for c in candidates_for("table", task=prepared.task) if c.name == "MLP")
+    trained = {name: v[1] for name, v in verdicts.items() if v[1] is not None}
+    mlp = verdicts.get(reference.name)
+    reused = mlp is not None and mlp[0].build is reference.build and mlp[1] is not None
+    tag = slug(reference.name) if reused else "symmetry-reference"
+    setup = ctx.training(tag)
+    ctx.echo("symmetries: the label under each transformation, each model's invariance")
+    report = symmetry_report(
+        prepared, reference, {name: r.fitted for name, r in trained.items()}, config, setup,
+        plain=mlp[1] if reused else None,
+        augmented_setup=lambda probe: replace(ctx.training(f"{tag}-{slug(probe.name)}"), seed=setup.seed),
+    )  # fmt: skip
+    for finding in report.findings:
+        probe = slug(finding.probe.name)
+        ctx.metric(**{f"label_survives_{probe}": finding.survival.survives})
+        ctx.metric(**{f"augmentation_cost_{probe}": round(finding.survival.cost, 4)})
+        ctx.metric(
+            **{f"{slug(n)}_invariance_{probe}": float(f"{e:.3g}") for n, e in finding.invariance.items()}
+        )
+    columns, rows = symmetry_table(report)
+    ctx.table("Symmetries of your data", columns, rows)
+    ctx.table("Which prior fits, and why", ["finding"], [[sentence] for sentence in explain(report)])
+    return report
 
 
 def _evidence(task, result, curve):
@@ -301,7 +336,7 @@ def _claims(ctx, task, verdicts, require) -> None:
         )
 
 
-def _recommend(ctx, task, verdicts) -> None:
+def _recommend(ctx, task, verdicts, symmetries=None) -> None:
     fitted = {n: v for n, v in verdicts.items() if v[1] is not None}
     if not fitted:
         ctx.table("Recommendation", ["recommendation"], [["every candidate diverged: lower lr"]])
@@ -313,6 +348,12 @@ def _recommend(ctx, task, verdicts) -> None:
     sentence = (
         f"{best}: the best {measure} ({value:.4g}); its verdict: {decision.verdict} ({decision.reason})"
     )
+    fits = [] if symmetries is None else fitting_symmetries(symmetries, best)
+    if fits:
+        survives = " and ".join(fits)
+        sentence += (
+            f". Its prior fits your data: the label survives {survives}, and {best} is invariant to it"
+        )
     ctx.table("Recommendation", ["recommendation"], [[sentence]])
     ctx.echo(f"recommended: {sentence}")
 

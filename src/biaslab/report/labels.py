@@ -92,6 +92,8 @@ MEASURES = {
     "ece_after_temperature": "ECE after temperature scaling", "mae": "MAE", "rmse": "RMSE",
     "curve_exponent": "learning curve's power-law exponent",
     "baseline_mae": "MAE of the mean predictor", "baseline_rmse": "RMSE of the mean predictor",
+    "invariance": "invariance error", "label_survives": "label survives",
+    "augmentation_cost": "cost of augmenting the MLP's training (accuracy points, or share of the MAE)",
 }  # fmt: skip
 
 # Words that narrow the measure right after them: "final" + "val" + "loss" -> "final validation loss".
@@ -128,6 +130,8 @@ NAMES = {
     "udl-mlp": "MLP of UDL fig. 10.8", "gradient-boosted-trees": "gradient-boosted trees",
     "cnn-augmentation": "CNN + augmentation", "1-d-cnn": "1-D CNN", "deep-sets": "Deep Sets",
     "transformer-without-positions": "transformer without positions",
+    "flip": "left-right flip", "reversal": "reversal", "permutation": "permutation",
+    "time-shift": "time shift", "column-permutation": "column permutation",
 }  # fmt: skip
 
 # What one lab means by a word or a whole key (whole keys are labels as they stand).
@@ -152,6 +156,7 @@ LAB_TERMS: dict[str, dict[str, Term | str]] = {
         "shift_val_errors": measure("validation errors under the shift"),
         "shift_curve_drop": measure("error drop under the shift over the curve's last step"),
     },
+    "compare": {"shift": "small shift"},
     "diffusion-mnist": {"samples": "generated samples"},
     "diffusion-spiral": {
         "two_spiral_samples": "fresh data samples (the floor)",
