@@ -112,13 +112,17 @@ COMPARE_HELP = """Compare the architectures whose priors fit your data (the deci
 and your own models, by one protocol (Day 5): one seeded split, statistics from the training rows
 only, the epoch and the temperature chosen on validation, the test rows read once, a learning
 curve per candidate. Each gets a verdict (ship, collect more data, redesign) against the
-requirements (--set min_accuracy=, max_ece=, max_relative_error=); the best on validation is
-recommended. Bad data is one line before anything is written.
+requirements (--set min_accuracy=, max_ece=, max_relative_error=, min_ood_auroc=); the best on
+validation is recommended. The data's symmetries (shift, flip, reversal, permutation) are probed:
+does the label survive them, which model is invariant to them (--set symmetries=false skips).
+Bad data is one line before anything is written.
 
 data:
   a .csv / .tsv / .parquet table (with --target COL), an .npz of x and y (and mask: sets), a
   folder of class subfolders of images, or a demo set shipped with scikit-learn:
-  sklearn:digits (8x8 images), sklearn:digits-table, sklearn:wine, sklearn:diabetes (regress)
+  sklearn:digits (8x8 images), sklearn:digits-table, sklearn:wine, sklearn:diabetes (regress);
+  graphs: a .pt list of torch-geometric Data or an .npz edge list; molecules: a CSV with a SMILES
+  column (--target COL; --set split=scaffold keeps each scaffold in one split)
 
 examples:
   biaslab compare sklearn:digits --quick
@@ -140,7 +144,7 @@ def add_compare_parser(sub) -> None:
     p.add_argument("--task", choices=("classify", "regress"), help="default: inferred from the target")
     p.add_argument(
         "--kind",
-        choices=("table", "image", "sequence", "set"),
+        choices=("table", "image", "sequence", "set", "graph", "molecule"),
         help="default: inferred from the file and the arrays' shape",
     )
     p.add_argument("--models", metavar="A,B", help="the guide's candidates to keep, comma-separated")
@@ -152,6 +156,12 @@ def add_compare_parser(sub) -> None:
         metavar="MODULE:FACTORY",
         help="your own model: factory(input_shape, n_outputs) returns a torch module; repeatable "
         "(module:factory or path/file.py:factory)",
+    )
+    p.add_argument(
+        "--ood",
+        metavar="FILE",
+        help="an .npz of inputs the models were not made for (x shaped as DATA's, no labels): each "
+        "classifier's OOD AUROC (max softmax probability) joins its verdict",
     )
     add_run_options(p)
 
@@ -354,6 +364,7 @@ def cmd_compare(args, argv: list[str]) -> int:
         "kind": args.kind,
         "models": args.models,
         "model": ",".join(args.own_models) or None,
+        "ood": args.ood,
     }
     if args.resume is not None:
         named = [f"--{k}" if k != "data" else "DATA" for k, v in given.items() if v is not None]

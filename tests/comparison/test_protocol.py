@@ -153,10 +153,13 @@ def test_split_fractions_are_checked(kwargs, match):
         prepare(table(), seed=0, **kwargs)
 
 
-def test_graph_data_are_refused_in_one_line():
-    data = UserData("graph", "classify", None, np.array([0, 1] * 10), classes=(0, 1))
-    with pytest.raises(ConfigError, match="graph data: the comparison protocol takes tables"):
-        prepare(data, seed=0)
+def test_graphs_go_to_the_graph_preparation_and_a_table_takes_no_scaffold_split():
+    from biaslab.comparison.graph_data import PreparedGraphs
+    from tests.comparison.test_graph_candidates import chains_and_branched
+
+    assert isinstance(prepare(chains_and_branched(n=30), seed=0), PreparedGraphs)
+    with pytest.raises(ConfigError, match="table data has no scaffolds"):
+        prepare(table(), seed=0, split="scaffold")
 
 
 def test_feature_statistics_come_from_the_training_rows_only():
@@ -439,3 +442,11 @@ def test_learning_curve_fits_a_power_law_and_drops_sizes_missing_a_class():
     m = regress.n_train
     assert line.extrapolated == pytest.approx({2 * m: line.power_law(2 * m), 4 * m: line.power_law(4 * m)})
     assert line.extrapolated[4 * m] < line.val_errors[-1]
+
+
+def test_new_inputs_are_standardized_as_the_data_were():
+    """An OOD set goes through the training rows' statistics, exactly as the data's own rows."""
+    data = table(n=120)
+    prepared = prepare(data, seed=0)
+    x, mask = prepared.standardize(data.x[prepared.rows["test"]])
+    assert mask is None and torch.equal(x, prepared.splits.x_test)

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from biaslab.comparison.candidates import candidates_for
-from biaslab.comparison.fitting import fit, init_seed
+from biaslab.comparison.fitting import init_seed
 from biaslab.comparison.probes import probes_for
 from biaslab.comparison.protocol import fit_candidate, prepare
 from biaslab.comparison.symmetry_probes import (
@@ -20,6 +20,7 @@ from biaslab.comparison.symmetry_probes import (
     survival_threshold,
 )
 from biaslab.comparison.symmetry_report import Finding, SymmetryReport, explain, symmetry_report
+from biaslab.comparison.training import fit
 from biaslab.data.user_data import UserData
 from biaslab.errors import ConfigError
 from biaslab.train.config import TrainConfig

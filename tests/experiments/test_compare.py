@@ -113,6 +113,12 @@ def bad_data(tmp_path, case):
     if case == "factory shape":
         (tmp_path / "mine.py").write_text(FACTORY)
         extra += ["--model", f"{tmp_path / 'mine.py'}:wrong_shape"]
+    if case == "ood shape":  # the table has 3 features
+        np.savez(tmp_path / "ood.npz", x=np.zeros((20, 4), dtype=np.float32))
+        extra += ["--ood", tmp_path / "ood.npz"]
+    if case == "ood without x":
+        np.savez(tmp_path / "ood.npz", inputs=np.zeros((20, 3), dtype=np.float32))
+        extra += ["--ood", tmp_path / "ood.npz"]
     return path, extra
 
 
@@ -123,6 +129,8 @@ def bad_data(tmp_path, case):
         ("nan", "NaN"),
         ("single class", "single class"),
         ("factory shape", "wrong_shape"),
+        ("ood shape", "the data's are 3"),
+        ("ood without x", "no array x"),
     ],
 )
 def test_bad_data_is_one_line_and_writes_nothing(capsys, tmp_path, case, needle):
@@ -132,6 +140,29 @@ def test_bad_data_is_one_line_and_writes_nothing(capsys, tmp_path, case, needle)
     assert code == 2
     assert len(err.strip().splitlines()) == 1 and err.startswith("biaslab: error: ") and needle in err
     assert not out.exists()
+
+
+def test_an_ood_set_joins_each_classifiers_verdict(capsys, tmp_path):
+    noise = np.random.default_rng(0).uniform(size=(60, 8, 8)).astype(np.float32)  # digits are 8x8
+    np.savez(tmp_path / "noise.npz", x=noise)
+    out = tmp_path / "ood"
+    code, _, err = cli(
+        capsys, "compare", "sklearn:digits", "--models", "MLP", "--ood", tmp_path / "noise.npz",
+        "--quick", "--set", "epochs=3", "--set", "symmetries=false", "--out", out, "--no-progress",
+    )  # fmt: skip
+    assert code == 0, err
+    res = read_json(out / "results.json")
+    board = table(res, "Leaderboard")
+    (row,) = board["rows"]
+    auroc = res["metrics"]["mlp_ood_auroc"]
+    assert 0 <= auroc <= 1 and row[board["columns"].index("OOD AUROC (max softmax)")] == round(auroc, 4)
+    (claim,) = res["claims"]
+    assert "OOD AUROC >= 0.9" in claim["expected"]  # a requirement of every verdict
+    # a regression has no confidence to flag OOD inputs by: one line, nothing written
+    code, _, err = cli(
+        capsys, "compare", "sklearn:diabetes", "--ood", tmp_path / "noise.npz", "--out", tmp_path / "x"
+    )
+    assert code == 2 and "regression" in err and not (tmp_path / "x").exists()
 
 
 def test_unknown_demo_set_and_candidate_are_one_line(capsys, tmp_path):
@@ -290,3 +321,63 @@ def test_a_compare_killed_mid_run_resumes_to_the_same_results(capsys, tmp_path):
         overrides={"epochs": 30},
     ).run_dir  # fmt: skip
     assert reproducible(read_json(run / "results.json")) == reproducible(read_json(ref / "results.json"))
+
+
+# -- graphs and molecules -------------------------------------------------------------------------
+def test_graphs_through_the_command(capsys, tmp_path):
+    import torch
+
+    from tests.comparison.test_graph_candidates import chains_and_branched
+
+    torch.save(chains_and_branched(n=60).graphs, tmp_path / "trees.pt")
+    out = tmp_path / "graphs"
+    code, _, err = cli(
+        capsys,
+        "compare",
+        tmp_path / "trees.pt",
+        "--quick",
+        "--set",
+        "epochs=2",
+        "--out",
+        out,
+        "--no-progress",
+    )
+    assert code == 0, err
+    res = read_json(out / "results.json")
+    rows = table(res, "Leaderboard")["rows"]
+    assert [row[0] for row in rows] == ["GCN", "GAT", "MPNN", "graph Transformer"]
+    assert all(verdict_of(row) in VERDICTS for row in rows)
+    data = dict(table(res, "Your data")["rows"][:6])
+    assert data["kind"] == "graph" and data["split"] == "random, stratified by class"
+    assert not any(t["title"] == "Symmetries of your data" for t in res["tables"])  # invariant by build
+    assert {k: unknown_words(k, "compare") for k in res["metrics"] if unknown_words(k, "compare")} == {}
+
+
+def test_molecules_with_a_scaffold_split(capsys, tmp_path):
+    from tests.comparison.test_graph_candidates import SMILES, molecules
+
+    data = molecules(task="regress")
+    write_csv(
+        tmp_path / "mols.csv", [[s, y] for s, y in zip(SMILES, data.y)], header=("smiles", "heavy_atoms")
+    )
+    out = tmp_path / "mols"
+    code, _, err = cli(
+        capsys, "compare", tmp_path / "mols.csv", "--target", "heavy_atoms", "--task", "regress",
+        "--models", "fingerprint MLP,GCN", "--quick", "--set", "epochs=2", "--set", "split=scaffold",
+        "--out", out, "--no-progress",
+    )  # fmt: skip
+    assert code == 0, err
+    res = read_json(out / "results.json")
+    assert [row[0] for row in table(res, "Leaderboard")["rows"]] == ["fingerprint MLP", "GCN"]
+    data_rows = dict(table(res, "Your data")["rows"][:6])
+    assert data_rows["kind"] == "molecule" and data_rows["split"].startswith("by Murcko scaffold")
+    assert res["metrics"]["gcn_test_mae"] > 0 and res["metrics"]["test_baseline_mae"] > 0
+    # a scaffold split needs molecules; a user's model takes arrays: one line each, nothing written
+    code, _, err = cli(capsys, "compare", "sklearn:wine", "--set", "split=scaffold", "--out", tmp_path / "x")
+    assert code == 2 and "scaffold" in err and not (tmp_path / "x").exists()
+    (tmp_path / "mine.py").write_text(FACTORY)
+    code, _, err = cli(
+        capsys, "compare", tmp_path / "mols.csv", "--target", "heavy_atoms",
+        "--model", f"{tmp_path / 'mine.py'}:wrong_shape", "--out", tmp_path / "x",
+    )  # fmt: skip
+    assert code == 2 and "your own models take arrays" in err and not (tmp_path / "x").exists()

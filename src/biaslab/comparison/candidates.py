@@ -10,12 +10,18 @@ The workshop's decision guide (Day 4, "which architecture for which data"), as c
                Transformer: content-dependent relevance, order from positions
     set        Deep Sets: permutation invariance; Transformer without positions: permutation
                invariance with interactions between elements
-    graph, molecule: later (a one-line ConfigError says what to do meanwhile)
+    graph      GCN: permutation invariance, a node read from its neighbours' degree-normalised
+               average; GAT: the same with learned attention over neighbours; MPNN: messages
+               that read the edge (bond) features; graph Transformer: every node attends to every
+               other, edges as attention bias
+    molecule   fingerprint trees and MLP: a fixed substructure fingerprint (Morgan bits), the
+               chemist's features; the graph models on the atoms and bonds; EGNN (when 3-D
+               coordinates are given): E(3) invariance, distances and not coordinates
 
 A scientist's own model joins them with :func:`user_candidate` (``"module:factory"`` or
 ``"path/file.py:factory"``), and :func:`check_candidate` runs any candidate once on a small batch
 so that a broken factory is one line before any training. The models and their sizes are in
-:mod:`biaslab.comparison.models`.
+:mod:`biaslab.comparison.models` and, for graphs and molecules, :mod:`biaslab.comparison.graph_models`.
 """
 
 from __future__ import annotations
@@ -34,14 +40,14 @@ import numpy as np
 import torch
 from torch import nn
 
-from biaslab.comparison import models
+from biaslab.comparison import graph_models, models
 from biaslab.data.user_formats import show, where
 from biaslab.errors import ConfigError
 
-__all__ = ["KINDS_LATER", "Candidate", "Task", "candidates_for", "check_candidate", "user_candidate"]
+__all__ = ["Candidate", "Reads", "Task", "candidates_for", "check_candidate", "user_candidate"]
 
 Task = Literal["classify", "regress"]
-KINDS_LATER = ("graph", "molecule")  # kinds a comparison cannot take yet
+Reads = Literal["x", "graph", "geometry", "fingerprint"]
 
 
 @dataclass(frozen=True)
@@ -61,6 +67,11 @@ class Candidate:
         augment: ``augment(x, generator)``, a training-time transform of a batch of inputs
             (random shifts for ``CNN + augmentation``), or None.
         takes_mask: the model is called as ``model(x, mask)`` (sets).
+        reads: what the model takes: ``"x"`` the arrays above (default); ``"graph"`` a batch of
+            graphs (``input_shape`` is ``(F,)``, the node features;
+            :mod:`~biaslab.comparison.graph_models`); ``"geometry"`` the same with 3-D
+            coordinates; ``"fingerprint"`` a molecule's Morgan bits as a table row
+            (``input_shape`` ``(2048,)``).
     """
 
     name: str
@@ -69,13 +80,45 @@ class Candidate:
     build: Callable[[tuple[int, ...], int, Task], Any]
     augment: Callable[[torch.Tensor, torch.Generator], torch.Tensor] | None = None
     takes_mask: bool = False
+    reads: Reads = "x"
 
 
 NO_PRIOR = "none beyond smoothness: every input position independent"
 LOCALITY = "locality and translation equivariance"
 PERMUTATION = "permutation invariance"
+FINGERPRINT = "a fixed substructure fingerprint (Morgan bits): the chemist's features"
 
 _MLP = Candidate("MLP", NO_PRIOR, "torch", models.mlp)
+_GRAPH_MODELS = (
+    Candidate(
+        "GCN",
+        f"{PERMUTATION}; each node is read from its neighbours (degree-normalised averages)",
+        "torch",
+        graph_models.gcn,
+        reads="graph",
+    ),
+    Candidate(
+        "GAT",
+        f"{PERMUTATION}; a node reads its neighbours with learned attention weights",
+        "torch",
+        graph_models.gat,
+        reads="graph",
+    ),
+    Candidate(
+        "MPNN",
+        f"{PERMUTATION}; messages that read the bond (edge) features, a learned readout",
+        "torch",
+        graph_models.mpnn,
+        reads="graph",
+    ),
+    Candidate(
+        "graph Transformer",
+        f"{PERMUTATION}; every atom attends to every other, bonds as attention bias",
+        "torch",
+        graph_models.graph_transformer,
+        reads="graph",
+    ),
+)
 _GUIDE: dict[str, tuple[Candidate, ...]] = {
     "table": (
         Candidate(
@@ -123,42 +166,57 @@ _GUIDE: dict[str, tuple[Candidate, ...]] = {
             takes_mask=True,
         ),
     ),
+    "graph": _GRAPH_MODELS,
+    "molecule": (
+        Candidate(
+            "fingerprint trees",
+            f"{FINGERPRINT}; axis-aligned splits on them",
+            "sklearn",
+            graph_models.fingerprint_trees,
+            reads="fingerprint",
+        ),
+        Candidate(
+            "fingerprint MLP",
+            f"{FINGERPRINT}; smooth in them",
+            "torch",
+            graph_models.fingerprint_mlp,
+            reads="fingerprint",
+        ),
+        *_GRAPH_MODELS,
+    ),
 }
-_MEANWHILE = {
-    "graph": "summarize each graph as a row of numbers (node and edge counts, mean node features) "
-    "and compare that table",
-    "molecule": "compare a table of fingerprints or atom and bond counts (biaslab.data.molecules: "
-    "morgan_fingerprint, bag_of_atoms_and_bonds)",
-}
+_EGNN = Candidate(
+    "EGNN",
+    "E(3) invariance: distances, not coordinates (and permutation invariance over the atoms)",
+    "torch",
+    graph_models.egnn,
+    reads="geometry",
+)
 
 
 def candidates_for(kind: str, *, task: Task, has_positions: bool = False) -> list[Candidate]:
     """The decision guide: the candidates whose priors can fit ``kind`` of data.
 
     Args:
-        kind: ``table``, ``image``, ``sequence`` or ``set`` (``UserData.kind``).
+        kind: ``table``, ``image``, ``sequence``, ``set``, ``graph`` or ``molecule``
+            (``UserData.kind``).
         task: ``classify`` or ``regress``; the candidates are the same, each ``build`` takes it.
-        has_positions: the examples carry 3-D coordinates (``UserData.positions``, molecules):
-            for the geometric models that come with graphs and molecules; unused until then.
+        has_positions: the molecules carry 3-D coordinates (``UserData.positions``): EGNN joins
+            the molecule candidates; unused for other kinds.
 
     Returns:
         A new list, in the order the leaderboard shows them (the simplest prior first, except
-        for tables, where the trees lead).
+        for tables and molecules, where the trees lead).
 
     Raises:
-        ConfigError: ``graph`` or ``molecule`` (not yet: what to do meanwhile), an unknown kind or
-            task.
+        ConfigError: an unknown kind or task.
     """
     if task not in ("classify", "regress"):
         raise ConfigError(f"unknown task {show(task)}; choose classify or regress")
-    if kind in KINDS_LATER:
-        raise ConfigError(
-            f"comparing architectures on {kind} data comes in a later version; meanwhile "
-            f"{_MEANWHILE[kind]}, or pass your own model as FILE.py:FACTORY"
-        )
     if kind not in _GUIDE:
-        raise ConfigError(f"unknown kind {show(kind)}; choose one of {', '.join((*_GUIDE, *KINDS_LATER))}")
-    return list(_GUIDE[kind])
+        raise ConfigError(f"unknown kind {show(kind)}; choose one of {', '.join(_GUIDE)}")
+    geometric = [_EGNN] if kind == "molecule" and has_positions else []
+    return [*_GUIDE[kind], *geometric]
 
 
 # --------------------------------------------------------------------------- a user's own model

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from biaslab.comparison.fitting import Fitted, Prepared, errors, fit
+from biaslab.comparison.fitting import Fitted, Prepared, errors
+from biaslab.comparison.training import fit
 from biaslab.errors import ConfigError
 from biaslab.evaluate.scaling import PowerLaw, fit_power_law
 from biaslab.train.seed import derive_seed

@@ -33,15 +33,15 @@ import numpy as np
 import torch
 from torch import nn
 
+from biaslab.comparison.preparation import standardized
 from biaslab.data.splits import Splits
-from biaslab.errors import ConfigError
 from biaslab.nn.mlp import device_of
 from biaslab.train.callbacks import KeepBest
 from biaslab.train.config import EVAL_BATCH, TrainConfig
 from biaslab.train.recipes import TrainSetup
 from biaslab.train.seed import derive_seed
 from biaslab.train.steps import StepOutput
-from biaslab.train.trainer import accuracy
+from biaslab.train.trainer import accuracy, mean_absolute_error
 
 if TYPE_CHECKING:
     from biaslab.comparison.candidates import Candidate, Task
@@ -51,12 +51,12 @@ __all__ = [
     "Fitted",
     "Prepared",
     "errors",
-    "fit",
     "fit_sklearn",
     "fit_torch",
     "init_seed",
     "protocol_step",
     "torch_outputs",
+    "train_keeping_best",
 ]
 
 # The validation figure the best epoch is chosen by, per task.
@@ -104,6 +104,18 @@ class Prepared:
         """``(x, mask or None, y)`` of ``split`` ("train", "val" or "test")."""
         mask = None if self.masks is None else self.masks[split]
         return getattr(self.splits, f"x_{split}"), mask, getattr(self.splits, f"y_{split}")
+
+    def standardize(
+        self, x: np.ndarray, mask: np.ndarray | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """New inputs of the data's kind and example shape (an OOD set) scaled by the training
+        rows' statistics, exactly as :func:`~biaslab.comparison.protocol.prepare` scaled the data.
+
+        Shapes:
+            x (M, *input_shape), mask (M, S) or None -> (M, *input_shape) float32, (M, S) bool.
+        """
+        scaled = standardized(x, mask, self.x_mean, self.x_std, self.kind)
+        return torch.from_numpy(scaled), None if mask is None else torch.from_numpy(mask.astype(bool))
 
     def to_unit(self, values) -> np.ndarray:
         """Standardized regression outputs back in the target's unit: ``values · y_std + y_mean``."""
@@ -210,10 +222,6 @@ def protocol_step(task: Task, augment: Callable | None = None):
     return step
 
 
-def _mae(outputs: torch.Tensor, targets: torch.Tensor) -> float:
-    return float((outputs - targets).abs().mean())
-
-
 def init_seed(setup: TrainSetup) -> int:
     """The seed a candidate's initial weights (or an estimator's ``random_state``) are drawn with:
     the training's seed alone, so that two trainings given the same seed start alike whatever
@@ -228,25 +236,30 @@ def kept_best(config: TrainConfig, monitor: str) -> TrainConfig:
     return TrainConfig(**{**keys, "monitor": monitor, "restore_best": False})
 
 
-def fit(
-    candidate: Candidate, prepared: Prepared, task: Task, config: TrainConfig, setup: TrainSetup
-) -> Fitted:
-    """Train ``candidate`` on ``prepared``'s training rows: a torch candidate by
-    :func:`fit_torch` (its epoch chosen on validation), an estimator by :func:`fit_sklearn`.
+def train_keeping_best(
+    model: nn.Module, task: str, config: TrainConfig, setup: TrainSetup, step, train: tuple, val: tuple
+) -> tuple[list[dict], int, float]:
+    """Train ``model`` with the shared Trainer and ``step`` on the ``train`` batch tensors, and
+    leave it holding the weights of its best epoch on ``val`` (:data:`MONITORS`: a
+    :class:`~biaslab.train.callbacks.KeepBest`, early stopping if ``patience`` watching the same).
 
-    ``task`` must be the one the data were prepared for; a scikit-learn candidate that asks for
-    augmentation or masks, or an unknown engine, is one ConfigError line.
+    Returns:
+        ``(history, best_epoch, seconds)``: the trainer's records, the epoch kept (1-based) and
+        the fit's wall-clock seconds (validation included).
     """
-    if task != prepared.task:
-        raise ConfigError(f"task={task!r}, but the data were prepared to {prepared.task}")
-    if candidate.engine not in ("torch", "sklearn"):
-        raise ConfigError(f"candidate {candidate.name!r}: engine {candidate.engine!r}, not torch or sklearn")
-    if candidate.engine == "torch":
-        return fit_torch(candidate, prepared, config, setup)
-    if candidate.augment is not None or candidate.takes_mask:
-        what = "augmentation" if candidate.augment is not None else "masks"
-        raise ConfigError(f"candidate {candidate.name!r}: a scikit-learn estimator takes no {what}")
-    return fit_sklearn(candidate, prepared, init_seed(setup))
+    monitor = MONITORS[task]
+    keep = KeepBest(monitor, config.min_delta)
+    trainer = setup.trainer(
+        model,
+        kept_best(config, monitor),
+        callbacks=[keep],
+        step=step,
+        metrics={"accuracy": accuracy} if task == "classify" else {"mae": mean_absolute_error},
+    )
+    start = time.perf_counter()
+    history = trainer.fit(train, val=val)
+    seconds = time.perf_counter() - start
+    return history, keep.best.epoch if keep.weights is not None else len(history), seconds
 
 
 def fit_torch(candidate: Candidate, prepared: Prepared, config: TrainConfig, setup: TrainSetup) -> Fitted:
@@ -262,24 +275,15 @@ def fit_torch(candidate: Candidate, prepared: Prepared, config: TrainConfig, set
     task = prepared.task
     torch.manual_seed(init_seed(setup))
     model = candidate.build(prepared.input_shape, prepared.n_outputs, task)
-    monitor = MONITORS[task]
-    keep = KeepBest(monitor, config.min_delta)
-    trainer = setup.trainer(
-        model,
-        kept_best(config, monitor),
-        callbacks=[keep],
-        step=protocol_step(task, candidate.augment),
-        metrics={"accuracy": accuracy} if task == "classify" else {"mae": _mae},
-    )
 
     def batch(split: str) -> tuple[torch.Tensor, ...]:
         x, mask, y = prepared.tensors(split)
         return (x, mask, y) if candidate.takes_mask else (x, y)
 
-    start = time.perf_counter()
-    history = trainer.fit(batch("train"), val=batch("val"))
-    seconds = time.perf_counter() - start
-    best_epoch = keep.best.epoch if keep.weights is not None else len(history)
+    step = protocol_step(task, candidate.augment)
+    history, best_epoch, seconds = train_keeping_best(
+        model, task, config, setup, step, batch("train"), batch("val")
+    )
     parameters = sum(p.numel() for p in model.parameters())
     return Fitted(
         model,

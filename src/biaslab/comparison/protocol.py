@@ -15,14 +15,16 @@ for the user's data (Day 4: each a prior), by ``biaslab compare``:
    subsets at an equal step budget, and the power law through it extrapolated to 2x and 4x the
    data.
 
-The mechanics (:class:`Prepared`, the trainer step, augmentation, masks, the scikit-learn path)
-live in :mod:`biaslab.comparison.fitting`, the learning curve in :mod:`biaslab.comparison.curves`; this
-module is the protocol's one door.
+The mechanics live below: the split and the training rows' statistics in
+:mod:`biaslab.comparison.preparation`; :class:`Prepared`, the trainer step, augmentation, masks
+and the scikit-learn path in :mod:`biaslab.comparison.fitting` (graphs and molecules:
+:mod:`~biaslab.comparison.graph_data`, :mod:`~biaslab.comparison.graph_fitting`), one door to
+both in :mod:`biaslab.comparison.training`; the learning curve in
+:mod:`biaslab.comparison.curves`. This module is the protocol's one door.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -30,7 +32,9 @@ import numpy as np
 import torch
 
 from biaslab.comparison.curves import Curve, learning_curve, nested_order
-from biaslab.comparison.fitting import Fitted, Prepared, errors, fit
+from biaslab.comparison.fitting import Fitted, Prepared, errors
+from biaslab.comparison.preparation import SPLITS, feature_stats, split_rows, standardized, trained_targets
+from biaslab.comparison.training import fit
 from biaslab.data.splits import Splits
 from biaslab.errors import ConfigError
 from biaslab.evaluate.calibration import TemperatureScaling, expected_calibration_error
@@ -55,12 +59,12 @@ __all__ = [
     "prepare",
 ]
 
-SPLITS = ("train", "val", "test")
 ECE_BINS = 15  # equal-width confidence bins of the expected calibration error
-CONSTANT = 1e-12  # a feature whose training spread is below this is constant: it is only centred
 
 
-def prepare(data: UserData, *, seed: int, val: float = 0.15, test: float = 0.15) -> Prepared:
+def prepare(
+    data: UserData, *, seed: int, val: float = 0.15, test: float = 0.15, split: str = "random"
+) -> Prepared:
     """Split ``data`` into training, validation and test rows and standardize it, every statistic
     from the training rows only.
 
@@ -71,35 +75,34 @@ def prepare(data: UserData, *, seed: int, val: float = 0.15, test: float = 0.15)
         val, test: the fractions of the rows held out for validation and test (default 0.15
             each). To classify, each class is split by these fractions (rounded, at least one row
             per split): a class needs 3 rows.
+        split: ``"random"`` (above) or ``"scaffold"`` (molecules: whole Murcko scaffolds per
+            split). Graphs and molecules are prepared by
+            :func:`~biaslab.comparison.graph_data.prepare_graphs`.
     Returns:
         A :class:`Prepared`: features standardized per column (tables), per channel (images) or
         per feature (sequences, sets: padding ignored, and zero again after); regression targets
         standardized too.
     """
+    if data.kind in ("graph", "molecule") or split != "random":
+        from biaslab.comparison.graph_data import prepare_graphs  # lazy: it reuses this module's split
+
+        return prepare_graphs(data, seed=seed, val=val, test=test, split=split)
     if data.x is None:
         raise ConfigError(
             f"{data.kind} data: the comparison protocol takes tables, images, sequences and sets for now"
         )
     if not (0 < val < 1 and 0 < test < 1 and val + test < 1):
         raise ConfigError(f"val={val}, test={test}: each a fraction in (0, 1), together below 1")
-    rows = _split_rows(data, val, test, np.random.default_rng(derive_seed(seed, "compare-split")))
+    rows = split_rows(data, val, test, np.random.default_rng(derive_seed(seed, "compare-split")))
     mask = data.mask
     axis = 1 if data.kind == "image" else data.x.ndim - 1  # the axis of the features (channels)
-    x_mean, x_std = _feature_stats(data.x, None if mask is None else mask.astype(bool), axis, rows["train"])
-    shape = [1] * data.x.ndim
-    shape[axis] = -1
-    x = ((data.x - x_mean.reshape(shape)) / x_std.reshape(shape)).astype(np.float32)
-    if mask is not None:
-        x[~mask.astype(bool)] = 0.0  # padding stays zero
-    targets = {name: data.y[r] for name, r in rows.items()}
-    y, y_mean, y_std = data.y, None, None
-    if data.task == "regress":
-        train_y = data.y[rows["train"]].astype(np.float64)
-        y_mean, y_std = float(train_y.mean()), float(train_y.std())
-        if not y_std > 0:
-            raise ConfigError(f"the target is constant ({y_mean:g}) on the training rows: nothing to predict")
-        targets = {name: t.astype(np.float64) for name, t in targets.items()}
-        y = ((data.y.astype(np.float64) - y_mean) / y_std).astype(np.float32)
+    x_mean, x_std = feature_stats(data.x, None if mask is None else mask.astype(bool), axis, rows["train"])
+    x = standardized(data.x, mask, x_mean, x_std, data.kind)
+    y, y_mean, y_std = trained_targets(data, rows["train"])
+    targets = {
+        name: data.y[r] if data.task == "classify" else data.y[r].astype(np.float64)
+        for name, r in rows.items()
+    }
     parts = {name: (torch.from_numpy(x[r]), torch.from_numpy(y[r])) for name, r in rows.items()}
     masks = (
         None if mask is None else {name: torch.from_numpy(mask[r].astype(bool)) for name, r in rows.items()}
@@ -119,46 +122,6 @@ def prepare(data: UserData, *, seed: int, val: float = 0.15, test: float = 0.15)
         masks=masks,
         seed=seed,
     )
-
-
-def _split_rows(data: UserData, val: float, test: float, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """Row positions per split, shuffled. To classify, each class is split on its own (every class
-    in every split); a class with fewer than 3 rows is one ConfigError naming every such class."""
-    if data.task == "classify":
-        counts = np.bincount(data.y, minlength=data.n_classes)
-        few = [f"{data.classes[c]!r} ({n} rows)" for c, n in enumerate(counts) if n < 3]
-        if few:
-            raise ConfigError(
-                f"too few rows of class {', '.join(few)}: a stratified split needs 3 per class "
-                "(one each for training, validation and test); add rows or drop the class"
-            )
-        groups = [np.flatnonzero(data.y == c) for c in range(data.n_classes)]
-    else:
-        groups = [np.arange(len(data.y))]
-    parts: dict[str, list[np.ndarray]] = {name: [] for name in SPLITS}
-    for group in groups:
-        group, n = rng.permutation(group), len(group)
-        n_test = min(max(1, math.floor(test * n + 0.5)), n - 2)
-        n_val = min(max(1, math.floor(val * n + 0.5)), n - 1 - n_test)
-        parts["test"].append(group[:n_test])
-        parts["val"].append(group[n_test : n_test + n_val])
-        parts["train"].append(group[n_test + n_val :])
-    return {name: rng.permutation(np.concatenate(p)) for name, p in parts.items()}
-
-
-def _feature_stats(x: np.ndarray, mask: np.ndarray | None, axis: int, rows: np.ndarray):
-    """Mean and std per feature (along ``axis``) over the training ``rows``, masked entries left
-    out; a constant feature's std is 1 (it is centred only).
-
-    Shapes:
-        x (N, ...), mask (N, S) or None, rows (n,) -> mean (F,), std (F,) in float64.
-    """
-    values = np.moveaxis(x[rows].astype(np.float64), axis, -1)
-    values = values.reshape(-1, values.shape[-1])  # (entries, F)
-    if mask is not None:
-        values = values[mask[rows].reshape(-1)]  # the real elements only
-    mean, std = values.mean(axis=0), values.std(axis=0)
-    return mean, np.where(std > CONSTANT, std, 1.0)
 
 
 # -- one candidate ------------------------------------------------------------------------------

@@ -54,6 +54,7 @@ __all__ = [
     "Target",
     "TargetName",
     "check_available",
+    "concatenated_ranges",
     "load_qm9",
     "read_qm9_csv",
     "write_cache",
@@ -181,8 +182,8 @@ class QM9:
                 the batch carries its rows ``rows`` (default: none).
         """
         rows = np.asarray(rows, dtype=np.int64)
-        atoms = _ranges(self.atom_ptr[rows], self.atom_ptr[rows + 1])  # (A_b,) atom rows of the store
-        edges = _ranges(self.edge_ptr[rows], self.edge_ptr[rows + 1])  # (E_b,)
+        atoms = concatenated_ranges(self.atom_ptr[rows], self.atom_ptr[rows + 1])  # (A_b,) the store's rows
+        edges = concatenated_ranges(self.edge_ptr[rows], self.edge_ptr[rows + 1])  # (E_b,)
         n_atoms, n_edges = np.diff(self.atom_ptr)[rows], np.diff(self.edge_ptr)[rows]
         first_atom = np.cumsum(n_atoms) - n_atoms  # where each molecule starts in the batch
         edge_index = self.edge_index[:, edges].astype(np.int64) + np.repeat(first_atom, n_edges)  # (2, E_b)
@@ -224,7 +225,7 @@ class MoleculeBatch:
         return MoleculeBatch(**moved)
 
 
-def _ranges(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+def concatenated_ranges(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
     """The concatenation of ``arange(start, stop)`` for each pair, vectorised."""
     lengths = stops - starts
     offsets = np.cumsum(lengths) - lengths

@@ -22,6 +22,7 @@ __all__ = [
     "IMAGE_SUFFIXES",
     "MIN_IMAGE_SIDE",
     "array_kind",
+    "load_npz_arrays",
     "read_image_folder",
     "read_npz",
     "unit_range",
@@ -32,7 +33,8 @@ MIN_IMAGE_SIDE = 8  # a 3-D x is an image only when both its sides are at least 
 CHANNELS = (1, 3, 4)  # grayscale, RGB, RGBA: the channel counts an image axis may have
 
 
-def _load_npz(path: Path) -> dict[str, np.ndarray]:
+def load_npz_arrays(path: Path) -> dict[str, np.ndarray]:
+    """Every array of an NPZ file (pickled objects refused), or one DataFormatError line."""
     try:
         with open(path, "rb") as handle, np.load(handle, allow_pickle=False) as archive:
             return {name: archive[name] for name in archive.files}
@@ -57,7 +59,7 @@ def read_npz(path: Path, kind: str | None) -> Loaded:
             agree, an empty set.
         ConfigError: a kind ``x``'s shape cannot be.
     """
-    return read_arrays(_load_npz(path), kind, path)
+    return read_arrays(load_npz_arrays(path), kind, path)
 
 
 def read_arrays(arrays: dict[str, np.ndarray], kind: str | None, path: Path) -> Loaded:

@@ -16,17 +16,23 @@ import re
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from biaslab.comparison.judged import Judged, leaderboard, recommendation
 from biaslab.comparison.protocol import fit_candidate, learning_curve, prepare
-from biaslab.comparison.symmetry_report import explain, fitting_symmetries, symmetry_report, symmetry_table
+from biaslab.comparison.symmetry_report import explain, symmetry_report, symmetry_table
 from biaslab.config import check_range
 from biaslab.data.demo_sets import demo_set, is_demo_set, load_data
 from biaslab.errors import ConfigError, DivergenceError
 from biaslab.evaluate.decision import Evidence, RegressionEvidence, decide
+from biaslab.evaluate.ood import MSP, auroc
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.train.config import ClassifierTraining, training_without
 
 CHECK_ROWS = 4  # rows a user's factory is tried on before any training
+SPLIT_WORDS = {
+    "random": "random, stratified by class",
+    "scaffold": "by Murcko scaffold: no scaffold in two splits (Bemis & Murcko 1996)",
+}
 
 CompareTraining = training_without(
     "CompareTraining",
@@ -45,22 +51,28 @@ class Requirements:
     min_accuracy: float = 0.95
     max_ece: float = 0.05
     max_relative_error: float = 0.5
+    min_ood_auroc: float = 0.9  # with an OOD set: flagging it by the max softmax probability
 
     def __post_init__(self):
-        check_range(self, "min_accuracy", 0.0, 1.0)
-        check_range(self, "max_ece", 0.0, 1.0)
-        check_range(self, "max_relative_error", 0.0, 1.0)
+        for key in ("min_accuracy", "max_ece", "max_relative_error", "min_ood_auroc"):
+            check_range(self, key, 0.0, 1.0)
 
     def for_task(self, task: str) -> dict[str, float]:
         """``decide``'s keyword arguments for ``task``."""
         if task == "classify":
-            return {"min_accuracy": self.min_accuracy, "max_ece": self.max_ece}
+            return {
+                "min_accuracy": self.min_accuracy,
+                "max_ece": self.max_ece,
+                "min_ood_auroc": self.min_ood_auroc,
+            }
         return {"max_relative_error": self.max_relative_error}
 
-    def text(self, task: str) -> str:
+    def text(self, task: str, ood: bool = False) -> str:
         if task == "classify":
+            flagged = f", OOD AUROC >= {self.min_ood_auroc:g}" if ood else ""
             return (
                 f"test accuracy >= {self.min_accuracy:g}, ECE after temperature scaling <= {self.max_ece:g}"
+                f"{flagged}"
             )
         return f"test MAE <= {self.max_relative_error:g} x the mean predictor's"
 
@@ -72,9 +84,11 @@ class CompareConfig:
     data: str = "sklearn:digits"  # a file or folder, or a demo set: sklearn:digits, ...
     target: str = ""  # a table's label column
     task: Literal["auto", "classify", "regress"] = "auto"
-    kind: Literal["auto", "table", "image", "sequence", "set"] = "auto"
+    kind: Literal["auto", "table", "image", "sequence", "set", "graph", "molecule"] = "auto"
+    split: Literal["random", "scaffold"] = "random"  # random: stratified by class; scaffold: molecules
     models: tuple[str, ...] | None = None  # the guide's candidates to keep; None: all it offers
     model: tuple[str, ...] | None = None  # your own models, module:factory or file.py:factory
+    ood: str = ""  # an .npz of inputs the models were not made for (x, as DATA's): can they flag them?
     train: CompareTraining = CompareTraining(epochs=30, lr=1e-3, batch_size=64)  # noqa: RUF009
     require: Requirements = Requirements()
     curve_points: int = 4  # training-set sizes N/2**k of each learning curve
@@ -84,10 +98,16 @@ class CompareConfig:
     def __post_init__(self):
         check_range(self, "curve_points", 1, 10)
         check_range(self, "curve_seeds", 1, 10)
-        if is_demo_set(self.data) and self.task == self.kind == "auto" and not (self.models or self.model):
+        plain = self.task == self.kind == "auto" and self.split == "random"
+        plain = plain and not (self.models or self.model or self.ood)
+        if is_demo_set(self.data) and plain:
             demo_set(self.data)  # a known demo set is good data: nothing read yet (fast config)
             return
-        candidates(self, read(self))  # read now: bad data is one line before any folder is written
+        data = read(self)  # read now: bad data is one line before any folder is written
+        if self.split == "scaffold" and data.kind != "molecule":
+            raise ConfigError(f"split=scaffold groups molecules by their scaffold; this is {data.kind} data")
+        candidates(self, data)
+        read_ood(self, data)
 
 
 def read(cfg: CompareConfig):
@@ -96,12 +116,27 @@ def read(cfg: CompareConfig):
     return load_data(cfg.data, target=auto(cfg.target), task=auto(cfg.task), kind=auto(cfg.kind))
 
 
+def read_ood(cfg: CompareConfig, data):
+    """The OOD inputs the config names (None without), checked against the data: a classifier's
+    confidence is what flags them, so a regression takes none."""
+    if not cfg.ood:
+        return None
+    if data.task != "classify":
+        raise ConfigError(
+            "ood: OOD inputs are flagged by a classifier's confidence (max softmax probability); "
+            "this data is a regression"
+        )
+    from biaslab.data.user_ood import load_ood_inputs
+
+    return load_ood_inputs(cfg.ood, data)
+
+
 def candidates(cfg: CompareConfig, data) -> list:
     """The guide's candidates for the data (those ``models`` names), then the user's models,
     each user model tried on a few rows."""
     from biaslab.comparison.candidates import candidates_for, check_candidate, user_candidate
 
-    offered = candidates_for(data.kind, task=data.task)
+    offered = candidates_for(data.kind, task=data.task, has_positions=data.positions is not None)
     chosen = offered
     if cfg.models:
         by_name = {slug(c.name): c for c in offered}
@@ -115,6 +150,11 @@ def candidates(cfg: CompareConfig, data) -> list:
     n_outputs = data.n_classes if data.task == "classify" else 1
     mask = None if data.mask is None else data.mask[:CHECK_ROWS]
     own = [user_candidate(spec) for spec in cfg.model or ()]
+    if own and data.x is None:
+        raise ConfigError(
+            f"model: your own models take arrays (tables, images, sequences, sets); {data.kind} data "
+            "is compared with the guide's graph models only, for now"
+        )
     for candidate in own:
         check_candidate(candidate, data.x[:CHECK_ROWS], n_outputs, data.task, mask)
     return chosen + own
@@ -140,12 +180,14 @@ def run(ctx) -> None:
     data = read(cfg)
     task = data.task
     chosen = candidates(cfg, data)
-    _data_table(ctx, data, chosen)
+    _data_table(ctx, data, chosen, cfg.split)
 
-    prepared = prepare(data, seed=ctx.seed_for("split"))
+    prepared = prepare(data, seed=ctx.seed_for("split"), split=cfg.split)
+    ood = read_ood(cfg, data)
+    ood_x = None if ood is None else prepared.standardize(ood.x, ood.mask)
     config = cfg.train.training()
     seeds = tuple(range(cfg.curve_seeds))
-    verdicts = {}
+    judged: dict[str, Judged] = {}
     for candidate in chosen:
         tag = slug(candidate.name)
         ctx.echo(f"{candidate.name}: training and learning curve")
@@ -157,22 +199,28 @@ def run(ctx) -> None:
                 points=cfg.curve_points, seeds=seeds,
             )  # fmt: skip
         except DivergenceError as exc:
-            verdicts[candidate.name] = (candidate, None, None, None, str(exc))
+            judged[candidate.name] = Judged(candidate, diverged=str(exc))
             ctx.echo(f"{candidate.name}: diverged")
             continue
-        decision = decide(_evidence(task, result, curve), **cfg.require.for_task(task))
-        verdicts[candidate.name] = (candidate, result, curve, decision, "")
+        ood_auroc = None if ood_x is None else _ood_auroc(result, prepared, *ood_x)
+        decision = decide(_evidence(task, result, curve, ood_auroc), **cfg.require.for_task(task))
+        judged[candidate.name] = Judged(candidate, result, curve, decision, ood_auroc=ood_auroc)
         _metrics(ctx, tag, task, result, curve)
+        if ood_auroc is not None:
+            ctx.metric(**{f"{tag}_ood_auroc": round(ood_auroc, 6)})
         ctx.echo(f"{candidate.name}: {_headline(task, result)}; {decision.verdict}")
 
-    _leaderboard(ctx, task, verdicts, len(seeds))
-    _curves_figure(ctx, task, verdicts, cfg.require)
-    symmetries = _symmetries(ctx, prepared, config, verdicts) if cfg.symmetries else None
-    _claims(ctx, task, verdicts, cfg.require)
-    _recommend(ctx, task, verdicts, symmetries)
+    ctx.table("Leaderboard", *leaderboard(task, judged, len(seeds)), timing_columns=["train seconds"])
+    _curves_figure(ctx, task, judged, cfg.require)
+    probed = cfg.symmetries and data.x is not None  # graph models are permutation invariant by build
+    symmetries = _symmetries(ctx, prepared, config, judged) if probed else None
+    _claims(ctx, task, judged, cfg.require, ood is not None)
+    sentence = recommendation(task, judged, symmetries)
+    ctx.table("Recommendation", ["recommendation"], [[sentence]])
+    ctx.echo(f"recommended: {sentence}")
 
 
-def _symmetries(ctx, prepared, config, verdicts):
+def _symmetries(ctx, prepared, config, judged):
     """The data's own symmetries (Day 4: a prior fits when the data have the symmetry it
     assumes): for each transformation a prior of this kind could assume, does the label survive
     it (the guide's MLP trained with it as augmentation), and which trained candidate is
@@ -180,15 +228,15 @@ def _symmetries(ctx, prepared, config, verdicts):
     from biaslab.comparison.candidates import candidates_for
 
     reference = next(c for c in candidates_for("table", task=prepared.task) if c.name == "MLP")
-    trained = {name: v[1] for name, v in verdicts.items() if v[1] is not None}
-    mlp = verdicts.get(reference.name)
-    reused = mlp is not None and mlp[0].build is reference.build and mlp[1] is not None
+    trained = {name: j.result.fitted for name, j in judged.items() if j.result is not None}
+    mlp = judged.get(reference.name)
+    reused = mlp is not None and mlp.candidate.build is reference.build and mlp.result is not None
     tag = slug(reference.name) if reused else "symmetry-reference"
     setup = ctx.training(tag)
     ctx.echo("symmetries: the label under each transformation, each model's invariance")
     report = symmetry_report(
-        prepared, reference, {name: r.fitted for name, r in trained.items()}, config, setup,
-        plain=mlp[1] if reused else None,
+        prepared, reference, trained, config, setup,
+        plain=mlp.result if reused else None,
         augmented_setup=lambda probe: replace(ctx.training(f"{tag}-{slug(probe.name)}"), seed=setup.seed),
     )  # fmt: skip
     for finding in report.findings:
@@ -204,13 +252,23 @@ def _symmetries(ctx, prepared, config, verdicts):
     return report
 
 
-def _evidence(task, result, curve):
+def _ood_auroc(result, prepared, x, mask) -> float:
+    """How well the candidate's confidence flags the OOD inputs among the test rows: the AUROC of
+    the max-softmax-probability detector (Hendrycks & Gimpel 2017), the one every classifier has."""
+    detector = MSP()
+    inside = detector.score(result.fitted.outputs_on(prepared, "test"))
+    outside = detector.score(result.fitted.outputs(x, mask))
+    return auroc(inside, outside)
+
+
+def _evidence(task, result, curve, ood_auroc=None):
     if task == "classify":
         return Evidence(
             train_sizes=curve.sizes,
             val_errors=curve.val_errors,
             accuracy=result.test["accuracy"],
             ece=result.test["ece_after_temperature"],
+            ood_auroc=ood_auroc,
         )
     return RegressionEvidence(
         train_sizes=curve.sizes,
@@ -238,7 +296,7 @@ def _metrics(ctx, tag, task, result, curve) -> None:
     ctx.timing(**{f"{tag}_train": result.train_seconds})
 
 
-def _data_table(ctx, data, chosen) -> None:
+def _data_table(ctx, data, chosen, split) -> None:
     task = f"classify into {data.n_classes} classes" if data.task == "classify" else "regress"
     rows = [
         ["data", data.source],
@@ -246,61 +304,19 @@ def _data_table(ctx, data, chosen) -> None:
         ["task", task],
         ["examples", len(data)],
         ["candidates", ", ".join(c.name for c in chosen)],
+        ["split", SPLIT_WORDS[split] if data.task == "classify" or split != "random" else "random"],
         *(["note", note] for note in data.notes),
     ]
     ctx.table("Your data", ["", "value"], rows)
 
 
-def _score(task, result) -> tuple[float, ...]:
-    """The validation score the recommendation ranks by (higher is better; a tie in accuracy
-    goes to the lower validation loss)."""
-    if task == "classify":
-        return result.val["accuracy"], -result.val["loss"]
-    return (-result.val["mae"],)
-
-
-def _leaderboard(ctx, task, verdicts, n_seeds) -> None:
-    if task == "classify":
-        measures = ["validation accuracy", "test accuracy", "test ECE after temperature"]
-    else:
-        measures = ["validation MAE", "test MAE", "test MAE / mean predictor's"]
-    curve_column = f"validation error, all rows ({n_seeds} seed{'s' * (n_seeds > 1)})"
-    columns = ["model", "prior", "parameters", *measures, curve_column, "train seconds", "verdict"]
-    rows = []
-    for name, (candidate, result, curve, decision, diverged) in verdicts.items():
-        if result is None:
-            rows.append([name, candidate.prior, "-", "-", "-", "-", "-", "-", f"diverged: {diverged}"])
-            continue
-        val, test = result.val, result.test
-        if task == "classify":
-            values = [val["accuracy"], test["accuracy"], test["ece_after_temperature"]]
-        else:
-            values = [val["mae"], test["mae"], test["mae"] / test["baseline_mae"]]
-        mean, std = curve.val_errors[-1], curve.val_errors_std[-1]
-        spread = f"{mean:.4g} ± {std:.2g}" if n_seeds > 1 else f"{mean:.4g}"
-        parameters = "-" if result.parameters is None else result.parameters
-        verdict = f"{decision.verdict} (rule {decision.rule})"
-        rows.append(
-            [
-                name,
-                candidate.prior,
-                parameters,
-                *(round(v, 4) for v in values),
-                spread,
-                round(result.train_seconds, 2),
-                verdict,
-            ]
-        )
-    ctx.table("Leaderboard", columns, rows, timing_columns=["train seconds"])
-
-
-def _curves_figure(ctx, task, verdicts, require) -> None:
-    if all(result is None for _, result, *_ in verdicts.values()):
+def _curves_figure(ctx, task, judged, require) -> None:
+    fitted = {name: j for name, j in judged.items() if j.result is not None}
+    if not fitted:
         return
     lines = {}
-    for name, (_, result, curve, _, _) in verdicts.items():
-        if result is None:
-            continue
+    for name, j in fitted.items():
+        curve = j.curve
         measured = [(n, e) for n, e in zip(curve.sizes, curve.val_errors) if e > 0]
         lines[name] = {"": tuple(zip(*measured))} if measured else {}
         if curve.power_law is not None:
@@ -309,7 +325,7 @@ def _curves_figure(ctx, task, verdicts, require) -> None:
     if task == "classify":
         target = 1 - require.min_accuracy
     else:  # the requirement as an MAE: a share of the mean predictor's
-        baseline = next(r.test["baseline_mae"] for _, r, *_ in verdicts.values() if r is not None)
+        baseline = next(iter(fitted.values())).result.test["baseline_mae"]
         target = require.max_relative_error * baseline
     unit = "error rate (1 - accuracy)" if task == "classify" else "MAE"
     ctx.figure(
@@ -320,42 +336,21 @@ def _curves_figure(ctx, task, verdicts, require) -> None:
     )
 
 
-def _claims(ctx, task, verdicts, require) -> None:
-    expected = f"ship: {require.text(task)}"
-    for name, (_, result, _, decision, diverged) in verdicts.items():
-        measured = f"diverged: {diverged}" if result is None else (
+def _claims(ctx, task, judged, require, ood=False) -> None:
+    expected = f"ship: {require.text(task, ood)}"
+    for name, j in judged.items():
+        decision = j.decision
+        measured = f"diverged: {j.diverged}" if j.result is None else (
             f"{decision.verdict} (rule {decision.rule}): {decision.reason}"
         )  # fmt: skip
         ctx.claim(
             f"{name} meets the use's requirements",
             expected=expected,
             measured=measured,
-            passed=result is not None and decision.verdict == "ship",
+            passed=j.result is not None and decision.verdict == "ship",
             source="lab design: Day 5's decision rules on the protocol's evidence",
             checked_in_quick=False,
         )
-
-
-def _recommend(ctx, task, verdicts, symmetries=None) -> None:
-    fitted = {n: v for n, v in verdicts.items() if v[1] is not None}
-    if not fitted:
-        ctx.table("Recommendation", ["recommendation"], [["every candidate diverged: lower lr"]])
-        return
-    best = max(fitted, key=lambda n: _score(task, fitted[n][1]))
-    result, decision = fitted[best][1], fitted[best][3]
-    measure = "validation accuracy" if task == "classify" else "validation MAE"
-    value = result.val["accuracy"] if task == "classify" else result.val["mae"]
-    sentence = (
-        f"{best}: the best {measure} ({value:.4g}); its verdict: {decision.verdict} ({decision.reason})"
-    )
-    fits = [] if symmetries is None else fitting_symmetries(symmetries, best)
-    if fits:
-        survives = " and ".join(fits)
-        sentence += (
-            f". Its prior fits your data: the label survives {survives}, and {best} is invariant to it"
-        )
-    ctx.table("Recommendation", ["recommendation"], [[sentence]])
-    ctx.echo(f"recommended: {sentence}")
 
 
 def compare(
@@ -366,6 +361,7 @@ def compare(
     kind: str | None = None,
     models=(),
     model=(),
+    ood: str | None = None,
     profile: str = "default",
     seed: int = 0,
     out=None,
@@ -389,6 +385,8 @@ def compare(
             (None: inferred, as the report's "Your data" table says).
         models: the guide's candidates to keep, by name (empty: all of them).
         model: your own models, ``"module:factory"`` or ``"file.py:factory"``.
+        ood: an ``.npz`` of inputs the models were not made for (``x`` shaped as the data's):
+            each classifier's OOD AUROC joins its verdict.
         profile, seed, out, device: as for :func:`biaslab.run`; ``overrides`` any other config key
             (``{"epochs": 50}``), ``run_options`` the rest of :func:`biaslab.run`'s keywords.
 
@@ -397,7 +395,7 @@ def compare(
     """
     from biaslab.runner import run as run_lab
 
-    keys = {"data": data, "target": target, "task": task, "kind": kind}
+    keys = {"data": data, "target": target, "task": task, "kind": kind, "ood": ood}
     keys = {k: v for k, v in keys.items() if v is not None}
     keys |= {"models": tuple(models)} if models else {}
     keys |= {"model": tuple(model)} if model else {}

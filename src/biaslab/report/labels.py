@@ -130,6 +130,8 @@ NAMES = {
     "udl-mlp": "MLP of UDL fig. 10.8", "gradient-boosted-trees": "gradient-boosted trees",
     "cnn-augmentation": "CNN + augmentation", "1-d-cnn": "1-D CNN", "deep-sets": "Deep Sets",
     "transformer-without-positions": "transformer without positions",
+    "mpnn": "MPNN", "graph-transformer": "graph Transformer", "egnn": "EGNN",
+    "fingerprint-mlp": "fingerprint MLP", "fingerprint-trees": "fingerprint trees",
     "flip": "left-right flip", "reversal": "reversal", "permutation": "permutation",
     "time-shift": "time shift", "column-permutation": "column permutation",
 }  # fmt: skip

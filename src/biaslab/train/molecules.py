@@ -30,6 +30,7 @@ from biaslab.train.callbacks import KeepBest
 from biaslab.train.config import TrainConfig
 from biaslab.train.recipes import TrainSetup
 from biaslab.train.steps import StepOutput
+from biaslab.train.trainer import mean_absolute_error
 
 __all__ = [
     "MoleculeFit",
@@ -92,10 +93,6 @@ def molecule_step(loss: str = "l1"):
         )
 
     return step
-
-
-def _mae(outputs: torch.Tensor, targets: torch.Tensor) -> float:
-    return float((outputs - targets).abs().mean())
 
 
 @torch.no_grad()
@@ -171,7 +168,7 @@ def fit_molecule_regressor(
         callbacks=[KeepBest("val_mae", config.min_delta)],  # ends holding the lowest validation MAE
         step=molecule_step(loss),
         collate_fn=parts["train"].collate,
-        metrics={"mae": _mae},
+        metrics={"mae": mean_absolute_error},
     )
     start = time.perf_counter()
     history = trainer.fit(parts["train"], val=parts["val"])

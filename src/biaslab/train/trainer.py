@@ -57,7 +57,7 @@ from biaslab.train.steps import (
     scalar,
 )
 
-__all__ = ["StepOutput", "Trainer", "accuracy"]
+__all__ = ["StepOutput", "Trainer", "accuracy", "mean_absolute_error"]
 
 Batch = tuple[torch.Tensor, ...]
 MetricFn = Callable[[torch.Tensor, torch.Tensor], "torch.Tensor | float"]
@@ -67,6 +67,15 @@ START_HOOKS = ("on_fit_start", "on_validation_start")  # run in order; the other
 class Logger(Protocol):
     def log(self, record: dict) -> None: ...
     def rewind(self, step: int) -> None: ...
+
+
+def mean_absolute_error(outputs: torch.Tensor, targets: torch.Tensor) -> float:
+    """Mean of ``|output − target|`` over the rows: a regression's validation metric.
+
+    Shapes:
+        outputs, targets: (N,).
+    """
+    return float((outputs - targets).abs().mean())
 
 
 def accuracy(outputs: torch.Tensor, targets: torch.Tensor) -> float:

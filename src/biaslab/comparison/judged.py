@@ -1,0 +1,118 @@
+"""What a comparison concluded about each candidate, and the report's tables made of it.
+
+:class:`Judged` holds one candidate's protocol result, learning curve and verdict (Day 5:
+``decide``); :func:`leaderboard` and :func:`recommendation` turn a comparison's judged candidates
+into the leaderboard's columns and rows and the one recommendation sentence. The candidate
+recommended is the best on **validation**, never on test (the test rows decide nothing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from biaslab.comparison.candidates import Candidate
+    from biaslab.comparison.curves import Curve
+    from biaslab.comparison.protocol import CandidateResult
+    from biaslab.comparison.symmetry_report import SymmetryReport
+    from biaslab.evaluate.decision import Decision
+
+__all__ = ["Judged", "leaderboard", "recommendation", "validation_score"]
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One candidate after the protocol.
+
+    Attributes:
+        candidate: the :class:`~biaslab.comparison.candidates.Candidate`.
+        result, curve, decision: its scores, learning curve and verdict; all None when it diverged.
+        diverged: why the training diverged ("" when it did not).
+        ood_auroc: how well its max softmax probability flags the OOD set among the test rows
+            (None: no OOD set).
+    """
+
+    candidate: Candidate
+    result: CandidateResult | None = None
+    curve: Curve | None = None
+    decision: Decision | None = None
+    diverged: str = ""
+    ood_auroc: float | None = None
+
+
+def validation_score(task: str, result: CandidateResult) -> tuple[float, ...]:
+    """The score the recommendation ranks by, higher is better: validation accuracy (a tie goes to
+    the lower validation loss), or minus the validation MAE."""
+    if task == "classify":
+        return result.val["accuracy"], -result.val["loss"]
+    return (-result.val["mae"],)
+
+
+def leaderboard(task: str, judged: Mapping[str, Judged], n_seeds: int) -> tuple[list[str], list[list]]:
+    """The leaderboard's columns and rows: prior, parameters, validation and test figures, the
+    learning curve's last point (mean ± std over ``n_seeds``), the OOD AUROC when measured, the
+    training time and the verdict with its rule."""
+    if task == "classify":
+        measures = ["validation accuracy", "test accuracy", "test ECE after temperature"]
+    else:
+        measures = ["validation MAE", "test MAE", "test MAE / mean predictor's"]
+    with_ood = any(j.ood_auroc is not None for j in judged.values())
+    curve_column = f"validation error, all rows ({n_seeds} seed{'s' * (n_seeds > 1)})"
+    columns = [
+        "model", "prior", "parameters", *measures, curve_column,
+        *(["OOD AUROC (max softmax)"] if with_ood else []), "train seconds", "verdict",
+    ]  # fmt: skip
+    rows = []
+    for name, j in judged.items():
+        if j.result is None:
+            rows.append([name, j.candidate.prior, *["-"] * (len(columns) - 3), f"diverged: {j.diverged}"])
+            continue
+        val, test = j.result.val, j.result.test
+        if task == "classify":
+            values = [val["accuracy"], test["accuracy"], test["ece_after_temperature"]]
+        else:
+            values = [val["mae"], test["mae"], test["mae"] / test["baseline_mae"]]
+        mean, std = j.curve.val_errors[-1], j.curve.val_errors_std[-1]
+        spread = f"{mean:.4g} ± {std:.2g}" if n_seeds > 1 else f"{mean:.4g}"
+        rows.append(
+            [
+                name,
+                j.candidate.prior,
+                "-" if j.result.parameters is None else j.result.parameters,
+                *(round(v, 4) for v in values),
+                spread,
+                *([round(j.ood_auroc, 4)] if with_ood else []),
+                round(j.result.train_seconds, 2),
+                f"{j.decision.verdict} (rule {j.decision.rule})",
+            ]
+        )
+    return columns, rows
+
+
+def recommendation(task: str, judged: Mapping[str, Judged], symmetries: SymmetryReport | None = None) -> str:
+    """One sentence: the candidate with the best validation score, its verdict and why, and the
+    symmetries of the data its prior captures (when they were probed)."""
+    from biaslab.comparison.symmetry_report import fitting_symmetries
+
+    fitted = {name: j for name, j in judged.items() if j.result is not None}
+    if not fitted:
+        return "every candidate diverged: lower lr"
+    best = max(fitted, key=lambda name: validation_score(task, fitted[name].result))
+    result, decision = fitted[best].result, fitted[best].decision
+    measure, value = (
+        ("validation accuracy", result.val["accuracy"])
+        if task == "classify"
+        else ("validation MAE", result.val["mae"])
+    )
+    sentence = (
+        f"{best}: the best {measure} ({value:.4g}); its verdict: {decision.verdict} ({decision.reason})"
+    )
+    fits = [] if symmetries is None else fitting_symmetries(symmetries, best)
+    if fits:
+        survives = " and ".join(fits)
+        sentence += (
+            f". Its prior fits your data: the label survives {survives}, and {best} is invariant to it"
+        )
+    return sentence
