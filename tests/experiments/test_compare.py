@@ -381,3 +381,20 @@ def test_molecules_with_a_scaffold_split(capsys, tmp_path):
         "--model", f"{tmp_path / 'mine.py'}:wrong_shape", "--out", tmp_path / "x",
     )  # fmt: skip
     assert code == 2 and "your own models take arrays" in err and not (tmp_path / "x").exists()
+
+
+def test_molecules_with_coordinates_bring_egnn(capsys, tmp_path):
+    from tests.data.test_user_molecule_geometry import MOLECULES, geometry, write
+
+    rows = [[s, *geometry(s, seed=k)[:2], int("c" in s or "1" in s)] for k, s in enumerate(MOLECULES * 3)]
+    out = tmp_path / "egnn"
+    code, _, err = cli(
+        capsys, "compare", write(tmp_path / "mols.csv", rows), "--target", "y", "--models", "EGNN",
+        "--quick", "--set", "epochs=2", "--out", out, "--no-progress",
+    )  # fmt: skip
+    assert code == 0, err
+    res = read_json(out / "results.json")
+    assert [row[0] for row in table(res, "Leaderboard")["rows"]] == ["EGNN"]
+    assert 0 <= res["metrics"]["egnn_test_accuracy"] <= 1
+    notes = [row[1] for row in table(res, "Your data")["rows"] if row[0] == "note"]
+    assert any(n.startswith("coordinates: columns Elements and XYZ_Ang") for n in notes)

@@ -15,20 +15,23 @@ and bonds, and the Bemis–Murcko scaffold that the scaffold split groups molecu
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
 
-from biaslab.errors import DataMissingError
+from biaslab.errors import DataFormatError, DataMissingError
 
 __all__ = [
     "ATOM_FEATURES",
     "BOND_TYPES",
     "ELEMENTS",
+    "GEOMETRY_COLUMNS",
     "MoleculeGraph",
     "bag_feature_names",
     "bag_of_atoms_and_bonds",
     "geometry_in_node_order",
+    "heavy_atom_geometry",
     "molecule_graph",
     "morgan_fingerprint",
     "murcko_scaffold",
@@ -129,6 +132,30 @@ def _bonded_in_geometry(elements, positions: np.ndarray) -> np.ndarray:
     bonded = distance < BOND_TOLERANCE * (radii[:, None] + radii[None])
     np.fill_diagonal(bonded, False)
     return bonded
+
+
+GEOMETRY_COLUMNS = ("Elements", "XYZ_Ang")  # qm9pack's layout: every atom's element and coordinates (Å)
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+_ELEMENT = re.compile(r"'([A-Za-z]+)'")
+
+
+def heavy_atom_geometry(elements: str, xyz: str, where: str) -> tuple[tuple[str, ...], np.ndarray]:
+    """The heavy atoms' elements and coordinates from the texts of :data:`GEOMETRY_COLUMNS`:
+    ``"['C','H','H','H','H']"`` and ``"[[x, y, z], ...]"`` in ångström, one triple per atom
+    (hydrogens included, in any order; they are left out here).
+
+    Shapes:
+        -> (n,) elements, (n, 3) float64 coordinates.
+
+    Raises:
+        DataFormatError: no element, or not three coordinates per element (``where`` names the row).
+    """
+    symbols = _ELEMENT.findall(elements)
+    values = np.array([float(v) for v in _NUMBER.findall(xyz)], dtype=np.float64)
+    if not symbols or values.size != 3 * len(symbols):
+        raise DataFormatError(f"{where}: {len(symbols)} elements but {values.size} coordinates")
+    heavy = [k for k, e in enumerate(symbols) if e != "H"]  # hydrogens are interleaved in some rows
+    return tuple(symbols[k] for k in heavy), values.reshape(-1, 3)[heavy]
 
 
 def geometry_in_node_order(
@@ -244,3 +271,30 @@ def bag_of_atoms_and_bonds(
     bond_counts = np.zeros((n_molecules, len(BOND_TYPES) * 10))
     np.add.at(bond_counts, (atom_molecule[edge_index[0, once]], column), 1.0)
     return np.concatenate([atom_counts, bond_counts], axis=1).astype(np.float32)
+
+
+def coordinates_in_smiles_order(smiles, geometries, where) -> list[np.ndarray | None]:
+    """Each molecule's heavy-atom coordinates, a row per atom of its SMILES graph.
+
+    Args:
+        smiles: N SMILES RDKit parses.
+        geometries: N pairs of texts, :data:`GEOMETRY_COLUMNS` (elements, coordinates in Å).
+        where: N names of the rows, for messages.
+
+    Returns:
+        N arrays (n_i, 3) float32, or None where the geometry's bonds are not the SMILES' graph
+        (:func:`geometry_in_node_order`).
+
+    Raises:
+        DataFormatError: an element outside H, C, N, O, F, or a malformed geometry (one line
+            naming the row).
+    """
+    found = []
+    for text, (elements, xyz), here in zip(smiles, geometries, where, strict=True):
+        try:
+            graph = molecule_graph(parse_smiles(text))
+        except ValueError as exc:
+            raise DataFormatError(f"{here}: {exc}; coordinates are read for H, C, N, O, F") from None
+        ordered = geometry_in_node_order(graph, *heavy_atom_geometry(elements, xyz, here))
+        found.append(None if ordered is None else ordered.astype(np.float32))
+    return found

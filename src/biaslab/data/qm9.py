@@ -24,7 +24,6 @@ from __future__ import annotations
 import csv
 import importlib.util
 import os
-import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +37,7 @@ from biaslab.data.molecules import (
     BOND_TYPES,
     bag_of_atoms_and_bonds,
     geometry_in_node_order,
+    heavy_atom_geometry,
     molecule_graph,
     morgan_fingerprint,
     murcko_scaffold,
@@ -98,8 +98,6 @@ TARGETS = {
 TargetName = Literal[
     "gap", "homo", "lumo", "dipole", "polarizability", "r2", "zpve", "u0", "u", "h", "g", "cv"
 ]
-_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
-_ELEMENT = re.compile(r"'([A-Za-z]+)'")
 
 
 @dataclass(frozen=True, eq=False)
@@ -269,16 +267,6 @@ def read_qm9_csv(path: str | os.PathLike) -> list[dict[str, str]]:
         raise DataFormatError(f"{path} is malformed CSV: {exc}") from None
 
 
-def _heavy_positions(row: dict[str, str], where: str) -> tuple[tuple[str, ...], np.ndarray]:
-    """The heavy atoms' elements and coordinates (N, 3) from a row's Elements and XYZ_Ang."""
-    elements = _ELEMENT.findall(row["Elements"])
-    xyz = np.array([float(v) for v in _NUMBER.findall(row["XYZ_Ang"])], dtype=np.float64)
-    if not elements or xyz.size != 3 * len(elements):
-        raise DataFormatError(f"{where}: {len(elements)} elements but {xyz.size} coordinates")
-    heavy = [k for k, e in enumerate(elements) if e != "H"]  # hydrogens are interleaved in some rows
-    return tuple(elements[k] for k in heavy), xyz.reshape(-1, 3)[heavy]
-
-
 def _featurise(rows: list[tuple[str, dict[str, str]]], progress: bool) -> dict[str, np.ndarray]:
     """Every row as a graph, collated; molecules that cannot be used are counted, not dropped silently."""
     from tqdm.auto import tqdm
@@ -297,7 +285,7 @@ def _featurise(rows: list[tuple[str, dict[str, str]]], progress: bool) -> dict[s
             skipped_reason.append(0)
             continue
         graph = molecule_graph(mol)
-        pos = geometry_in_node_order(graph, *_heavy_positions(row, where))
+        pos = geometry_in_node_order(graph, *heavy_atom_geometry(row["Elements"], row["XYZ_Ang"], where))
         if pos is None:
             skipped_index.append(number)
             skipped_reason.append(1)

@@ -78,8 +78,9 @@ class UserData:
             feature (per node feature for graphs); () for image and molecule.
         mask: (N, S) bool for a set (True: a real element) or a padded sequence; else None.
         smiles: molecule: N SMILES strings RDKit can parse; else None.
-        positions: molecule: N coordinate arrays (n_atoms_i, 3) in ångström, the hook for 3-D
-            models (no reader fills it yet); else None.
+        positions: molecule: N coordinate arrays (n_heavy_atoms_i, 3) in ångström, a row per
+            atom of the SMILES, read from a SMILES CSV's columns Elements and XYZ_Ang (qm9pack's
+            layout) for the 3-D models; else None.
         graphs: graph: N torch-geometric ``Data`` (x (n_i, F) float32, edge_index (2, E_i)
             int64, y (1,) the encoded label, as ``y``); else None.
         source: the path read.
@@ -199,6 +200,7 @@ def _checked(loaded: Loaded, path: Path, target: str | None, task: str | None, m
         feature_names=loaded.feature_names,
         mask=loaded.mask,
         smiles=loaded.smiles,
+        positions=loaded.positions,
         graphs=graphs,
         source=os.fspath(path),
         notes=tuple(notes),

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from biaslab.data.molecules import GEOMETRY_COLUMNS, coordinates_in_smiles_order
 from biaslab.errors import ConfigError, DataFormatError, DataMissingError
 from biaslab.formatting import printable
 
@@ -57,8 +58,8 @@ class Loaded:
     Shapes (N examples):
         x: per kind as in :class:`~biaslab.data.user_data.UserData` (None for graphs and
         molecules); y: (N,) the target as read: numbers (float64, int or bool) or text (object);
-        mask: (N, S) bool or None; smiles: N strings or None; graphs: N torch-geometric ``Data``
-        or None.
+        mask: (N, S) bool or None; smiles: N strings or None; positions: N (n_i, 3) coordinate
+        arrays (molecules with a geometry) or None; graphs: N torch-geometric ``Data`` or None.
     """
 
     kind: str
@@ -67,6 +68,7 @@ class Loaded:
     feature_names: tuple[str, ...] = ()
     mask: np.ndarray | None = None
     smiles: tuple[str, ...] | None = None
+    positions: tuple[np.ndarray, ...] | None = None
     graphs: list | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -366,11 +368,38 @@ def _molecules(table: _Table, smiles_columns: list[str], target: str, path: Path
             f"dropped {len(bad)} of {len(smiles)} rows whose SMILES RDKit cannot parse "
             f"(first: {show(smiles[bad[0]])} on {table.row_label(int(bad[0]))})"
         )
-    ignored = [n for n in table.names if n not in (column, target)]
+    positions = None
+    if all(name in table.names for name in GEOMETRY_COLUMNS):
+        positions = _geometries(table, smiles, good, path, notes)  # drops the rows that do not match
+    read = {column, target, *(GEOMETRY_COLUMNS if positions is not None else ())}
+    ignored = [n for n in table.names if n not in read]
     if ignored:
         notes.append(f"columns not read for molecules: {', '.join(show(n) for n in ignored)}")
     kept = tuple(s for s, ok in zip(smiles, good, strict=True) if ok)
-    return Loaded("molecule", None, y[good], smiles=kept, notes=notes)
+    return Loaded("molecule", None, y[good], smiles=kept, positions=positions, notes=notes)
+
+
+def _geometries(table: _Table, smiles: list[str], good: np.ndarray, path: Path, notes: list[str]):
+    """Each parsed molecule's heavy-atom coordinates from the columns Elements and XYZ_Ang
+    (:func:`~biaslab.data.molecules.coordinates_in_smiles_order`); a molecule whose geometry is
+    not its SMILES' graph is dropped (``good`` set False) and counted, as the QM9 benchmark does."""
+    rows = np.flatnonzero(good)
+    cells = [
+        [("" if v is None else str(v)) for v in (table.columns[c][k] for c in GEOMETRY_COLUMNS)] for k in rows
+    ]
+    labels = [f"{where(path)} {table.row_label(int(k))}" for k in rows]
+    found = coordinates_in_smiles_order([smiles[k] for k in rows], cells, labels)
+    mismatched = [int(k) for k, pos in zip(rows, found) if pos is None]
+    good[mismatched] = False
+    if len(mismatched) == len(rows):
+        raise DataFormatError(f"{where(path)}: no molecule's geometry (Elements, XYZ_Ang) matches its SMILES")
+    notes.append("coordinates: columns Elements and XYZ_Ang, each heavy atom matched to its SMILES atom")
+    if mismatched:
+        notes.append(
+            f"dropped {len(mismatched)} molecules whose geometry's bonds are not their SMILES' "
+            f"(first on {table.row_label(mismatched[0])})"
+        )
+    return tuple(pos for pos in found if pos is not None)
 
 
 def _parses(parse, smiles: str) -> bool:
