@@ -154,7 +154,8 @@ def add_compare_parser(sub) -> None:
         action="append",
         default=[],
         metavar="MODULE:FACTORY",
-        help="your own model: factory(input_shape, n_outputs) returns a torch module; repeatable "
+        help="your own model: factory(input_shape, n_outputs) returns a torch module (of a batch of "
+        "examples, or of graphs: see the README); repeatable "
         "(module:factory or path/file.py:factory)",
     )
     p.add_argument(

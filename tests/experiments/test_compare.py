@@ -372,15 +372,62 @@ def test_molecules_with_a_scaffold_split(capsys, tmp_path):
     data_rows = dict(table(res, "Your data")["rows"][:6])
     assert data_rows["kind"] == "molecule" and data_rows["split"].startswith("by Murcko scaffold")
     assert res["metrics"]["gcn_test_mae"] > 0 and res["metrics"]["test_baseline_mae"] > 0
-    # a scaffold split needs molecules; a user's model takes arrays: one line each, nothing written
+    # a scaffold split needs molecules: one line, nothing written
     code, _, err = cli(capsys, "compare", "sklearn:wine", "--set", "split=scaffold", "--out", tmp_path / "x")
     assert code == 2 and "scaffold" in err and not (tmp_path / "x").exists()
-    (tmp_path / "mine.py").write_text(FACTORY)
+
+
+GRAPH_MODEL = """
+import torch
+from torch import nn
+
+
+class MeanOfNodes(nn.Module):
+    \"\"\"A linear map of each graph's mean node features: no message passing at all.\"\"\"
+
+    def __init__(self, features, n_outputs):
+        super().__init__()
+        self.linear = nn.Linear(features, n_outputs)
+
+    def forward(self, batch):
+        sums = torch.zeros(batch.num_graphs, batch.x.shape[1], device=batch.x.device)
+        sums = sums.index_add(0, batch.batch, batch.x)
+        counts = torch.bincount(batch.batch, minlength=batch.num_graphs).clamp(min=1)[:, None]
+        return self.linear(sums / counts)
+
+
+def make(input_shape, n_outputs):
+    return MeanOfNodes(input_shape[0], n_outputs)
+
+
+def wrong_shape(input_shape, n_outputs):
+    return MeanOfNodes(input_shape[0], n_outputs + 1)
+"""
+
+
+def test_a_users_graph_model_joins_the_graph_leaderboard(capsys, tmp_path):
+    import torch
+
+    from tests.comparison.test_graph_candidates import chains_and_branched
+
+    torch.save(chains_and_branched(n=60).graphs, tmp_path / "trees.pt")
+    (tmp_path / "mine.py").write_text(GRAPH_MODEL)
+    out = tmp_path / "own"
     code, _, err = cli(
-        capsys, "compare", tmp_path / "mols.csv", "--target", "heavy_atoms",
-        "--model", f"{tmp_path / 'mine.py'}:wrong_shape", "--out", tmp_path / "x",
+        capsys, "compare", tmp_path / "trees.pt", "--models", "GCN",
+        "--model", f"{tmp_path / 'mine.py'}:make", "--quick", "--set", "epochs=2",
+        "--out", out, "--no-progress",
     )  # fmt: skip
-    assert code == 2 and "your own models take arrays" in err and not (tmp_path / "x").exists()
+    assert code == 0, err
+    res = read_json(out / "results.json")
+    assert [row[0] for row in table(res, "Leaderboard")["rows"]] == ["GCN", "make"]
+    assert 0 <= res["metrics"]["make_test_accuracy"] <= 1
+    code, _, err = cli(
+        capsys, "compare", tmp_path / "trees.pt", "--model", f"{tmp_path / 'mine.py'}:wrong_shape",
+        "--out", tmp_path / "x",
+    )  # fmt: skip
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "wrong_shape" in err and "expected (4, 2)" in err
+    assert not (tmp_path / "x").exists()
 
 
 def test_molecules_with_coordinates_bring_egnn(capsys, tmp_path):

@@ -44,7 +44,15 @@ from biaslab.comparison import graph_models, models
 from biaslab.data.user_formats import show, where
 from biaslab.errors import ConfigError
 
-__all__ = ["Candidate", "Reads", "Task", "candidates_for", "check_candidate", "user_candidate"]
+__all__ = [
+    "Candidate",
+    "Reads",
+    "Task",
+    "candidates_for",
+    "check_candidate",
+    "check_graph_candidate",
+    "user_candidate",
+]
 
 Task = Literal["classify", "regress"]
 Reads = Literal["x", "graph", "geometry", "fingerprint"]
@@ -228,7 +236,10 @@ def user_candidate(spec: str) -> Candidate:
 
     ``factory(input_shape, n_outputs)`` returns a fresh ``nn.Module`` mapping ``(N, *input_shape)``
     to ``(N, n_outputs)``. A factory with an attribute ``takes_mask = True`` is called as
-    ``model(x, mask)`` on sets; otherwise it gets ``x`` alone, with the padding zeroed.
+    ``model(x, mask)`` on sets; otherwise it gets ``x`` alone, with the padding zeroed. On graphs
+    and molecules ``input_shape`` is ``(F,)``, the node features, and the model maps a batch of
+    graphs (:class:`~biaslab.data.qm9.MoleculeBatch`) to ``(num_graphs, n_outputs)``: a comparison
+    sets its ``reads`` to ``"graph"`` (``"geometry"`` with coordinates).
 
     Returns:
         A torch :class:`Candidate` named after the factory, prior ``"your model"``.
@@ -353,6 +364,43 @@ def check_candidate(candidate: Candidate, x_sample, n_outputs: int, task: Task, 
     except Exception as exc:  # a user's model: any failure is one line
         raise ConfigError(f"{label} failed on a batch of shape {tuple(x.shape)}: {_one_line(exc)}") from None
     _check_output(label, x, out, (len(x), n_outputs), task)
+
+
+def check_graph_candidate(candidate: Candidate, batch, n_outputs: int, task: Task) -> None:
+    """:func:`check_candidate` for a model of graphs: build it for ``(F,)`` node features and run
+    it once on ``batch`` (:func:`~biaslab.comparison.graph_data.sample_batch`), expecting
+    ``(num_graphs, n_outputs)``.
+
+    Raises:
+        ConfigError: one line naming the candidate, as :func:`check_candidate`.
+    """
+    label = f"candidate {show(candidate.name)}"
+    input_shape = (int(batch.x.shape[1]),)
+    try:
+        model = candidate.build(input_shape, n_outputs, task)
+    except Exception as exc:  # a user's factory: any failure is one line
+        raise ConfigError(
+            f"{label} could not be built for node features {input_shape} with {n_outputs} outputs: "
+            f"{_one_line(exc)}"
+        ) from None
+    if not isinstance(model, nn.Module):
+        raise ConfigError(f"{label}: its factory returned a {type(model).__name__}, not a torch.nn.Module")
+    model.eval()
+    try:
+        with torch.no_grad():
+            out = model(batch)
+    except Exception as exc:  # a user's model: any failure is one line
+        raise ConfigError(
+            f"{label} failed on a batch of {batch.num_graphs} graphs: {_one_line(exc)}"
+        ) from None
+    what = f"{batch.num_graphs} graphs"
+    got = tuple(out.shape) if torch.is_tensor(out) else f"a {type(out).__name__}"
+    if got != (batch.num_graphs, n_outputs):
+        raise ConfigError(
+            f"{label} maps {what} to {got}; expected {_expected((batch.num_graphs, n_outputs), task)}"
+        )
+    if not torch.isfinite(out).all():
+        raise ConfigError(f"{label} gives NaN or infinite outputs on {what}")
 
 
 def _expected(shape: tuple[int, ...], task: str) -> str:

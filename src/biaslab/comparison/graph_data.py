@@ -60,6 +60,7 @@ __all__ = [
     "GraphStore",
     "PreparedGraphs",
     "prepare_graphs",
+    "sample_batch",
 ]
 
 GRAPH_KINDS = ("graph", "molecule")
@@ -332,6 +333,27 @@ def _concatenated(
         edge_ptr=edge_ptr,
         pos=None if pos is None else np.concatenate(pos).astype(np.float32),
     )
+
+
+def sample_batch(data: UserData, count: int) -> MoleculeBatch:
+    """The first ``count`` graphs or molecules of ``data`` as one batch, node features as read (not
+    standardized): what a user's graph model is tried on before any training.
+
+    Shapes:
+        -> x (A, F), edge_index (2, E), edge_attr (E, 4), batch (A,), pos (A, 3) or None.
+    """
+    if data.kind not in GRAPH_KINDS:
+        raise ConfigError(f"{data.kind} data has no graphs to batch")
+    count = min(count, len(data))
+    first = replace(
+        data,
+        y=data.y[:count],
+        graphs=None if data.graphs is None else data.graphs[:count],
+        smiles=None if data.smiles is None else data.smiles[:count],
+        positions=None if data.positions is None else data.positions[:count],
+    )
+    store = _user_graphs(first) if data.kind == "graph" else _molecules(first)[0]
+    return store.batch(np.arange(count))
 
 
 def _user_graphs(data: UserData) -> GraphStore:

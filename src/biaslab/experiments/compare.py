@@ -134,7 +134,12 @@ def read_ood(cfg: CompareConfig, data):
 def candidates(cfg: CompareConfig, data) -> list:
     """The guide's candidates for the data (those ``models`` names), then the user's models,
     each user model tried on a few rows."""
-    from biaslab.comparison.candidates import candidates_for, check_candidate, user_candidate
+    from biaslab.comparison.candidates import (
+        candidates_for,
+        check_candidate,
+        check_graph_candidate,
+        user_candidate,
+    )
 
     offered = candidates_for(data.kind, task=data.task, has_positions=data.positions is not None)
     chosen = offered
@@ -150,11 +155,15 @@ def candidates(cfg: CompareConfig, data) -> list:
     n_outputs = data.n_classes if data.task == "classify" else 1
     mask = None if data.mask is None else data.mask[:CHECK_ROWS]
     own = [user_candidate(spec) for spec in cfg.model or ()]
-    if own and data.x is None:
-        raise ConfigError(
-            f"model: your own models take arrays (tables, images, sequences, sets); {data.kind} data "
-            "is compared with the guide's graph models only, for now"
-        )
+    if data.x is None:  # graphs and molecules: a user's model reads a batch of graphs
+        from biaslab.comparison.graph_data import sample_batch
+
+        reads = "geometry" if data.positions is not None else "graph"
+        own = [replace(candidate, reads=reads) for candidate in own]
+        batch = sample_batch(data, CHECK_ROWS) if own else None
+        for candidate in own:
+            check_graph_candidate(candidate, batch, n_outputs, data.task)
+        return chosen + own
     for candidate in own:
         check_candidate(candidate, data.x[:CHECK_ROWS], n_outputs, data.task, mask)
     return chosen + own
