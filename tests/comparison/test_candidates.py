@@ -6,8 +6,9 @@ import pytest
 import torch
 from torch import nn
 
-from biaslab.comparison.candidates import Candidate, candidates_for, check_candidate, user_candidate
+from biaslab.comparison.candidates import Candidate, candidates_for
 from biaslab.comparison.models import random_shifts
+from biaslab.comparison.user_models import check_candidate, user_candidate
 from biaslab.errors import ConfigError
 
 N = 40

@@ -426,7 +426,9 @@ def test_a_users_graph_model_joins_the_graph_leaderboard(capsys, tmp_path):
         capsys, "compare", tmp_path / "trees.pt", "--model", f"{tmp_path / 'mine.py'}:wrong_shape",
         "--out", tmp_path / "x",
     )  # fmt: skip
-    assert code == 2 and len(err.strip().splitlines()) == 1 and "wrong_shape" in err and "expected (4, 2)" in err
+    assert (
+        code == 2 and len(err.strip().splitlines()) == 1 and "wrong_shape" in err and "expected (4, 2)" in err
+    )
     assert not (tmp_path / "x").exists()
 
 

@@ -18,41 +18,25 @@ The workshop's decision guide (Day 4, "which architecture for which data"), as c
                chemist's features; the graph models on the atoms and bonds; EGNN (when 3-D
                coordinates are given): E(3) invariance, distances and not coordinates
 
-A scientist's own model joins them with :func:`user_candidate` (``"module:factory"`` or
-``"path/file.py:factory"``), and :func:`check_candidate` runs any candidate once on a small batch
-so that a broken factory is one line before any training. The models and their sizes are in
+A scientist's own model joins them through :mod:`biaslab.comparison.user_models`
+(``"module:factory"`` or ``"path/file.py:factory"``), where a candidate is also tried once on a
+small batch so that a broken factory is one line before any training. The models and their sizes are in
 :mod:`biaslab.comparison.models` and, for graphs and molecules, :mod:`biaslab.comparison.graph_models`.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import math
-import os
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
 import torch
-from torch import nn
 
 from biaslab.comparison import graph_models, models
-from biaslab.data.user_formats import show, where
+from biaslab.data.user_formats import show
 from biaslab.errors import ConfigError
 
-__all__ = [
-    "Candidate",
-    "Reads",
-    "Task",
-    "candidates_for",
-    "check_candidate",
-    "check_graph_candidate",
-    "user_candidate",
-]
+__all__ = ["Candidate", "Reads", "Task", "candidates_for"]
 
 Task = Literal["classify", "regress"]
 Reads = Literal["x", "graph", "geometry", "fingerprint"]
@@ -225,210 +209,3 @@ def candidates_for(kind: str, *, task: Task, has_positions: bool = False) -> lis
         raise ConfigError(f"unknown kind {show(kind)}; choose one of {', '.join(_GUIDE)}")
     geometric = [_EGNN] if kind == "molecule" and has_positions else []
     return [*_GUIDE[kind], *geometric]
-
-
-# --------------------------------------------------------------------------- a user's own model
-
-
-def user_candidate(spec: str) -> Candidate:
-    """A scientist's own model: ``"module:factory"`` (an importable module) or
-    ``"path/to/file.py:factory"`` (a file, imported by its path).
-
-    ``factory(input_shape, n_outputs)`` returns a fresh ``nn.Module`` mapping ``(N, *input_shape)``
-    to ``(N, n_outputs)``. A factory with an attribute ``takes_mask = True`` is called as
-    ``model(x, mask)`` on sets; otherwise it gets ``x`` alone, with the padding zeroed. On graphs
-    and molecules ``input_shape`` is ``(F,)``, the node features, and the model maps a batch of
-    graphs (:class:`~biaslab.data.qm9.MoleculeBatch`) to ``(num_graphs, n_outputs)``: a comparison
-    sets its ``reads`` to ``"graph"`` (``"geometry"`` with coordinates).
-
-    Returns:
-        A torch :class:`Candidate` named after the factory, prior ``"your model"``.
-
-    Raises:
-        ConfigError: one line: no colon, no such file or module, an import that fails, no such
-            attribute, an attribute that is not callable.
-    """
-    source, _, name = spec.rpartition(":") if isinstance(spec, str) else ("", "", "")
-    if not source.strip() or not name.isidentifier():
-        raise ConfigError(
-            f"a model is given as MODULE:FACTORY or FILE.py:FACTORY (e.g. my_models.py:make_model), "
-            f"not {show(spec)}"
-        )
-    is_file = source.endswith(".py") or "/" in source or os.sep in source
-    module = _import_file(Path(source)) if is_file else _import_module(source)
-    where_ = where(source)
-    if not hasattr(module, name):
-        public = sorted(  # what the module itself defines, not what it imports
-            n
-            for n, v in vars(module).items()
-            if callable(v) and not n.startswith("_") and getattr(v, "__module__", None) == module.__name__
-        )
-        found = f"; it defines {', '.join(public[:8])}" if public else ""
-        raise ConfigError(f"{where_} has no {show(name)}{found}")
-    factory = getattr(module, name)
-    if not callable(factory):
-        raise ConfigError(f"{where_}:{name} is a {type(factory).__name__}, not a function building a model")
-
-    def build(input_shape: tuple[int, ...], n_outputs: int, task: Task) -> Any:
-        return factory(tuple(input_shape), n_outputs)
-
-    return Candidate(
-        name, "your model", "torch", build, takes_mask=getattr(factory, "takes_mask", False) is True
-    )
-
-
-def _import_module(name: str):
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name and name.split(".")[: len(exc.name.split("."))] == exc.name.split("."):
-            raise ConfigError(
-                f"no module named {show(name)}; give its file instead "
-                f"(path/to/{name.rpartition('.')[2]}.py:FACTORY)"
-            ) from None
-        raise ConfigError(f"importing module {show(name)} failed: {_one_line(exc)}") from None
-    except Exception as exc:  # the user's code: any failure is theirs to fix
-        raise ConfigError(f"importing module {show(name)} failed: {_one_line(exc)}") from None
-
-
-def _import_file(path: Path):
-    if not path.is_file():
-        raise ConfigError(f"no model file at {where(path)}")
-    if path.suffix != ".py":
-        raise ConfigError(f"{where(path)} is not a Python file (.py)")
-    module_name = f"biaslab_user_model_{abs(hash(str(path.resolve())))}"
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module  # dataclasses and pickling look their module up
-    try:
-        spec.loader.exec_module(module)
-    except Exception as exc:  # the user's code: any failure is theirs to fix
-        sys.modules.pop(module_name, None)
-        raise ConfigError(f"importing {where(path)} failed: {_one_line(exc)}") from None
-    return module
-
-
-def _one_line(exc: BaseException, limit: int = 200) -> str:
-    """``TypeError: message`` on one line, cut to about ``limit`` characters."""
-    text = " ".join(f"{type(exc).__name__}: {exc}".split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-# --------------------------------------------------------------------------- checking a candidate
-
-
-def check_candidate(candidate: Candidate, x_sample, n_outputs: int, task: Task, mask_sample=None) -> None:
-    """Build ``candidate`` and run it once on a small batch, before any training.
-
-    Args:
-        candidate: the candidate.
-        x_sample: a few examples ``(N, *input_shape)`` (NumPy or torch).
-        n_outputs: classes (classify) or 1 (regress).
-        task: ``classify`` or ``regress``.
-        mask_sample: ``(N, S)`` booleans for sets (True: a real element), passed when the
-            candidate ``takes_mask``.
-
-    Raises:
-        ConfigError: one line naming the candidate: its factory raises, returns something other
-            than an ``nn.Module`` (torch) or an estimator (sklearn), fails on the batch, or gives
-            an output of another shape than ``(N, n_outputs)`` (the shapes expected and got).
-    """
-    x = torch.as_tensor(np.asarray(x_sample) if not torch.is_tensor(x_sample) else x_sample)
-    x = x.to(torch.float32)
-    if x.dim() < 2 or len(x) == 0:
-        raise ValueError(f"x_sample must be a batch (N, *input_shape) with N >= 1, got {tuple(x.shape)}")
-    label = f"candidate {show(candidate.name)}"
-    input_shape = tuple(x.shape[1:])
-    try:
-        model = candidate.build(input_shape, n_outputs, task)
-    except Exception as exc:  # a user's factory: any failure is one line
-        raise ConfigError(
-            f"{label} could not be built for input shape {input_shape} with {n_outputs} outputs: "
-            f"{_one_line(exc)}"
-        ) from None
-    if candidate.engine == "sklearn":
-        _check_estimator(label, model, x.reshape(len(x), -1).cpu().numpy(), n_outputs, task)
-        return
-    if not isinstance(model, nn.Module):
-        raise ConfigError(f"{label}: its factory returned a {type(model).__name__}, not a torch.nn.Module")
-    args = (x,)
-    if candidate.takes_mask:
-        mask = None if mask_sample is None else torch.as_tensor(np.asarray(mask_sample), dtype=torch.bool)
-        args = (x, mask)
-    model.eval()
-    try:
-        parameter = next(model.parameters(), None)
-        device = parameter.device if parameter is not None else x.device
-        with torch.no_grad():
-            out = model(*(a if a is None else a.to(device) for a in args))
-    except Exception as exc:  # a user's model: any failure is one line
-        raise ConfigError(f"{label} failed on a batch of shape {tuple(x.shape)}: {_one_line(exc)}") from None
-    _check_output(label, x, out, (len(x), n_outputs), task)
-
-
-def check_graph_candidate(candidate: Candidate, batch, n_outputs: int, task: Task) -> None:
-    """:func:`check_candidate` for a model of graphs: build it for ``(F,)`` node features and run
-    it once on ``batch`` (:func:`~biaslab.comparison.graph_data.sample_batch`), expecting
-    ``(num_graphs, n_outputs)``.
-
-    Raises:
-        ConfigError: one line naming the candidate, as :func:`check_candidate`.
-    """
-    label = f"candidate {show(candidate.name)}"
-    input_shape = (int(batch.x.shape[1]),)
-    try:
-        model = candidate.build(input_shape, n_outputs, task)
-    except Exception as exc:  # a user's factory: any failure is one line
-        raise ConfigError(
-            f"{label} could not be built for node features {input_shape} with {n_outputs} outputs: "
-            f"{_one_line(exc)}"
-        ) from None
-    if not isinstance(model, nn.Module):
-        raise ConfigError(f"{label}: its factory returned a {type(model).__name__}, not a torch.nn.Module")
-    model.eval()
-    try:
-        with torch.no_grad():
-            out = model(batch)
-    except Exception as exc:  # a user's model: any failure is one line
-        raise ConfigError(
-            f"{label} failed on a batch of {batch.num_graphs} graphs: {_one_line(exc)}"
-        ) from None
-    what = f"{batch.num_graphs} graphs"
-    got = tuple(out.shape) if torch.is_tensor(out) else f"a {type(out).__name__}"
-    if got != (batch.num_graphs, n_outputs):
-        raise ConfigError(
-            f"{label} maps {what} to {got}; expected {_expected((batch.num_graphs, n_outputs), task)}"
-        )
-    if not torch.isfinite(out).all():
-        raise ConfigError(f"{label} gives NaN or infinite outputs on {what}")
-
-
-def _expected(shape: tuple[int, ...], task: str) -> str:
-    return f"{shape} ({'one score per class' if task == 'classify' else 'one value per example'})"
-
-
-def _check_output(label: str, x: torch.Tensor, out, shape: tuple[int, ...], task: str) -> None:
-    got = tuple(out.shape) if torch.is_tensor(out) else f"a {type(out).__name__}"
-    if got != shape:
-        raise ConfigError(f"{label} maps input {tuple(x.shape)} to {got}; expected {_expected(shape, task)}")
-    if not torch.isfinite(out).all():
-        raise ConfigError(f"{label} gives NaN or infinite outputs on input {tuple(x.shape)}")
-
-
-def _check_estimator(label: str, estimator, x: np.ndarray, n_outputs: int, task: str) -> None:
-    """Fit on ``x`` with made-up targets (every class present) and check what it predicts."""
-    needs = ("fit", "predict", "predict_proba") if task == "classify" else ("fit", "predict")
-    if not all(callable(getattr(estimator, n, None)) for n in needs):
-        raise ConfigError(
-            f"{label}: its factory returned a {type(estimator).__name__}, not a scikit-learn "
-            f"estimator with {', '.join(needs)}"
-        )
-    rows = max(len(x), n_outputs)
-    x_fit = np.tile(x, (math.ceil(rows / len(x)), 1))[:rows]
-    y_fit = np.arange(rows) % n_outputs if task == "classify" else np.linspace(-1.0, 1.0, rows)
-    try:
-        estimator.fit(x_fit, y_fit)
-        out = estimator.predict_proba(x) if task == "classify" else estimator.predict(x)[:, None]
-    except Exception as exc:  # any failure is one line
-        raise ConfigError(f"{label} failed on a batch of shape {x.shape}: {_one_line(exc)}") from None
-    _check_output(label, torch.as_tensor(x), torch.as_tensor(np.asarray(out)), (len(x), n_outputs), task)

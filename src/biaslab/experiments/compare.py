@@ -134,12 +134,8 @@ def read_ood(cfg: CompareConfig, data):
 def candidates(cfg: CompareConfig, data) -> list:
     """The guide's candidates for the data (those ``models`` names), then the user's models,
     each user model tried on a few rows."""
-    from biaslab.comparison.candidates import (
-        candidates_for,
-        check_candidate,
-        check_graph_candidate,
-        user_candidate,
-    )
+    from biaslab.comparison.candidates import candidates_for
+    from biaslab.comparison.user_models import check_candidate, check_graph_candidate, user_candidate
 
     offered = candidates_for(data.kind, task=data.task, has_positions=data.positions is not None)
     chosen = offered
