@@ -10,7 +10,8 @@ import torch
 from torch_geometric.data import Data
 
 from biaslab.comparison.candidates import Candidate, candidates_for
-from biaslab.comparison.graph_data import GraphStore, PreparedGraphs
+from biaslab.comparison.graph_data import PreparedGraphs
+from biaslab.comparison.graph_store import GraphStore
 from biaslab.comparison.protocol import fit_candidate, learning_curve, prepare
 from biaslab.comparison.training import fit
 from biaslab.data.molecules import molecule_graph, murcko_scaffold, parse_smiles
@@ -175,9 +176,17 @@ def test_bad_graph_input_is_one_line():
         prepare(table, seed=0, split="scaffold")
     with pytest.raises(ConfigError, match="unknown split 'stratified'"):
         prepare(molecules(), seed=0, split="stratified")
+    # sulfur is outside the atom features: the fingerprints still compare, the graph models say why not
+    sulfur = prepare(molecules(smiles=(*SMILES[:-1], "CCS")), seed=0)
+    assert sulfur.store is None and sulfur.fingerprint_table().input_shape == (2048,)
     with pytest.raises(ConfigError) as excinfo:
-        prepare(molecules(smiles=(*SMILES[:-1], "CCS")), seed=0)
-    assert "CCS" in one_line(excinfo) and "element S" in one_line(excinfo)
+        sulfur.require_graphs()
+    assert (
+        "CCS" in one_line(excinfo) and "element S" in one_line(excinfo) and "fingerprint" in one_line(excinfo)
+    )
+    gcn = next(c for c in candidates_for("molecule", task="classify") if c.name == "GCN")
+    with pytest.raises(ConfigError, match="element S"):
+        fit(gcn, sulfur, "classify", CONFIG, QUIET)
     data = molecules(positions=True)
     bad = UserData(
         "molecule", "classify", None, data.y, data.classes, smiles=data.smiles,

@@ -447,3 +447,23 @@ def test_molecules_with_coordinates_bring_egnn(capsys, tmp_path):
     assert 0 <= res["metrics"]["egnn_test_accuracy"] <= 1
     notes = [row[1] for row in table(res, "Your data")["rows"] if row[0] == "note"]
     assert any(n.startswith("coordinates: columns Elements and XYZ_Ang") for n in notes)
+
+
+def test_molecules_beyond_the_atom_features_compare_by_fingerprints(capsys, tmp_path):
+    from tests.comparison.test_graph_candidates import SMILES
+
+    sulfur = ["CCS", "CSC", "c1ccsc1", "CS(=O)C", "SCCS", "CC(=S)N"]
+    smiles = list(SMILES[:30]) + sulfur * 2
+    rows = [[s, int("S" in s or "s" in s)] for s in smiles]
+    path = write_csv(tmp_path / "mols.csv", rows, header=("smiles", "has_sulfur"))
+    code, _, err = cli(capsys, "compare", path, "--target", "has_sulfur", "--out", tmp_path / "x")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and not (tmp_path / "x").exists()
+    assert "element S" in err and "--models 'fingerprint trees,fingerprint MLP'" in err
+    out = tmp_path / "fingerprints"
+    code, _, err = cli(
+        capsys, "compare", path, "--target", "has_sulfur", "--models", "fingerprint trees,fingerprint MLP",
+        "--quick", "--set", "epochs=2", "--out", out, "--no-progress",
+    )  # fmt: skip
+    assert code == 0, err
+    res = read_json(out / "results.json")
+    assert [row[0] for row in table(res, "Leaderboard")["rows"]] == ["fingerprint trees", "fingerprint MLP"]

@@ -36,15 +36,16 @@ import torch
 
 from biaslab.comparison import preparation
 from biaslab.comparison.fitting import Prepared
-from biaslab.data.molecule_splits import scaffold_split
-from biaslab.data.molecules import (
-    BOND_TYPES,
-    molecule_graph,
-    morgan_fingerprint,
-    murcko_scaffold,
-    parse_smiles,
+from biaslab.comparison.graph_store import (
+    GRAPH_KINDS,
+    UNREADABLE_ADVICE,
+    GraphStore,
+    molecule_store,
+    unreadable_molecule,
+    user_graph_store,
 )
-from biaslab.data.qm9 import MoleculeBatch, concatenated_ranges
+from biaslab.data.molecule_splits import scaffold_split
+from biaslab.data.qm9 import MoleculeBatch
 from biaslab.data.splits import Splits
 from biaslab.errors import ConfigError
 from biaslab.train.seed import derive_seed
@@ -52,68 +53,9 @@ from biaslab.train.seed import derive_seed
 if TYPE_CHECKING:
     from biaslab.data.user_data import UserData
 
-__all__ = [
-    "EDGE_TYPES",
-    "FINGERPRINT_BITS",
-    "GRAPH_KINDS",
-    "SPLIT_RULES",
-    "GraphStore",
-    "PreparedGraphs",
-    "prepare_graphs",
-    "sample_batch",
-]
+__all__ = ["SPLIT_RULES", "PreparedGraphs", "prepare_graphs"]
 
-GRAPH_KINDS = ("graph", "molecule")
 SPLIT_RULES = ("random", "scaffold")
-EDGE_TYPES = len(BOND_TYPES)  # edge features: a one-hot bond type; a plain graph's edges all the first
-FINGERPRINT_BITS = 2048  # Morgan bits, as the QM9 benchmark's fingerprints
-FINGERPRINT_RADIUS = 2  # bonds around each atom: ECFP4-like
-
-
-@dataclass(frozen=True, eq=False)
-class GraphStore:
-    """Every graph of a data set concatenated: graph ``g``'s nodes are rows
-    ``node_ptr[g]:node_ptr[g+1]`` of ``x`` (and ``pos``), its directed edges the columns
-    ``edge_ptr[g]:edge_ptr[g+1]`` of ``edge_index`` (node indices local to the graph) and
-    ``edge_type``.
-
-    Shapes (N graphs, A nodes, E edges in all):
-        x (A, F) float32, standardized; edge_index (2, E) int64, local; edge_type (E,) int64 in
-        0..3 (``BOND_TYPES``); node_ptr, edge_ptr (N + 1,) int64; pos (A, 3) float32 or None.
-    """
-
-    x: np.ndarray
-    edge_index: np.ndarray
-    edge_type: np.ndarray
-    node_ptr: np.ndarray
-    edge_ptr: np.ndarray
-    pos: np.ndarray | None = None
-
-    def __len__(self) -> int:
-        return len(self.node_ptr) - 1
-
-    def batch(self, rows) -> MoleculeBatch:
-        """The graphs ``rows`` (in that order) as one disjoint graph: node indices shifted by the
-        nodes of the graphs before, ``batch`` naming each node's graph (0..len(rows)-1).
-
-        Shapes:
-            rows (B,) -> x (A_b, F), pos (A_b, 3) or None, edge_index (2, E_b), edge_attr
-            (E_b, 4) one-hot, batch (A_b,); ``num_graphs`` B.
-        """
-        rows = np.asarray(rows, dtype=np.int64)
-        nodes = concatenated_ranges(self.node_ptr[rows], self.node_ptr[rows + 1])  # (A_b,) store rows
-        edges = concatenated_ranges(self.edge_ptr[rows], self.edge_ptr[rows + 1])  # (E_b,)
-        n_nodes, n_edges = np.diff(self.node_ptr)[rows], np.diff(self.edge_ptr)[rows]
-        first_node = np.cumsum(n_nodes) - n_nodes  # where each graph starts in the batch
-        edge_index = self.edge_index[:, edges] + np.repeat(first_node, n_edges)  # (2, E_b)
-        return MoleculeBatch(
-            x=torch.from_numpy(self.x[nodes]),
-            pos=None if self.pos is None else torch.from_numpy(self.pos[nodes]),
-            edge_index=torch.from_numpy(edge_index),
-            edge_attr=torch.from_numpy(np.eye(EDGE_TYPES, dtype=np.float32)[self.edge_type[edges]]),
-            batch=torch.from_numpy(np.repeat(np.arange(len(rows)), n_nodes)),
-            num_graphs=len(rows),
-        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -131,7 +73,9 @@ class PreparedGraphs:
         y: (N,) every example's target as trained on: int64 class indices, or float32
             standardized by ``y_mean`` and ``y_std``.
         store: every example's graph (:class:`GraphStore`), node features standardized by
-            ``node_mean`` and ``node_std`` (F,), the training graphs' nodes' statistics.
+            ``node_mean`` and ``node_std`` (F,), the training graphs' nodes' statistics; None (and
+            the three None) when a molecule has an element the atom features do not cover: then
+            ``unreadable`` names it, and only the fingerprint candidates can be fitted.
         fingerprints: molecules: (N, 2048) uint8 Morgan bits; graphs: None.
         scaffolds: molecules: N Murcko scaffold SMILES ("" for an acyclic molecule); graphs: None.
         split: the split rule, ``"random"`` or ``"scaffold"``.
@@ -144,15 +88,16 @@ class PreparedGraphs:
     rows: dict[str, np.ndarray]
     targets: dict[str, np.ndarray]
     y: torch.Tensor
-    store: GraphStore
-    node_mean: np.ndarray
-    node_std: np.ndarray
+    store: GraphStore | None
+    node_mean: np.ndarray | None
+    node_std: np.ndarray | None
     y_mean: float | None = None
     y_std: float | None = None
     fingerprints: np.ndarray | None = None
     scaffolds: tuple[str, ...] | None = None
     split: str = "random"
     seed: int = 0
+    unreadable: str = ""
 
     @property
     def n_train(self) -> int:
@@ -161,11 +106,20 @@ class PreparedGraphs:
     @property
     def has_positions(self) -> bool:
         """Whether the graphs carry 3-D coordinates (for the geometric models)."""
-        return self.store.pos is not None
+        return self.store is not None and self.store.pos is not None
+
+    def require_graphs(self) -> GraphStore:
+        """The store of graphs; a ConfigError line when some molecule cannot be a graph."""
+        if self.store is None:
+            raise ConfigError(
+                f"{self.unreadable}; the graph models read the notes' atom features (H, C, N, O, F): "
+                f"{UNREADABLE_ADVICE}"
+            )
+        return self.store
 
     def graphs(self, split: str) -> MoleculeBatch:
         """The graphs of ``split`` ("train", "val" or "test") collated, in the order of ``rows``."""
-        return self.store.batch(self.rows[split])
+        return self.require_graphs().batch(self.rows[split])
 
     def to_unit(self, values) -> np.ndarray:
         """Standardized regression outputs back in the target's unit: ``values · y_std + y_mean``."""
@@ -260,15 +214,17 @@ def prepare_graphs(
     if not (0 < val < 1 and 0 < test < 1 and val + test < 1):
         raise ConfigError(f"val={val}, test={test}: each a fraction in (0, 1), together below 1")
     if data.kind == "graph":
-        store, fingerprints, scaffolds = _user_graphs(data), None, None
+        store, fingerprints, scaffolds = user_graph_store(data), None, None
     else:
-        store, fingerprints, scaffolds = _molecules(data)
+        store, fingerprints, scaffolds = molecule_store(data)
     rows = _split(data, val, test, seed, split, scaffolds)
-    train_nodes = np.flatnonzero(
-        np.repeat(np.isin(np.arange(len(store)), rows["train"]), np.diff(store.node_ptr))
-    )
-    node_mean, node_std = preparation.feature_stats(store.x, None, 1, train_nodes)  # (F,), (F,)
-    store = replace(store, x=((store.x - node_mean) / node_std).astype(np.float32))
+    node_mean = node_std = None
+    if store is not None:
+        train_nodes = np.flatnonzero(
+            np.repeat(np.isin(np.arange(len(store)), rows["train"]), np.diff(store.node_ptr))
+        )
+        node_mean, node_std = preparation.feature_stats(store.x, None, 1, train_nodes)  # (F,), (F,)
+        store = replace(store, x=((store.x - node_mean) / node_std).astype(np.float32))
     y, y_mean, y_std = preparation.trained_targets(data, rows["train"])
     y = torch.from_numpy(y)
     targets = {
@@ -278,12 +234,13 @@ def prepare_graphs(
     return PreparedGraphs(
         kind=data.kind,
         task=data.task,
-        input_shape=(store.x.shape[1],),
+        input_shape=(store.x.shape[1],) if store is not None else (0,),
         n_outputs=data.n_classes if data.task == "classify" else 1,
         rows=rows,
         targets=targets,
         y=y,
         store=store,
+        unreadable=unreadable_molecule(data) if store is None else "",
         node_mean=node_mean,
         node_std=node_std,
         y_mean=y_mean,
@@ -316,81 +273,3 @@ def _split(data: UserData, val: float, test: float, seed: int, rule: str, scaffo
                 f"{', '.join(repr(data.classes[c]) for c in missing)}; add molecules or use split='random'"
             )
     return rows
-
-
-def _concatenated(
-    xs: list[np.ndarray], edges: list[np.ndarray], types: list[np.ndarray], pos=None
-) -> GraphStore:
-    """One :class:`GraphStore` from per-graph node features (n_i, F), edges (2, E_i) and edge
-    types (E_i,), and coordinates (n_i, 3) when given."""
-    node_ptr = np.concatenate([[0], np.cumsum([len(x) for x in xs])]).astype(np.int64)
-    edge_ptr = np.concatenate([[0], np.cumsum([e.shape[1] for e in edges])]).astype(np.int64)
-    return GraphStore(
-        x=np.concatenate(xs).astype(np.float32),
-        edge_index=np.concatenate(edges, axis=1).astype(np.int64),
-        edge_type=np.concatenate(types).astype(np.int64),
-        node_ptr=node_ptr,
-        edge_ptr=edge_ptr,
-        pos=None if pos is None else np.concatenate(pos).astype(np.float32),
-    )
-
-
-def sample_batch(data: UserData, count: int) -> MoleculeBatch:
-    """The first ``count`` graphs or molecules of ``data`` as one batch, node features as read (not
-    standardized): what a user's graph model is tried on before any training.
-
-    Shapes:
-        -> x (A, F), edge_index (2, E), edge_attr (E, 4), batch (A,), pos (A, 3) or None.
-    """
-    if data.kind not in GRAPH_KINDS:
-        raise ConfigError(f"{data.kind} data has no graphs to batch")
-    count = min(count, len(data))
-    first = replace(
-        data,
-        y=data.y[:count],
-        graphs=None if data.graphs is None else data.graphs[:count],
-        smiles=None if data.smiles is None else data.smiles[:count],
-        positions=None if data.positions is None else data.positions[:count],
-    )
-    store = _user_graphs(first) if data.kind == "graph" else _molecules(first)[0]
-    return store.batch(np.arange(count))
-
-
-def _user_graphs(data: UserData) -> GraphStore:
-    """A user's torch-geometric graphs: their node features and edges, every edge of one type
-    (``edge_attr`` is not read)."""
-    xs = [g.x.detach().cpu().numpy() for g in data.graphs]
-    edges = [g.edge_index.detach().cpu().numpy().reshape(2, -1) for g in data.graphs]
-    return _concatenated(xs, edges, [np.zeros(e.shape[1]) for e in edges])
-
-
-def _molecules(data: UserData) -> tuple[GraphStore, np.ndarray, tuple[str, ...]]:
-    """Each SMILES read once: its graph (:func:`~biaslab.data.molecules.molecule_graph`), Morgan
-    fingerprint and Murcko scaffold; the coordinates checked against its atoms."""
-    graphs, fingerprints, scaffolds = [], [], []
-    for i, smiles in enumerate(data.smiles):
-        mol = parse_smiles(smiles)
-        if mol is None:
-            raise ConfigError(f"molecule {i}: RDKit cannot parse the SMILES {smiles!r}")
-        try:
-            graphs.append(molecule_graph(mol))
-        except ValueError as exc:
-            raise ConfigError(
-                f"molecule {i} ({smiles}): {exc}; the graph models read the notes' atom features: "
-                "drop such molecules, or compare a table of fingerprints"
-            ) from None
-        fingerprints.append(morgan_fingerprint(mol, FINGERPRINT_RADIUS, FINGERPRINT_BITS))
-        scaffolds.append(murcko_scaffold(mol))
-    positions = None
-    if data.positions is not None:
-        positions = [np.asarray(p, dtype=np.float64) for p in data.positions]
-        for i, (p, g) in enumerate(zip(positions, graphs)):
-            if p.shape != (len(g.elements), 3) or not np.isfinite(p).all():
-                raise ConfigError(
-                    f"molecule {i} ({data.smiles[i]}): coordinates of shape {p.shape}; expected "
-                    f"({len(g.elements)}, 3) finite values, one row per heavy atom in the SMILES' order"
-                )
-    store = _concatenated(
-        [g.x for g in graphs], [g.edge_index for g in graphs], [g.edge_type for g in graphs], positions
-    )
-    return store, np.stack(fingerprints), tuple(scaffolds)

@@ -37,7 +37,8 @@ from biaslab.comparison.fitting import (
     regression_column,
     train_keeping_best,
 )
-from biaslab.comparison.graph_data import GraphStore, PreparedGraphs
+from biaslab.comparison.graph_data import PreparedGraphs
+from biaslab.comparison.graph_store import GraphStore
 from biaslab.errors import ConfigError
 from biaslab.nn.mlp import device_of
 from biaslab.train.config import EVAL_BATCH
@@ -96,7 +97,7 @@ class GraphFitted:
 
     def outputs_on(self, prepared: PreparedGraphs, split: str) -> np.ndarray:
         """:meth:`outputs` on the graphs of ``prepared``'s ``split`` ("val" or "test")."""
-        return self.outputs(prepared.store, prepared.rows[split])
+        return self.outputs(prepared.require_graphs(), prepared.rows[split])
 
 
 @dataclass
@@ -170,6 +171,7 @@ def fit_graph_model(
     with the Trainer on the training graphs, keeping the epoch with the best validation figure
     (:data:`~biaslab.comparison.fitting.MONITORS`)."""
     task = prepared.task
+    store = prepared.require_graphs()  # one line first when some molecule cannot be a graph
     torch.manual_seed(init_seed(setup))
     model = candidate.build(prepared.input_shape, prepared.n_outputs, task)
 
@@ -177,7 +179,7 @@ def fit_graph_model(
         rows = torch.from_numpy(prepared.rows[split])
         return rows, prepared.y[rows]  # (n_s,) positions in the store, (n_s,) targets
 
-    step = graph_step(task, prepared.store)
+    step = graph_step(task, store)
     history, best_epoch, seconds = train_keeping_best(
         model, task, config, setup, step, positions("train"), positions("val")
     )

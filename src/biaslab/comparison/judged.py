@@ -1,4 +1,5 @@
-"""What a comparison concluded about each candidate, and the report's tables made of it.
+"""What a comparison concluded about each candidate, against what the use requires, and the
+report's tables made of it.
 
 :class:`Judged` holds one candidate's protocol result, learning curve and verdict (Day 5:
 ``decide``); :func:`leaderboard` and :func:`recommendation` turn a comparison's judged candidates
@@ -12,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from biaslab.config import check_range
+
 if TYPE_CHECKING:
     from biaslab.comparison.candidates import Candidate
     from biaslab.comparison.curves import Curve
@@ -19,7 +22,42 @@ if TYPE_CHECKING:
     from biaslab.comparison.symmetry_report import SymmetryReport
     from biaslab.evaluate.decision import Decision
 
-__all__ = ["Judged", "leaderboard", "recommendation", "validation_score"]
+__all__ = ["Judged", "Requirements", "leaderboard", "recommendation", "validation_score"]
+
+
+@dataclass(frozen=True)
+class Requirements:
+    """What the use requires of a model, for ``decide``: a classifier's test accuracy and
+    calibration (ECE after temperature scaling), a regression's test MAE as a share of the mean
+    predictor's."""
+
+    min_accuracy: float = 0.95
+    max_ece: float = 0.05
+    max_relative_error: float = 0.5
+    min_ood_auroc: float = 0.9  # with an OOD set: flagging it by the max softmax probability
+
+    def __post_init__(self):
+        for key in ("min_accuracy", "max_ece", "max_relative_error", "min_ood_auroc"):
+            check_range(self, key, 0.0, 1.0)
+
+    def for_task(self, task: str) -> dict[str, float]:
+        """``decide``'s keyword arguments for ``task``."""
+        if task == "classify":
+            return {
+                "min_accuracy": self.min_accuracy,
+                "max_ece": self.max_ece,
+                "min_ood_auroc": self.min_ood_auroc,
+            }
+        return {"max_relative_error": self.max_relative_error}
+
+    def text(self, task: str, ood: bool = False) -> str:
+        if task == "classify":
+            flagged = f", OOD AUROC >= {self.min_ood_auroc:g}" if ood else ""
+            return (
+                f"test accuracy >= {self.min_accuracy:g}, ECE after temperature scaling <= {self.max_ece:g}"
+                f"{flagged}"
+            )
+        return f"test MAE <= {self.max_relative_error:g} x the mean predictor's"
 
 
 @dataclass(frozen=True)

@@ -156,7 +156,7 @@ def check_candidate(candidate: Candidate, x_sample, n_outputs: int, task: Task, 
 
 def check_graph_candidate(candidate: Candidate, batch, n_outputs: int, task: Task) -> None:
     """:func:`check_candidate` for a model of graphs: build it for ``(F,)`` node features and run
-    it once on ``batch`` (:func:`~biaslab.comparison.graph_data.sample_batch`), expecting
+    it once on ``batch`` (:func:`~biaslab.comparison.graph_store.sample_batch`), expecting
     ``(num_graphs, n_outputs)``.
 
     Raises:

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from biaslab.comparison.judged import Judged, leaderboard, recommendation
+from biaslab.comparison.judged import Judged, Requirements, leaderboard, recommendation
 from biaslab.comparison.protocol import fit_candidate, learning_curve, prepare
 from biaslab.comparison.symmetry_report import explain, symmetry_report, symmetry_table
 from biaslab.config import check_range
@@ -43,41 +43,6 @@ CompareTraining = training_without(
 
 
 @dataclass(frozen=True)
-class Requirements:
-    """What the use requires of a model, for ``decide``: a classifier's test accuracy and
-    calibration (ECE after temperature scaling), a regression's test MAE as a share of the mean
-    predictor's."""
-
-    min_accuracy: float = 0.95
-    max_ece: float = 0.05
-    max_relative_error: float = 0.5
-    min_ood_auroc: float = 0.9  # with an OOD set: flagging it by the max softmax probability
-
-    def __post_init__(self):
-        for key in ("min_accuracy", "max_ece", "max_relative_error", "min_ood_auroc"):
-            check_range(self, key, 0.0, 1.0)
-
-    def for_task(self, task: str) -> dict[str, float]:
-        """``decide``'s keyword arguments for ``task``."""
-        if task == "classify":
-            return {
-                "min_accuracy": self.min_accuracy,
-                "max_ece": self.max_ece,
-                "min_ood_auroc": self.min_ood_auroc,
-            }
-        return {"max_relative_error": self.max_relative_error}
-
-    def text(self, task: str, ood: bool = False) -> str:
-        if task == "classify":
-            flagged = f", OOD AUROC >= {self.min_ood_auroc:g}" if ood else ""
-            return (
-                f"test accuracy >= {self.min_accuracy:g}, ECE after temperature scaling <= {self.max_ece:g}"
-                f"{flagged}"
-            )
-        return f"test MAE <= {self.max_relative_error:g} x the mean predictor's"
-
-
-@dataclass(frozen=True)
 class CompareConfig:
     """The data, the candidates, the shared training and the use's requirements."""
 
@@ -90,7 +55,7 @@ class CompareConfig:
     model: tuple[str, ...] | None = None  # your own models, module:factory or file.py:factory
     ood: str = ""  # an .npz of inputs the models were not made for (x, as DATA's): can they flag them?
     train: CompareTraining = CompareTraining(epochs=30, lr=1e-3, batch_size=64)  # noqa: RUF009
-    require: Requirements = Requirements()
+    require: Requirements = Requirements()  # noqa: RUF009 - frozen: one shared default is safe
     curve_points: int = 4  # training-set sizes N/2**k of each learning curve
     curve_seeds: int = 2  # subsets and trainings per size
     symmetries: bool = True  # probe the data's symmetries: one more MLP training per probe
@@ -152,7 +117,15 @@ def candidates(cfg: CompareConfig, data) -> list:
     mask = None if data.mask is None else data.mask[:CHECK_ROWS]
     own = [user_candidate(spec) for spec in cfg.model or ()]
     if data.x is None:  # graphs and molecules: a user's model reads a batch of graphs
-        from biaslab.comparison.graph_data import sample_batch
+        from biaslab.comparison.graph_store import UNREADABLE_ADVICE, sample_batch, unreadable_molecule
+
+        graph_models = [c.name for c in chosen if c.reads in ("graph", "geometry")] + [c.name for c in own]
+        unreadable = unreadable_molecule(data) if data.kind == "molecule" and graph_models else None
+        if unreadable:
+            raise ConfigError(
+                f"{unreadable}; {', '.join(graph_models)} read the notes' atom features (H, C, N, O, F): "
+                f"{UNREADABLE_ADVICE}"
+            )
 
         reads = "geometry" if data.positions is not None else "graph"
         own = [replace(candidate, reads=reads) for candidate in own]

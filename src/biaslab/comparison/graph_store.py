@@ -1,0 +1,188 @@
+"""Every graph of a data set held once, concatenated, and collated per batch: the store under
+:func:`biaslab.comparison.graph_data.prepare_graphs`, built from a user's graphs (torch-geometric
+``Data``) or molecules (SMILES, read by :mod:`biaslab.data.molecules`: the notes' 11 atom
+features, bonds one-hot by type, a Morgan fingerprint and a Murcko scaffold each).
+
+A batch is one disjoint graph (:class:`~biaslab.data.qm9.MoleculeBatch`, the layout of
+torch-geometric's ``Batch``): message passing (Day 4) never crosses from one graph to another,
+and a graph-level readout pools each graph's nodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+
+from biaslab.data.molecules import (
+    BOND_TYPES,
+    molecule_graph,
+    morgan_fingerprint,
+    murcko_scaffold,
+    parse_smiles,
+)
+from biaslab.data.qm9 import MoleculeBatch, concatenated_ranges
+from biaslab.errors import ConfigError
+
+if TYPE_CHECKING:
+    from biaslab.data.user_data import UserData
+
+__all__ = [
+    "EDGE_TYPES",
+    "FINGERPRINT_BITS",
+    "GRAPH_KINDS",
+    "UNREADABLE_ADVICE",
+    "GraphStore",
+    "molecule_store",
+    "sample_batch",
+    "unreadable_molecule",
+    "user_graph_store",
+]
+
+GRAPH_KINDS = ("graph", "molecule")
+EDGE_TYPES = len(BOND_TYPES)  # edge features: a one-hot bond type; a plain graph's edges all the first
+# What to do when a molecule has an element the graph models' atom features (H, C, N, O, F) miss.
+UNREADABLE_ADVICE = (
+    "drop such molecules, or keep the fingerprint models (--models 'fingerprint trees,fingerprint MLP')"
+)
+FINGERPRINT_BITS = 2048  # Morgan bits, as the QM9 benchmark's fingerprints
+FINGERPRINT_RADIUS = 2  # bonds around each atom: ECFP4-like
+
+
+@dataclass(frozen=True, eq=False)
+class GraphStore:
+    """Every graph of a data set concatenated: graph ``g``'s nodes are rows
+    ``node_ptr[g]:node_ptr[g+1]`` of ``x`` (and ``pos``), its directed edges the columns
+    ``edge_ptr[g]:edge_ptr[g+1]`` of ``edge_index`` (node indices local to the graph) and
+    ``edge_type``.
+
+    Shapes (N graphs, A nodes, E edges in all):
+        x (A, F) float32, standardized; edge_index (2, E) int64, local; edge_type (E,) int64 in
+        0..3 (``BOND_TYPES``); node_ptr, edge_ptr (N + 1,) int64; pos (A, 3) float32 or None.
+    """
+
+    x: np.ndarray
+    edge_index: np.ndarray
+    edge_type: np.ndarray
+    node_ptr: np.ndarray
+    edge_ptr: np.ndarray
+    pos: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.node_ptr) - 1
+
+    def batch(self, rows) -> MoleculeBatch:
+        """The graphs ``rows`` (in that order) as one disjoint graph: node indices shifted by the
+        nodes of the graphs before, ``batch`` naming each node's graph (0..len(rows)-1).
+
+        Shapes:
+            rows (B,) -> x (A_b, F), pos (A_b, 3) or None, edge_index (2, E_b), edge_attr
+            (E_b, 4) one-hot, batch (A_b,); ``num_graphs`` B.
+        """
+        rows = np.asarray(rows, dtype=np.int64)
+        nodes = concatenated_ranges(self.node_ptr[rows], self.node_ptr[rows + 1])  # (A_b,) store rows
+        edges = concatenated_ranges(self.edge_ptr[rows], self.edge_ptr[rows + 1])  # (E_b,)
+        n_nodes, n_edges = np.diff(self.node_ptr)[rows], np.diff(self.edge_ptr)[rows]
+        first_node = np.cumsum(n_nodes) - n_nodes  # where each graph starts in the batch
+        edge_index = self.edge_index[:, edges] + np.repeat(first_node, n_edges)  # (2, E_b)
+        return MoleculeBatch(
+            x=torch.from_numpy(self.x[nodes]),
+            pos=None if self.pos is None else torch.from_numpy(self.pos[nodes]),
+            edge_index=torch.from_numpy(edge_index),
+            edge_attr=torch.from_numpy(np.eye(EDGE_TYPES, dtype=np.float32)[self.edge_type[edges]]),
+            batch=torch.from_numpy(np.repeat(np.arange(len(rows)), n_nodes)),
+            num_graphs=len(rows),
+        )
+
+
+def _concatenated(
+    xs: list[np.ndarray], edges: list[np.ndarray], types: list[np.ndarray], pos=None
+) -> GraphStore:
+    """One :class:`GraphStore` from per-graph node features (n_i, F), edges (2, E_i) and edge
+    types (E_i,), and coordinates (n_i, 3) when given."""
+    node_ptr = np.concatenate([[0], np.cumsum([len(x) for x in xs])]).astype(np.int64)
+    edge_ptr = np.concatenate([[0], np.cumsum([e.shape[1] for e in edges])]).astype(np.int64)
+    return GraphStore(
+        x=np.concatenate(xs).astype(np.float32),
+        edge_index=np.concatenate(edges, axis=1).astype(np.int64),
+        edge_type=np.concatenate(types).astype(np.int64),
+        node_ptr=node_ptr,
+        edge_ptr=edge_ptr,
+        pos=None if pos is None else np.concatenate(pos).astype(np.float32),
+    )
+
+
+def sample_batch(data: UserData, count: int) -> MoleculeBatch:
+    """The first ``count`` graphs or molecules of ``data`` as one batch, node features as read (not
+    standardized): what a user's graph model is tried on before any training.
+
+    Shapes:
+        -> x (A, F), edge_index (2, E), edge_attr (E, 4), batch (A,), pos (A, 3) or None.
+    """
+    if data.kind not in GRAPH_KINDS:
+        raise ConfigError(f"{data.kind} data has no graphs to batch")
+    count = min(count, len(data))
+    first = replace(
+        data,
+        y=data.y[:count],
+        graphs=None if data.graphs is None else data.graphs[:count],
+        smiles=None if data.smiles is None else data.smiles[:count],
+        positions=None if data.positions is None else data.positions[:count],
+    )
+    store = user_graph_store(first) if data.kind == "graph" else molecule_store(first)[0]
+    return store.batch(np.arange(count))
+
+
+def user_graph_store(data: UserData) -> GraphStore:
+    """A user's torch-geometric graphs: their node features and edges, every edge of one type
+    (``edge_attr`` is not read)."""
+    xs = [g.x.detach().cpu().numpy() for g in data.graphs]
+    edges = [g.edge_index.detach().cpu().numpy().reshape(2, -1) for g in data.graphs]
+    return _concatenated(xs, edges, [np.zeros(e.shape[1]) for e in edges])
+
+
+def unreadable_molecule(data: UserData) -> str | None:
+    """The first molecule the graph models cannot read (an element outside the notes' atom
+    features, H, C, N, O, F), as one sentence; None when every molecule can be a graph. The
+    fingerprint models read any molecule."""
+    for i, smiles in enumerate(data.smiles):
+        try:
+            molecule_graph(parse_smiles(smiles))
+        except ValueError as exc:
+            return f"molecule {i} ({smiles}): {exc}"
+    return None
+
+
+def molecule_store(data: UserData) -> tuple[GraphStore | None, np.ndarray, tuple[str, ...]]:
+    """Each SMILES read once: its graph (:func:`~biaslab.data.molecules.molecule_graph`), Morgan
+    fingerprint and Murcko scaffold; the coordinates checked against its atoms. When a molecule
+    has an element the atom features do not cover, there is no store (None): only the
+    fingerprint models can compare such data (:meth:`PreparedGraphs.require_graphs` says why)."""
+    graphs, fingerprints, scaffolds, readable = [], [], [], True
+    for i, smiles in enumerate(data.smiles):
+        mol = parse_smiles(smiles)
+        if mol is None:
+            raise ConfigError(f"molecule {i}: RDKit cannot parse the SMILES {smiles!r}")
+        try:
+            graphs.append(molecule_graph(mol))
+        except ValueError:
+            readable = False
+        fingerprints.append(morgan_fingerprint(mol, FINGERPRINT_RADIUS, FINGERPRINT_BITS))
+        scaffolds.append(murcko_scaffold(mol))
+    if not readable:
+        return None, np.stack(fingerprints), tuple(scaffolds)
+    positions = None
+    if data.positions is not None:
+        positions = [np.asarray(p, dtype=np.float64) for p in data.positions]
+        for i, (p, g) in enumerate(zip(positions, graphs)):
+            if p.shape != (len(g.elements), 3) or not np.isfinite(p).all():
+                raise ConfigError(
+                    f"molecule {i} ({data.smiles[i]}): coordinates of shape {p.shape}; expected "
+                    f"({len(g.elements)}, 3) finite values, one row per heavy atom in the SMILES' order"
+                )
+    store = _concatenated(
+        [g.x for g in graphs], [g.edge_index for g in graphs], [g.edge_type for g in graphs], positions
+    )
+    return store, np.stack(fingerprints), tuple(scaffolds)
