@@ -79,6 +79,7 @@ def test_diabetes_reports_mae_against_the_mean_predictor(capsys, tmp_path):
     assert baseline > 0 and 0 < res["metrics"]["mlp_test_mae"] < 1.2 * baseline
     assert "mean predictor" in res["claims"][0]["measured"]
     assert {k: unknown_words(k, "compare") for k in res["metrics"] if unknown_words(k, "compare")} == {}
+    assert not any(t["title"] == "Symmetries of your data" for t in res["tables"])  # tables: no probe tells
 
 
 def test_a_csv_table_with_its_target(capsys, tmp_path):

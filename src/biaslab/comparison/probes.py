@@ -109,6 +109,9 @@ def probes_for(kind: str, input_shape: Sequence[int]) -> list[Probe]:
         kind: ``image``, ``sequence``, ``set`` or ``table``.
         input_shape: one example's shape: ``(C, H, W)``, ``(T, F)``, ``(S, F)`` or ``(F,)``.
 
+    Returns:
+        The probes; none for a table (see the comment in the code).
+
     Raises:
         ConfigError: an unknown kind, graph or molecule data (later), a shape of the wrong rank.
     """
@@ -132,15 +135,14 @@ def probes_for(kind: str, input_shape: Sequence[int]) -> list[Probe]:
             )
         ]
     if kind == "table":
+        # None: a table's candidates assume no symmetry, and the one a table could have (columns
+        # that can be exchanged) cannot be probed by augmentation. Permuting the columns of an
+        # example moves it away from every other example, so training on both collides with no
+        # label whether or not the label depends on the columns' order: as a control it measured
+        # 0.5% of the MAE on diabetes and 1.1 points on digits as a table, below the bar to
+        # "survive", though the order of those columns carries everything.
         _shape(input_shape, 1, kind)
-        return [
-            Probe(
-                "column permutation",
-                "exchangeable columns (no candidate assumes it)",
-                "a permutation of the columns",
-                _permute_positions,
-            )
-        ]
+        return []
     if kind in KINDS_LATER:
         raise ConfigError(f"probing the symmetries of {kind} data comes in a later version")
     raise ConfigError(f"unknown kind {kind!r}; choose image, sequence, set or table")

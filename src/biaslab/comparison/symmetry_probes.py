@@ -25,8 +25,14 @@ which prior fits the data and why.
     sequence   time shift (up to 1/8 of the steps, edges repeated): translation invariance in
                time; reversal: no direction of time
     set        permutation (of the elements, the mask alike): permutation invariance
-    table      column permutation: a prior no candidate has (MLP and trees read each column in
-               its place): a negative control, the label should change under it
+    table      none: augmenting with a column permutation costs nothing even where the columns'
+               order carries the label (it moves examples off the data, where no label
+               collides), so it cannot tell; a table's candidates assume no symmetry anyway
+
+What "the label survives T" measures, then: that T maps no example onto another class's (or
+another target's) examples, so a model can be trained on x and T(x) alike. For a transformation
+that keeps examples on the data (shifts, reversals, permutations of a set) that is the symmetry;
+a left-right flip of digits also passes, because flipped digits look like no other digit.
 """
 
 from __future__ import annotations

@@ -204,7 +204,10 @@ def _symmetries(ctx, prepared, config, judged):
     it (the guide's MLP trained with it as augmentation), and which trained candidate is
     invariant to it (the symmetry verifier)? The MLP trained as a candidate is reused."""
     from biaslab.comparison.candidates import candidates_for
+    from biaslab.comparison.probes import probes_for
 
+    if not probes_for(prepared.kind, prepared.input_shape):  # tables: none that can tell
+        return None
     reference = next(c for c in candidates_for("table", task=prepared.task) if c.name == "MLP")
     trained = {name: j.result.fitted for name, j in judged.items() if j.result is not None}
     mlp = judged.get(reference.name)

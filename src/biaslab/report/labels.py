@@ -133,7 +133,7 @@ NAMES = {
     "mpnn": "MPNN", "graph-transformer": "graph Transformer", "egnn": "EGNN",
     "fingerprint-mlp": "fingerprint MLP", "fingerprint-trees": "fingerprint trees",
     "flip": "left-right flip", "reversal": "reversal", "permutation": "permutation",
-    "time-shift": "time shift", "column-permutation": "column permutation",
+    "time-shift": "time shift",
 }  # fmt: skip
 
 # What one lab means by a word or a whole key (whole keys are labels as they stand).
