@@ -50,6 +50,7 @@ __all__ = [
     "MONITORS",
     "Fitted",
     "Prepared",
+    "SplitRows",
     "errors",
     "fit_sklearn",
     "fit_torch",
@@ -64,8 +65,26 @@ MONITORS = {"classify": "val_accuracy", "regress": "val_loss"}
 PROBABILITY_FLOOR = 1e-12  # a probability of exactly 0 read as this, so that its log is finite
 
 
+class SplitRows:
+    """What every prepared data set (:class:`Prepared`, and the graphs'
+    :class:`~biaslab.comparison.graph_data.PreparedGraphs`) derives from its ``rows`` and its
+    regression target's ``y_mean`` and ``y_std``."""
+
+    rows: dict[str, np.ndarray]
+    y_mean: float | None
+    y_std: float | None
+
+    @property
+    def n_train(self) -> int:
+        return len(self.rows["train"])
+
+    def to_unit(self, values) -> np.ndarray:
+        """Standardized regression outputs back in the target's unit: ``values · y_std + y_mean``."""
+        return np.asarray(values, dtype=np.float64) * self.y_std + self.y_mean
+
+
 @dataclass(frozen=True, eq=False)
-class Prepared:
+class Prepared(SplitRows):
     """A user's data split and scaled for fitting, with what was fitted on the training rows.
 
     Shapes (n_s rows in split s):
@@ -96,10 +115,6 @@ class Prepared:
     masks: dict[str, torch.Tensor] | None = None
     seed: int = 0
 
-    @property
-    def n_train(self) -> int:
-        return len(self.rows["train"])
-
     def tensors(self, split: str) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
         """``(x, mask or None, y)`` of ``split`` ("train", "val" or "test")."""
         mask = None if self.masks is None else self.masks[split]
@@ -116,10 +131,6 @@ class Prepared:
         """
         scaled = standardized(x, mask, self.x_mean, self.x_std, self.kind)
         return torch.from_numpy(scaled), None if mask is None else torch.from_numpy(mask.astype(bool))
-
-    def to_unit(self, values) -> np.ndarray:
-        """Standardized regression outputs back in the target's unit: ``values · y_std + y_mean``."""
-        return np.asarray(values, dtype=np.float64) * self.y_std + self.y_mean
 
     def train_subset(self, rows, repeat_to: int | None = None) -> Prepared:
         """The same preparation with the training set cut to ``rows`` (positions in it), repeated

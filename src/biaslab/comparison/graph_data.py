@@ -35,13 +35,12 @@ import numpy as np
 import torch
 
 from biaslab.comparison import preparation
-from biaslab.comparison.fitting import Prepared
+from biaslab.comparison.fitting import Prepared, SplitRows
 from biaslab.comparison.graph_store import (
     GRAPH_KINDS,
     UNREADABLE_ADVICE,
     GraphStore,
     molecule_store,
-    unreadable_molecule,
     user_graph_store,
 )
 from biaslab.data.molecule_splits import scaffold_split
@@ -59,7 +58,7 @@ SPLIT_RULES = ("random", "scaffold")
 
 
 @dataclass(frozen=True, eq=False)
-class PreparedGraphs:
+class PreparedGraphs(SplitRows):
     """Graph or molecule data split and scaled for fitting: what
     :class:`~biaslab.comparison.fitting.Prepared` is for arrays, with the fields the protocol
     and its learning curves read (``kind``, ``task``, ``input_shape``, ``n_outputs``, ``rows``,
@@ -100,10 +99,6 @@ class PreparedGraphs:
     unreadable: str = ""
 
     @property
-    def n_train(self) -> int:
-        return len(self.rows["train"])
-
-    @property
     def has_positions(self) -> bool:
         """Whether the graphs carry 3-D coordinates (for the geometric models)."""
         return self.store is not None and self.store.pos is not None
@@ -120,10 +115,6 @@ class PreparedGraphs:
     def graphs(self, split: str) -> MoleculeBatch:
         """The graphs of ``split`` ("train", "val" or "test") collated, in the order of ``rows``."""
         return self.require_graphs().batch(self.rows[split])
-
-    def to_unit(self, values) -> np.ndarray:
-        """Standardized regression outputs back in the target's unit: ``values · y_std + y_mean``."""
-        return np.asarray(values, dtype=np.float64) * self.y_std + self.y_mean
 
     def train_subset(self, rows, repeat_to: int | None = None) -> PreparedGraphs:
         """The same preparation with the training set cut to ``rows`` (positions in it), repeated
@@ -214,9 +205,9 @@ def prepare_graphs(
     if not (0 < val < 1 and 0 < test < 1 and val + test < 1):
         raise ConfigError(f"val={val}, test={test}: each a fraction in (0, 1), together below 1")
     if data.kind == "graph":
-        store, fingerprints, scaffolds = user_graph_store(data), None, None
+        store, fingerprints, scaffolds, unreadable = user_graph_store(data), None, None, ""
     else:
-        store, fingerprints, scaffolds = molecule_store(data)
+        store, fingerprints, scaffolds, unreadable = molecule_store(data)
     rows = _split(data, val, test, seed, split, scaffolds)
     node_mean = node_std = None
     if store is not None:
@@ -227,20 +218,17 @@ def prepare_graphs(
         store = replace(store, x=((store.x - node_mean) / node_std).astype(np.float32))
     y, y_mean, y_std = preparation.trained_targets(data, rows["train"])
     y = torch.from_numpy(y)
-    targets = {
-        name: data.y[r] if data.task == "classify" else data.y[r].astype(np.float64)
-        for name, r in rows.items()
-    }
+    targets = preparation.given_targets(data, rows)
     return PreparedGraphs(
         kind=data.kind,
         task=data.task,
         input_shape=(store.x.shape[1],) if store is not None else (0,),
-        n_outputs=data.n_classes if data.task == "classify" else 1,
+        n_outputs=data.n_outputs,
         rows=rows,
         targets=targets,
         y=y,
         store=store,
-        unreadable=unreadable_molecule(data) if store is None else "",
+        unreadable=unreadable,
         node_mean=node_mean,
         node_std=node_std,
         y_mean=y_mean,

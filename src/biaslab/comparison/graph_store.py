@@ -151,28 +151,33 @@ def unreadable_molecule(data: UserData) -> str | None:
         try:
             molecule_graph(parse_smiles(smiles))
         except ValueError as exc:
-            return f"molecule {i} ({smiles}): {exc}"
+            return _unreadable(i, smiles, exc)
     return None
 
 
-def molecule_store(data: UserData) -> tuple[GraphStore | None, np.ndarray, tuple[str, ...]]:
+def _unreadable(i: int, smiles: str, exc: ValueError) -> str:
+    return f"molecule {i} ({smiles}): {exc}"
+
+
+def molecule_store(data: UserData) -> tuple[GraphStore | None, np.ndarray, tuple[str, ...], str]:
     """Each SMILES read once: its graph (:func:`~biaslab.data.molecules.molecule_graph`), Morgan
     fingerprint and Murcko scaffold; the coordinates checked against its atoms. When a molecule
     has an element the atom features do not cover, there is no store (None): only the
-    fingerprint models can compare such data (:meth:`PreparedGraphs.require_graphs` says why)."""
-    graphs, fingerprints, scaffolds, readable = [], [], [], True
+    fingerprint models can compare such data, and the last item names the first such molecule
+    (as :func:`unreadable_molecule`; "" when every molecule is a graph)."""
+    graphs, fingerprints, scaffolds, unreadable = [], [], [], ""
     for i, smiles in enumerate(data.smiles):
         mol = parse_smiles(smiles)
         if mol is None:
             raise ConfigError(f"molecule {i}: RDKit cannot parse the SMILES {smiles!r}")
         try:
             graphs.append(molecule_graph(mol))
-        except ValueError:
-            readable = False
+        except ValueError as exc:
+            unreadable = unreadable or _unreadable(i, smiles, exc)
         fingerprints.append(morgan_fingerprint(mol, FINGERPRINT_RADIUS, FINGERPRINT_BITS))
         scaffolds.append(murcko_scaffold(mol))
-    if not readable:
-        return None, np.stack(fingerprints), tuple(scaffolds)
+    if unreadable:
+        return None, np.stack(fingerprints), tuple(scaffolds), unreadable
     positions = None
     if data.positions is not None:
         positions = [np.asarray(p, dtype=np.float64) for p in data.positions]
@@ -185,4 +190,4 @@ def molecule_store(data: UserData) -> tuple[GraphStore | None, np.ndarray, tuple
     store = _concatenated(
         [g.x for g in graphs], [g.edge_index for g in graphs], [g.edge_type for g in graphs], positions
     )
-    return store, np.stack(fingerprints), tuple(scaffolds)
+    return store, np.stack(fingerprints), tuple(scaffolds), ""

@@ -16,7 +16,16 @@ from biaslab.errors import ConfigError
 if TYPE_CHECKING:
     from biaslab.data.user_data import UserData
 
-__all__ = ["CONSTANT", "SPLITS", "feature_stats", "split_rows", "standardized", "trained_targets"]
+__all__ = [
+    "CONSTANT",
+    "SPLITS",
+    "feature_axis",
+    "feature_stats",
+    "given_targets",
+    "split_rows",
+    "standardized",
+    "trained_targets",
+]
 
 SPLITS = ("train", "val", "test")
 CONSTANT = 1e-12  # a feature whose training spread is below this is constant: it is only centred
@@ -78,6 +87,21 @@ def feature_stats(x: np.ndarray, mask: np.ndarray | None, axis: int, rows: np.nd
     return mean, np.where(std > CONSTANT, std, 1.0)
 
 
+def feature_axis(kind: str, ndim: int) -> int:
+    """The axis of an example batch's features: the channels (1) of images, the last otherwise
+    (a table's columns, a sequence's or a set's per-step / per-element features)."""
+    return 1 if kind == "image" else ndim - 1
+
+
+def given_targets(data: UserData, rows: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Each split's targets as the user gave them: class indices, or float64 values in the
+    target's unit (what validation and test errors are read in)."""
+    return {
+        name: data.y[r] if data.task == "classify" else data.y[r].astype(np.float64)
+        for name, r in rows.items()
+    }
+
+
 def standardized(x: np.ndarray, mask: np.ndarray | None, mean: np.ndarray, std: np.ndarray, kind: str):
     """``(x − mean) / std`` per feature: per channel (axis 1) for images, along the last axis
     otherwise; padding (``mask`` False) zero again after.
@@ -85,7 +109,7 @@ def standardized(x: np.ndarray, mask: np.ndarray | None, mean: np.ndarray, std: 
     Shapes:
         x (N, ...), mask (N, S) or None, mean and std (F,) -> (N, ...) float32.
     """
-    axis = 1 if kind == "image" else x.ndim - 1  # the axis of the features (channels)
+    axis = feature_axis(kind, x.ndim)
     shape = [1] * x.ndim
     shape[axis] = -1
     out = ((x - mean.reshape(shape)) / std.reshape(shape)).astype(np.float32)

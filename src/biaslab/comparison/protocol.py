@@ -33,7 +33,15 @@ import torch
 
 from biaslab.comparison.curves import Curve, learning_curve, nested_order
 from biaslab.comparison.fitting import Fitted, Prepared, errors
-from biaslab.comparison.preparation import SPLITS, feature_stats, split_rows, standardized, trained_targets
+from biaslab.comparison.preparation import (
+    SPLITS,
+    feature_axis,
+    feature_stats,
+    given_targets,
+    split_rows,
+    standardized,
+    trained_targets,
+)
 from biaslab.comparison.training import fit
 from biaslab.data.splits import Splits
 from biaslab.errors import ConfigError
@@ -95,14 +103,11 @@ def prepare(
         raise ConfigError(f"val={val}, test={test}: each a fraction in (0, 1), together below 1")
     rows = split_rows(data, val, test, np.random.default_rng(derive_seed(seed, "compare-split")))
     mask = data.mask
-    axis = 1 if data.kind == "image" else data.x.ndim - 1  # the axis of the features (channels)
+    axis = feature_axis(data.kind, data.x.ndim)
     x_mean, x_std = feature_stats(data.x, None if mask is None else mask.astype(bool), axis, rows["train"])
     x = standardized(data.x, mask, x_mean, x_std, data.kind)
     y, y_mean, y_std = trained_targets(data, rows["train"])
-    targets = {
-        name: data.y[r] if data.task == "classify" else data.y[r].astype(np.float64)
-        for name, r in rows.items()
-    }
+    targets = given_targets(data, rows)
     parts = {name: (torch.from_numpy(x[r]), torch.from_numpy(y[r])) for name, r in rows.items()}
     masks = (
         None if mask is None else {name: torch.from_numpy(mask[r].astype(bool)) for name, r in rows.items()}
@@ -112,7 +117,7 @@ def prepare(
         kind=data.kind,
         task=data.task,
         input_shape=tuple(data.x.shape[1:]),
-        n_outputs=data.n_classes if data.task == "classify" else 1,
+        n_outputs=data.n_outputs,
         rows=rows,
         targets=targets,
         x_mean=x_mean,

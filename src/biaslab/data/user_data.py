@@ -108,6 +108,11 @@ class UserData:
         """K for ``classify``, 0 for ``regress``."""
         return len(self.classes)
 
+    @property
+    def n_outputs(self) -> int:
+        """What a model of this data outputs per example: K class scores, or 1 value."""
+        return self.n_classes if self.task == "classify" else 1
+
     def summary(self) -> str:
         """One line: kind, size, task (e.g. ``image: 120 images of 1×28×28, classify into 3 classes``)."""
         if self.kind == "table":

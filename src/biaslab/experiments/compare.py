@@ -113,7 +113,6 @@ def candidates(cfg: CompareConfig, data) -> list:
                 f"choose from {', '.join(c.name for c in offered)}"
             )
         chosen = [by_name[slug(m)] for m in dict.fromkeys(cfg.models)]
-    n_outputs = data.n_classes if data.task == "classify" else 1
     mask = None if data.mask is None else data.mask[:CHECK_ROWS]
     own = [user_candidate(spec) for spec in cfg.model or ()]
     if data.x is None:  # graphs and molecules: a user's model reads a batch of graphs
@@ -131,10 +130,10 @@ def candidates(cfg: CompareConfig, data) -> list:
         own = [replace(candidate, reads=reads) for candidate in own]
         batch = sample_batch(data, CHECK_ROWS) if own else None
         for candidate in own:
-            check_graph_candidate(candidate, batch, n_outputs, data.task)
+            check_graph_candidate(candidate, batch, data.n_outputs, data.task)
         return chosen + own
     for candidate in own:
-        check_candidate(candidate, data.x[:CHECK_ROWS], n_outputs, data.task, mask)
+        check_candidate(candidate, data.x[:CHECK_ROWS], data.n_outputs, data.task, mask)
     return chosen + own
 
 
@@ -206,7 +205,8 @@ def _symmetries(ctx, prepared, config, judged):
     from biaslab.comparison.candidates import candidates_for
     from biaslab.comparison.probes import probes_for
 
-    if not probes_for(prepared.kind, prepared.input_shape):  # tables: none that can tell
+    probes = probes_for(prepared.kind, prepared.input_shape)
+    if not probes:  # tables: none that can tell
         return None
     reference = next(c for c in candidates_for("table", task=prepared.task) if c.name == "MLP")
     trained = {name: j.result.fitted for name, j in judged.items() if j.result is not None}
@@ -216,7 +216,7 @@ def _symmetries(ctx, prepared, config, judged):
     setup = ctx.training(tag)
     ctx.echo("symmetries: the label under each transformation, each model's invariance")
     report = symmetry_report(
-        prepared, reference, trained, config, setup,
+        prepared, reference, trained, config, setup, probes=probes,
         plain=mlp.result if reused else None,
         augmented_setup=lambda probe: replace(ctx.training(f"{tag}-{slug(probe.name)}"), seed=setup.seed),
     )  # fmt: skip
