@@ -6,9 +6,10 @@ Prints, on this machine:
 
 1. the time to featurise all 130,831 molecules from qm9pack's CSVs (RDKit graphs, coordinates,
    fingerprints, scaffolds) into a fresh cache, and to reload that cache;
-2. per model of the ``qm9`` experiment (default width), the seconds of one training epoch over
-   ``--molecules`` molecules (batch 64, the shared trainer's step), and that figure scaled to an
-   epoch of the full 110,000-molecule training split;
+2. per neural model of the ``qm9`` experiment (default width), the seconds of one training epoch
+   over ``--molecules`` molecules (batch 64, the comparison protocol's step with the L1 loss, on
+   the data as ``biaslab.comparison.qm9`` prepares it), and that figure scaled to an epoch of the
+   full 110,000-molecule training split;
 3. the forward + backward time of the GCN regressor built from ``biaslab.nn.GCNConv`` and of the
    same model built from ``torch_geometric.nn.GCNConv`` with the same weights, on the same QM9
    batches, the fastest of ``--repeats`` interleaved, and their ratio (ours / PyG's).
@@ -27,12 +28,15 @@ import time
 import numpy as np
 import torch
 
-from biaslab.data.molecules import ATOM_FEATURES, BOND_TYPES
+from biaslab.comparison.fitting import protocol_step
+from biaslab.comparison.graph_fitting import TABLE_READS, graph_step
+from biaslab.comparison.qm9 import QM9_CANDIDATES, prepare_qm9, qm9_candidates, qm9_graphs
+from biaslab.data.molecule_splits import MoleculeSplit
+from biaslab.data.molecules import ATOM_FEATURES
 from biaslab.data.qm9 import load_qm9
 from biaslab.experiments.qm9 import QM9Config
 from biaslab.hardware import busy_warning
-from biaslab.nn.molecules import MOLECULE_MODELS, GraphConvRegressor, build_molecule_model
-from biaslab.train.molecules import MoleculeRows, molecule_step
+from biaslab.nn.molecules import GraphConvRegressor
 
 FULL_TRAIN = 110_000
 
@@ -48,18 +52,22 @@ def featurise_seconds() -> tuple[float, float, object]:
     return featurise, reload, data
 
 
-def epoch_seconds(name: str, data, rows: np.ndarray, features, hidden: int) -> float:
-    """One epoch of training steps (forward, backward, Adam) over ``rows`` in batches of 64."""
+def epoch_seconds(candidate, prepared) -> float:
+    """One epoch of training steps (forward, backward, Adam) over the training rows of
+    ``prepared`` in batches of 64, through the protocol's step for what ``candidate`` reads."""
+    if candidate.reads in TABLE_READS:
+        table = prepared.table(candidate.reads)
+        x, _, y = table.tensors("train")
+        shape, step = table.input_shape, protocol_step("regress", loss="l1")
+    else:
+        x, y = torch.from_numpy(prepared.rows["train"]), prepared.y[prepared.rows["train"]]
+        shape, step = prepared.input_shape, graph_step("regress", prepared.store, "l1")
     torch.manual_seed(0)
-    model = build_molecule_model(name, len(ATOM_FEATURES), len(BOND_TYPES), hidden,
-                                 feature_dim=0 if features is None else features.shape[1])  # fmt: skip
+    model = candidate.build(shape, 1, "regress")
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
-    step = molecule_step("l1")
-    dataset = MoleculeRows(data, rows, np.zeros(len(rows)), features)
     start = time.perf_counter()
-    for first in range(0, len(rows), 64):
-        batch = dataset.collate([dataset[k] for k in range(first, min(first + 64, len(rows)))])
-        loss = step(model, batch, None).loss
+    for first in range(0, len(x), 64):
+        loss = step(model, (x[first : first + 64], y[first : first + 64]), None).loss
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -114,12 +122,17 @@ def main() -> None:
         print(warning)
     featurise, reload, data = featurise_seconds()
     print(f"featurise all {len(data):,} molecules: {featurise:.1f} s; reload the cache: {reload:.2f} s")
-    rows = np.random.default_rng(0).permutation(len(data))[: args.molecules]
+    order = np.random.default_rng(0).permutation(len(data))
+    rows = order[: args.molecules]
     hidden = QM9Config().hidden
-    views = {"bag-mlp": data.bags(), "fingerprint-mlp": data.fingerprints()}
+    held_out = np.sort(order[args.molecules : args.molecules + 20])  # only the training rows are read
+    split = MoleculeSplit(np.sort(rows), held_out[:10], held_out[10:])
+    prepared = prepare_qm9(qm9_graphs(data), data.target("gap"), split)
     epochs = {}
-    for name in MOLECULE_MODELS:
-        seconds = epoch_seconds(name, data, rows, views.get(name), hidden)
+    neural = [name for name in QM9_CANDIDATES if name != "fingerprint-gbt"]
+    for candidate in qm9_candidates(neural, hidden):
+        name = candidate.name
+        seconds = epoch_seconds(candidate, prepared)
         epochs[name] = seconds * FULL_TRAIN / len(rows)
         print(
             f"{name:16s} {seconds:7.2f} s per {len(rows):,} molecules -> {epochs[name]:7.1f} s per 110k epoch"

@@ -147,7 +147,7 @@ def test_a_random_split_is_stratified_and_node_statistics_come_from_training_gra
     train_x = prepared.graphs("train").x.numpy()
     assert train_x.mean(0) == pytest.approx(np.zeros(11), abs=1e-5)  # standardized on these nodes
     assert prepared.input_shape == (11,) and prepared.n_outputs == 2
-    assert prepared.fingerprints.shape == (len(SMILES), 2048)
+    assert prepared.tables["fingerprint"].shape == (len(SMILES), 2048)
 
 
 def test_a_scaffold_split_keeps_each_scaffold_in_one_split_and_fits_on_training_rows():
@@ -178,7 +178,7 @@ def test_bad_graph_input_is_one_line():
         prepare(molecules(), seed=0, split="stratified")
     # sulfur is outside the atom features: the fingerprints still compare, the graph models say why not
     sulfur = prepare(molecules(smiles=(*SMILES[:-1], "CCS")), seed=0)
-    assert sulfur.store is None and sulfur.fingerprint_table().input_shape == (2048,)
+    assert sulfur.store is None and sulfur.table("fingerprint").input_shape == (2048,)
     with pytest.raises(ConfigError) as excinfo:
         sulfur.require_graphs()
     assert (

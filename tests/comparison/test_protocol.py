@@ -444,6 +444,20 @@ def test_learning_curve_fits_a_power_law_and_drops_sizes_missing_a_class():
     assert line.extrapolated[4 * m] < line.val_errors[-1]
 
 
+def test_a_curve_of_errors_measured_elsewhere_recovers_their_power_law():
+    from biaslab.comparison.curves import curve_of
+
+    sizes = [1000, 5000, 20000]
+    per_seed = [[0.5 * n**-0.3 * f for f in (0.95, 1.05)] for n in sizes]  # two seeds, +-5 %
+    curve = curve_of(sizes, per_seed, (110_000,))
+    assert curve.power_law.exponent == pytest.approx(-0.3)
+    assert curve.extrapolated == pytest.approx({110_000: 0.5 * 110_000**-0.3})
+    assert curve.val_errors == pytest.approx([0.5 * n**-0.3 for n in sizes])
+    assert curve.val_errors_std == pytest.approx([np.std(e, ddof=1) for e in per_seed])
+    flat = curve_of([10], [[0.2]], (20,))
+    assert flat.power_law is None and flat.extrapolated == {} and "no power law" in flat.notes[0]
+
+
 def test_new_inputs_are_standardized_as_the_data_were():
     """An OOD set goes through the training rows' statistics, exactly as the data's own rows."""
     data = table(n=120)

@@ -148,3 +148,23 @@ def test_move_to_keeps_the_structure_of_a_batch():
     assert isinstance(moved["b"], Pair) and moved["b"].y == "label"
     assert moved["a"][1][1] == 3 and torch.equal(moved["a"][0], torch.ones(2))
     assert moved["a"][0] is batch["a"][0]  # on its own device nothing is copied
+
+
+MONITORED = [
+    ("val_loss", True),
+    ("val_mae", True),
+    ("val_error", True),
+    ("val_accuracy", False),
+    ("val_auroc", False),
+]
+
+
+@pytest.mark.parametrize(("monitor", "minimise"), MONITORED)
+def test_best_minimises_errors_and_maximises_scores(monitor, minimise):
+    from biaslab.train.callbacks import Best
+
+    best = Best(monitor)
+    assert best.improved({monitor: 1.0}, 1) is True
+    assert best.improved({monitor: 0.5}, 2) is minimise
+    assert best.improved({"other": 0.1}, 3) is None
+    assert best.epoch == (2 if minimise else 1)

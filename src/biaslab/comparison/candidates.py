@@ -36,10 +36,11 @@ from biaslab.comparison import graph_models, models
 from biaslab.data.user_formats import show
 from biaslab.errors import ConfigError
 
-__all__ = ["Candidate", "Reads", "Task", "candidates_for"]
+__all__ = ["Candidate", "Reads", "RegressionLoss", "Task", "candidates_for"]
 
 Task = Literal["classify", "regress"]
-Reads = Literal["x", "graph", "geometry", "fingerprint"]
+Reads = Literal["x", "graph", "geometry", "fingerprint", "counts"]
+RegressionLoss = Literal["mse", "l1"]  # the protocol's loss on standardized regression targets
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,8 @@ class Candidate:
             graphs (``input_shape`` is ``(F,)``, the node features;
             :mod:`~biaslab.comparison.graph_models`); ``"geometry"`` the same with 3-D
             coordinates; ``"fingerprint"`` a molecule's Morgan bits as a table row
-            (``input_shape`` ``(2048,)``).
+            (``input_shape`` ``(2048,)``); ``"counts"`` its counts of atoms and bonds (QM9,
+            ``(49,)``).
     """
 
     name: str

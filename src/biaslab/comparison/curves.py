@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from biaslab.train.config import TrainConfig
     from biaslab.train.recipes import TrainSetup
 
-__all__ = ["Curve", "learning_curve", "nested_order"]
+__all__ = ["Curve", "curve_of", "learning_curve", "nested_order"]
 
 
 @dataclass(frozen=True)
@@ -134,6 +134,17 @@ def learning_curve(
             subset = prepared.train_subset(order[:size], repeat_to=repeat_to)
             fitted = fit(candidate, subset, task, config, setup_for(size, seed))
             per_seed[-1].append(_validation_error(fitted, subset))
+    return curve_of(sizes, per_seed, (2 * n, 4 * n), notes)
+
+
+def curve_of(
+    sizes: Sequence[int], per_seed: Sequence[Sequence[float]], extrapolate_to: Sequence[int], notes=()
+) -> Curve:
+    """A :class:`Curve` from the validation errors measured at ``sizes`` (one list per size, a
+    value per seed): their mean and standard deviation, the power law through the positive means
+    (least squares on log–log axes) and its value at each of ``extrapolate_to``."""
+    notes = list(notes)
+    per_seed = [list(map(float, e)) for e in per_seed]
     means = [float(np.mean(e)) for e in per_seed]
     stds = [float(np.std(e, ddof=1)) if len(e) > 1 else 0.0 for e in per_seed]
     fit_at = [(s, e) for s, e in zip(sizes, means) if e > 0]
@@ -142,8 +153,8 @@ def learning_curve(
         law = fit_power_law(*zip(*fit_at))
     else:
         notes.append("no power law: fewer than two sizes with a positive validation error")
-    extrapolated = {} if law is None else {k * n: float(law(k * n)) for k in (2, 4)}
-    return Curve(sizes, means, stds, law, extrapolated, per_seed, tuple(notes))
+    extrapolated = {} if law is None else {int(m): float(law(m)) for m in extrapolate_to}
+    return Curve(list(sizes), means, stds, law, extrapolated, per_seed, tuple(notes))
 
 
 def _validation_error(fitted: Fitted, prepared: Prepared) -> float:

@@ -35,6 +35,7 @@ from torch import nn
 
 from biaslab.comparison.preparation import standardized
 from biaslab.data.splits import Splits
+from biaslab.errors import ConfigError
 from biaslab.nn.mlp import device_of
 from biaslab.train.callbacks import KeepBest
 from biaslab.train.config import EVAL_BATCH, TrainConfig
@@ -44,10 +45,11 @@ from biaslab.train.steps import StepOutput
 from biaslab.train.trainer import accuracy, mean_absolute_error
 
 if TYPE_CHECKING:
-    from biaslab.comparison.candidates import Candidate, Task
+    from biaslab.comparison.candidates import Candidate, RegressionLoss, Task
 
 __all__ = [
     "MONITORS",
+    "REGRESSION_LOSSES",
     "Fitted",
     "Prepared",
     "SplitRows",
@@ -62,6 +64,7 @@ __all__ = [
 
 # The validation figure the best epoch is chosen by, per task.
 MONITORS = {"classify": "val_accuracy", "regress": "val_loss"}
+REGRESSION_LOSSES = {"mse": nn.functional.mse_loss, "l1": nn.functional.l1_loss}
 PROBABILITY_FLOOR = 1e-12  # a probability of exactly 0 read as this, so that its log is finite
 
 
@@ -211,14 +214,19 @@ def regression_column(out: torch.Tensor) -> torch.Tensor:
     raise ValueError(f"a regressor must output (N, 1), got {tuple(out.shape)}")
 
 
-def protocol_step(task: Task, augment: Callable | None = None):
+def protocol_step(task: Task, augment: Callable | None = None, loss: RegressionLoss = "mse"):
     """The trainer step of every torch candidate.
 
     A batch is ``(x, y)`` or ``(x, mask, y)``; the model is called on everything before the
     targets. ``augment(x, generator)`` transforms the inputs only in training mode (never while
     the Trainer validates), drawing from the trainer's step generator. The loss is cross-entropy
-    (classify) or the mean squared error on standardized targets (regress).
+    (classify) or, on standardized targets (regress), the mean squared error (``loss="mse"``,
+    the default) or the mean absolute error (``"l1"``: the error a benchmark reports as MAE, and
+    robust to outlying targets). The validation loss the best epoch is chosen by is the same.
     """
+    if loss not in REGRESSION_LOSSES:
+        raise ConfigError(f"loss={loss!r}: choose {' or '.join(REGRESSION_LOSSES)}")
+    regression_loss = REGRESSION_LOSSES[loss]
 
     def step(model: nn.Module, batch, generator: torch.Generator) -> StepOutput:
         *inputs, y = batch
@@ -227,7 +235,7 @@ def protocol_step(task: Task, augment: Callable | None = None):
         out = model(*inputs)
         if task == "regress":
             out = regression_column(out)
-            return StepOutput(nn.functional.mse_loss(out, y), {}, out.detach(), y)
+            return StepOutput(regression_loss(out, y), {}, out.detach(), y)
         return StepOutput(nn.functional.cross_entropy(out, y), {}, out.detach(), y)
 
     return step
@@ -273,7 +281,13 @@ def train_keeping_best(
     return history, keep.best.epoch if keep.weights is not None else len(history), seconds
 
 
-def fit_torch(candidate: Candidate, prepared: Prepared, config: TrainConfig, setup: TrainSetup) -> Fitted:
+def fit_torch(
+    candidate: Candidate,
+    prepared: Prepared,
+    config: TrainConfig,
+    setup: TrainSetup,
+    loss: RegressionLoss = "mse",
+) -> Fitted:
     """Build ``candidate`` (its weights drawn after seeding torch with :func:`init_seed`) and
     train it with the Trainer on the training rows, keeping the epoch with the best validation
     figure (:data:`MONITORS`).
@@ -282,6 +296,7 @@ def fit_torch(candidate: Candidate, prepared: Prepared, config: TrainConfig, set
         config: epochs, batch size, optimizer, learning rate, ... (``monitor`` and
             ``restore_best`` are the protocol's).
         setup: the training's tag, seed, device, checkpoint and logger.
+        loss: the regression loss, ``"mse"`` or ``"l1"`` (:func:`protocol_step`).
     """
     task = prepared.task
     torch.manual_seed(init_seed(setup))
@@ -291,7 +306,7 @@ def fit_torch(candidate: Candidate, prepared: Prepared, config: TrainConfig, set
         x, mask, y = prepared.tensors(split)
         return (x, mask, y) if candidate.takes_mask else (x, y)
 
-    step = protocol_step(task, candidate.augment)
+    step = protocol_step(task, candidate.augment, loss)
     history, best_epoch, seconds = train_keeping_best(
         model, task, config, setup, step, batch("train"), batch("val")
     )

@@ -28,7 +28,8 @@ What each kind carries:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -52,7 +53,7 @@ from biaslab.train.seed import derive_seed
 if TYPE_CHECKING:
     from biaslab.data.user_data import UserData
 
-__all__ = ["SPLIT_RULES", "PreparedGraphs", "prepare_graphs"]
+__all__ = ["SPLIT_RULES", "PreparedGraphs", "prepare_graphs", "prepared_graphs"]
 
 SPLIT_RULES = ("random", "scaffold")
 
@@ -75,8 +76,12 @@ class PreparedGraphs(SplitRows):
             ``node_mean`` and ``node_std`` (F,), the training graphs' nodes' statistics; None (and
             the three None) when a molecule has an element the atom features do not cover: then
             ``unreadable`` names it, and only the fingerprint candidates can be fitted.
-        fingerprints: molecules: (N, 2048) uint8 Morgan bits; graphs: None.
-        scaffolds: molecules: N Murcko scaffold SMILES ("" for an acyclic molecule); graphs: None.
+        tables: molecules: per-molecule tables a candidate may read instead of the graph
+            (:meth:`table`): ``"fingerprint"`` (N, 2048) uint8 Morgan bits, as computed;
+            ``"counts"`` (N, 49) float32 counts of atoms and bonds (QM9,
+            :func:`~biaslab.data.molecules.bag_of_atoms_and_bonds`), standardized per column
+            by the training rows; graphs: none.
+        scaffolds: molecules: N Murcko scaffold SMILES ("" for an acyclic molecule); or None.
         split: the split rule, ``"random"`` or ``"scaffold"``.
     """
 
@@ -92,7 +97,7 @@ class PreparedGraphs(SplitRows):
     node_std: np.ndarray | None
     y_mean: float | None = None
     y_std: float | None = None
-    fingerprints: np.ndarray | None = None
+    tables: Mapping[str, np.ndarray] = field(default_factory=dict)
     scaffolds: tuple[str, ...] | None = None
     split: str = "random"
     seed: int = 0
@@ -135,26 +140,29 @@ class PreparedGraphs(SplitRows):
             targets={**self.targets, "train": self.targets["train"][rows]},
         )
 
-    def fingerprint_table(self) -> Prepared:
-        """The molecules as a table of their fingerprint bits (0/1, not standardized: a bit is on a
-        unit scale already, and a rare bit standardized would be a huge value), the same rows and
-        targets: what the fingerprint candidates fit on, as any table candidate.
+    def table(self, name: str) -> Prepared:
+        """The molecules as the table ``name`` of :attr:`tables` (``"fingerprint"``: the bits,
+        0/1 and not standardized, since a bit is on a unit scale already and a rare bit
+        standardized would be a huge value; ``"counts"``: as standardized), the same rows and
+        targets: what a candidate that reads a table fits on, as any table candidate.
 
         Shapes:
-            x_s (n_s, 2048) float32; y_s (n_s,) as ``y``.
+            x_s (n_s, width) float32; y_s (n_s,) as ``y``.
 
         Raises:
-            ConfigError: graph data (fingerprints are computed from SMILES).
+            ConfigError: data without that table (fingerprints are computed from SMILES).
         """
-        if self.fingerprints is None:
-            raise ConfigError(
-                f"fingerprints are computed from a molecule's SMILES; {self.kind} data has none"
+        if name not in self.tables:
+            what = {"fingerprint": "fingerprints are computed from a molecule's SMILES"}.get(
+                name, f"the table {name!r} is computed for QM9's molecules only"
             )
+            raise ConfigError(f"{what}; this {self.kind} data has none")
+        values = self.tables[name]
         parts = {
-            name: (torch.from_numpy(self.fingerprints[r].astype(np.float32)), self.y[r])
-            for name, r in self.rows.items()
+            split: (torch.from_numpy(values[r].astype(np.float32)), self.y[r])
+            for split, r in self.rows.items()
         }
-        width = self.fingerprints.shape[1]
+        width = values.shape[1]
         return Prepared(
             splits=Splits(
                 *parts["train"], *parts["val"], *parts["test"], self.rows["train"], self.rows["val"]
@@ -209,6 +217,42 @@ def prepare_graphs(
     else:
         store, fingerprints, scaffolds, unreadable = molecule_store(data)
     rows = _split(data, val, test, seed, split, scaffolds)
+    tables = {} if fingerprints is None else {"fingerprint": fingerprints}
+    return prepared_graphs(
+        store, rows, data.y, data.task, data.n_outputs, kind=data.kind, tables=tables, scaffolds=scaffolds,
+        split=split, seed=seed, unreadable=unreadable,
+    )  # fmt: skip
+
+
+def prepared_graphs(
+    store: GraphStore | None,
+    rows: dict[str, np.ndarray],
+    y: np.ndarray,
+    task: str,
+    n_outputs: int,
+    *,
+    kind: str,
+    tables: Mapping[str, np.ndarray] | None = None,
+    scaffolds: tuple[str, ...] | None = None,
+    split: str = "random",
+    seed: int = 0,
+    unreadable: str = "",
+) -> PreparedGraphs:
+    """Graphs already split into ``rows``, standardized by the protocol's rule 2: every
+    statistic from the training rows only. The node features become x̃_v = (x_v − μ) / σ per
+    feature, μ and σ over the nodes of the training graphs (a constant feature only centred);
+    regression targets are standardized by the training targets; every table but the
+    fingerprint bits is standardized per column over the training rows.
+
+    Args:
+        store: every example's graph, node features as read (None: ``unreadable`` says why).
+        rows: ``"train"``, ``"val"``, ``"test"`` -> positions in ``store`` (and ``y``).
+        y: (N,) every example's target as given: class indices, or values in the target's unit.
+        task, n_outputs, kind: ``"classify"`` / ``"regress"``; classes or 1; ``"graph"`` /
+            ``"molecule"``.
+        tables: per-example tables (:attr:`PreparedGraphs.tables`), as computed.
+        scaffolds, split, seed, unreadable: as :class:`PreparedGraphs` holds them.
+    """
     node_mean = node_std = None
     if store is not None:
         train_nodes = np.flatnonzero(
@@ -216,24 +260,28 @@ def prepare_graphs(
         )
         node_mean, node_std = preparation.feature_stats(store.x, None, 1, train_nodes)  # (F,), (F,)
         store = replace(store, x=((store.x - node_mean) / node_std).astype(np.float32))
-    y, y_mean, y_std = preparation.trained_targets(data, rows["train"])
-    y = torch.from_numpy(y)
-    targets = preparation.given_targets(data, rows)
+    scaled = {}
+    for name, values in (tables or {}).items():
+        if name != "fingerprint":  # bits stay bits (see table())
+            mean, std = preparation.feature_stats(values, None, 1, rows["train"])  # (F,), (F,)
+            values = ((values - mean) / std).astype(np.float32)
+        scaled[name] = values
+    trained, y_mean, y_std = preparation.trained_targets(y, task, rows["train"])
     return PreparedGraphs(
-        kind=data.kind,
-        task=data.task,
+        kind=kind,
+        task=task,
         input_shape=(store.x.shape[1],) if store is not None else (0,),
-        n_outputs=data.n_outputs,
+        n_outputs=n_outputs,
         rows=rows,
-        targets=targets,
-        y=y,
+        targets=preparation.given_targets(y, task, rows),
+        y=torch.from_numpy(trained),
         store=store,
         unreadable=unreadable,
         node_mean=node_mean,
         node_std=node_std,
         y_mean=y_mean,
         y_std=y_std,
-        fingerprints=fingerprints,
+        tables=scaled,
         scaffolds=scaffolds,
         split=split,
         seed=seed,

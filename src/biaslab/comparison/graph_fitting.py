@@ -13,9 +13,10 @@ What a candidate reads (``Candidate.reads``) decides how it is fitted:
   with :func:`~biaslab.comparison.fitting.init_seed`; a
   :class:`~biaslab.train.callbacks.KeepBest` keeps the epoch with the best validation accuracy
   (classify) or loss (regress), as for every other candidate;
-* ``"fingerprint"`` (molecules): a table model, fitted as any table candidate
+* ``"fingerprint"``, ``"counts"`` (molecules): a table model, fitted as any table candidate
   (:func:`~biaslab.comparison.fitting.fit_torch` or ``fit_sklearn``) on the molecules' Morgan
-  bits (:meth:`PreparedGraphs.fingerprint_table`), the same rows and targets.
+  bits or their counts of atoms and bonds (:meth:`PreparedGraphs.table`), the same rows and
+  targets.
 """
 
 from __future__ import annotations
@@ -44,18 +45,21 @@ from biaslab.nn.mlp import device_of
 from biaslab.train.config import EVAL_BATCH
 
 if TYPE_CHECKING:
-    from biaslab.comparison.candidates import Candidate
+    from biaslab.comparison.candidates import Candidate, RegressionLoss
     from biaslab.train.config import TrainConfig
     from biaslab.train.recipes import TrainSetup
 
 __all__ = [
-    "FingerprintFitted",
+    "TABLE_READS",
     "GraphFitted",
+    "TableFitted",
     "fit_graph_candidate",
     "fit_graph_model",
     "graph_outputs",
     "graph_step",
 ]
+
+TABLE_READS = ("fingerprint", "counts")  # what a molecule candidate may read as a table, not the graph
 
 
 @dataclass
@@ -101,19 +105,26 @@ class GraphFitted:
 
 
 @dataclass
-class FingerprintFitted(Fitted):
-    """A fingerprint candidate fitted on :meth:`PreparedGraphs.fingerprint_table`: a
-    :class:`~biaslab.comparison.fitting.Fitted` whose :meth:`outputs_on` reads the molecules'
-    fingerprint bits."""
+class TableFitted(Fitted):
+    """A candidate fitted on one of the molecules' tables (:meth:`PreparedGraphs.table`): a
+    :class:`~biaslab.comparison.fitting.Fitted` whose :meth:`outputs_on` reads that table
+    (``reads``: ``"fingerprint"`` or ``"counts"``)."""
+
+    reads: str = "fingerprint"
 
     def outputs_on(self, prepared: PreparedGraphs, split: str) -> np.ndarray:
-        return super().outputs_on(prepared.fingerprint_table(), split)
+        return super().outputs_on(prepared.table(self.reads), split)
 
 
 def fit_graph_candidate(
-    candidate: Candidate, prepared: Any, config: TrainConfig, setup: TrainSetup
-) -> GraphFitted | FingerprintFitted:
-    """Train ``candidate`` on ``prepared``'s training graphs by the protocol (module docstring).
+    candidate: Candidate,
+    prepared: Any,
+    config: TrainConfig,
+    setup: TrainSetup,
+    loss: RegressionLoss = "mse",
+) -> GraphFitted | TableFitted:
+    """Train ``candidate`` on ``prepared``'s training graphs by the protocol (module docstring);
+    ``loss`` is the regression loss (:func:`~biaslab.comparison.fitting.protocol_step`).
 
     Raises:
         ConfigError: one line: a candidate that reads fixed-size inputs given graphs, a graph
@@ -131,30 +142,30 @@ def fit_graph_candidate(
             f"candidate {name!r} reads fixed-size inputs; {prepared.kind} data are graphs of any size: "
             "choose among the guide's graph candidates"
         )
-    if reads == "fingerprint":
-        if prepared.fingerprints is None:
-            raise ConfigError(
-                f"candidate {name!r} reads molecules' fingerprints; {prepared.kind} data has none"
-            )
-        table = prepared.fingerprint_table()
+    if reads in TABLE_READS:
+        if reads not in prepared.tables:
+            what = {"fingerprint": "fingerprints", "counts": "counts of atoms and bonds"}[reads]
+            raise ConfigError(f"candidate {name!r} reads molecules' {what}; {prepared.kind} data has none")
+        table = prepared.table(reads)
         fitted = (
-            fit_torch(candidate, table, config, setup)
+            fit_torch(candidate, table, config, setup, loss)
             if candidate.engine == "torch"
             else fit_sklearn(candidate, table, init_seed(setup))
         )
-        return FingerprintFitted(**{f.name: getattr(fitted, f.name) for f in dataclasses.fields(Fitted)})
+        kept = {f.name: getattr(fitted, f.name) for f in dataclasses.fields(Fitted)}
+        return TableFitted(**kept, reads=reads)
     if reads == "geometry" and not prepared.has_positions:
         raise ConfigError(f"candidate {name!r} reads 3-D coordinates; these {prepared.kind}s come without")
     if candidate.engine != "torch":
         raise ConfigError(f"candidate {name!r}: a scikit-learn estimator cannot read graphs")
-    return fit_graph_model(candidate, prepared, config, setup)
+    return fit_graph_model(candidate, prepared, config, setup, loss)
 
 
-def graph_step(task: str, store: GraphStore):
+def graph_step(task: str, store: GraphStore, loss: RegressionLoss = "mse"):
     """The trainer step of a graph model: the batch ``(rows, y)`` holds the positions of its
     graphs in ``store``; they are collated on the CPU, moved to the targets' device and scored by
     :func:`~biaslab.comparison.fitting.protocol_step`."""
-    score = protocol_step(task)
+    score = protocol_step(task, loss=loss)
 
     def step(model: nn.Module, batch, generator: torch.Generator):
         rows, y = batch
@@ -165,7 +176,11 @@ def graph_step(task: str, store: GraphStore):
 
 
 def fit_graph_model(
-    candidate: Candidate, prepared: PreparedGraphs, config: TrainConfig, setup: TrainSetup
+    candidate: Candidate,
+    prepared: PreparedGraphs,
+    config: TrainConfig,
+    setup: TrainSetup,
+    loss: RegressionLoss = "mse",
 ) -> GraphFitted:
     """Build ``candidate`` (seeded by :func:`~biaslab.comparison.fitting.init_seed`) and train it
     with the Trainer on the training graphs, keeping the epoch with the best validation figure
@@ -179,7 +194,7 @@ def fit_graph_model(
         rows = torch.from_numpy(prepared.rows[split])
         return rows, prepared.y[rows]  # (n_s,) positions in the store, (n_s,) targets
 
-    step = graph_step(task, store)
+    step = graph_step(task, store, loss)
     history, best_epoch, seconds = train_keeping_best(
         model, task, config, setup, step, positions("train"), positions("val")
     )

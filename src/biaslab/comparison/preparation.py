@@ -56,20 +56,22 @@ def split_rows(data: UserData, val: float, test: float, rng: np.random.Generator
     return {name: rng.permutation(np.concatenate(p)) for name, p in parts.items()}
 
 
-def trained_targets(data: UserData, train: np.ndarray) -> tuple[np.ndarray, float | None, float | None]:
+def trained_targets(
+    y: np.ndarray, task: str, train: np.ndarray
+) -> tuple[np.ndarray, float | None, float | None]:
     """Every target as the models train on it: class indices, or values standardized by the
     training rows' mean and standard deviation (returned with them; None to classify).
 
     Shapes:
-        data.y (N,), train (n,) -> (N,) int64 or float32.
+        y (N,), train (n,) -> (N,) int64 or float32.
     """
-    if data.task == "classify":
-        return data.y.astype(np.int64), None, None
-    train_y = data.y[train].astype(np.float64)
+    if task == "classify":
+        return y.astype(np.int64), None, None
+    train_y = y[train].astype(np.float64)
     y_mean, y_std = float(train_y.mean()), float(train_y.std())
     if not y_std > 0:
         raise ConfigError(f"the target is constant ({y_mean:g}) on the training rows: nothing to predict")
-    return ((data.y.astype(np.float64) - y_mean) / y_std).astype(np.float32), y_mean, y_std
+    return ((y.astype(np.float64) - y_mean) / y_std).astype(np.float32), y_mean, y_std
 
 
 def feature_stats(x: np.ndarray, mask: np.ndarray | None, axis: int, rows: np.ndarray):
@@ -93,13 +95,10 @@ def feature_axis(kind: str, ndim: int) -> int:
     return 1 if kind == "image" else ndim - 1
 
 
-def given_targets(data: UserData, rows: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def given_targets(y: np.ndarray, task: str, rows: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Each split's targets as the user gave them: class indices, or float64 values in the
     target's unit (what validation and test errors are read in)."""
-    return {
-        name: data.y[r] if data.task == "classify" else data.y[r].astype(np.float64)
-        for name, r in rows.items()
-    }
+    return {name: y[r] if task == "classify" else y[r].astype(np.float64) for name, r in rows.items()}
 
 
 def standardized(x: np.ndarray, mask: np.ndarray | None, mean: np.ndarray, std: np.ndarray, kind: str):

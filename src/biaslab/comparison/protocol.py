@@ -50,7 +50,7 @@ from biaslab.train.seed import derive_seed
 from biaslab.train.trainer import accuracy
 
 if TYPE_CHECKING:
-    from biaslab.comparison.candidates import Candidate, Task
+    from biaslab.comparison.candidates import Candidate, RegressionLoss, Task
     from biaslab.data.user_data import UserData
     from biaslab.train.config import TrainConfig
     from biaslab.train.recipes import TrainSetup
@@ -106,8 +106,8 @@ def prepare(
     axis = feature_axis(data.kind, data.x.ndim)
     x_mean, x_std = feature_stats(data.x, None if mask is None else mask.astype(bool), axis, rows["train"])
     x = standardized(data.x, mask, x_mean, x_std, data.kind)
-    y, y_mean, y_std = trained_targets(data, rows["train"])
-    targets = given_targets(data, rows)
+    y, y_mean, y_std = trained_targets(data.y, data.task, rows["train"])
+    targets = given_targets(data.y, data.task, rows)
     parts = {name: (torch.from_numpy(x[r]), torch.from_numpy(y[r])) for name, r in rows.items()}
     masks = (
         None if mask is None else {name: torch.from_numpy(mask[r].astype(bool)) for name, r in rows.items()}
@@ -179,7 +179,12 @@ def _classification_scores(prepared: Prepared, val_logits: np.ndarray, test_logi
 
 
 def fit_candidate(
-    candidate: Candidate, prepared: Prepared, task: Task, config: TrainConfig, setup: TrainSetup
+    candidate: Candidate,
+    prepared: Prepared,
+    task: Task,
+    config: TrainConfig,
+    setup: TrainSetup,
+    loss: RegressionLoss = "mse",
 ) -> CandidateResult:
     """Train one candidate by the protocol and score it: validation first, the test rows once.
 
@@ -195,8 +200,10 @@ def fit_candidate(
         config: the training hyper-parameters (torch; ``monitor`` and ``restore_best`` are the
             protocol's).
         setup: the training's tag, seed, device (and checkpoint, logger); its seed fixes a CPU run.
+        loss: a torch regressor's loss on standardized targets, ``"mse"`` (default) or ``"l1"``
+            (:func:`~biaslab.comparison.fitting.protocol_step`).
     """
-    fitted = fit(candidate, prepared, task, config, setup)
+    fitted = fit(candidate, prepared, task, config, setup, loss)
     val_out = fitted.outputs_on(prepared, "val")
     test_out = fitted.outputs_on(prepared, "test")  # the test rows' one reading, after every choice
     if task == "classify":

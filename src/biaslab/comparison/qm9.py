@@ -1,0 +1,167 @@
+"""The QM9 benchmark on the comparison engine: QM9's molecules as the engine's graphs, and its
+model zoo as candidates at the benchmark's widths.
+
+``biaslab compare`` reads a user's molecules from SMILES; the ``qm9`` lab reads the same kind of
+data from the featurised QM9 cache (:func:`~biaslab.data.qm9.load_qm9`: 130,786 molecules, their
+11 atom features, bonds, coordinates, Morgan bits). :func:`qm9_graphs` holds them once as the
+engine's :class:`~biaslab.comparison.graph_store.GraphStore` and tables, and
+:func:`prepare_qm9` applies the protocol's rules to one split of them (every statistic from the
+training rows only: node features, the counts table, the target), so that each QM9 model is
+trained and scored by :func:`~biaslab.comparison.protocol.fit_candidate`, like any candidate of
+any user's data.
+
+The candidates (:func:`qm9_candidates`) are the models of :mod:`biaslab.nn.molecules` at the
+benchmark's width ``hidden``, each with the prior the decision guide names:
+
+    name              reads          model
+    bag-mlp           counts         MLP (49 → 2h → 2h → 1, SiLU) on counts of atoms and bonds
+    fingerprint-mlp   fingerprint    the same MLP on the 2048 Morgan bits
+    fingerprint-gbt   fingerprint    histogram gradient-boosted trees (63 leaves, no early stopping)
+    deepsets          graph          Deep Sets over the atoms, bonds unseen
+    gcn, gat          graph          3 residual GCN / GAT layers of h
+    mpnn              graph          Gilmer's MPNN of h/2 (edge network, GRU, Set2Set)
+    transformer       graph          a graph Transformer of h, bonds as attention bias
+    egnn              geometry       EGNN of h/2 on all pairs of atoms: E(3)-invariant
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from biaslab.comparison.candidates import Candidate, RegressionLoss, candidates_for
+from biaslab.comparison.graph_data import PreparedGraphs, prepared_graphs
+from biaslab.comparison.graph_store import GraphStore
+from biaslab.data.molecules import BOND_TYPES
+from biaslab.nn.mlp import MLP
+from biaslab.nn.molecules import build_molecule_model
+
+if TYPE_CHECKING:
+    from biaslab.data.molecule_splits import MoleculeSplit
+    from biaslab.data.qm9 import QM9
+
+__all__ = ["QM9_CANDIDATES", "QM9Graphs", "prepare_qm9", "qm9_candidates", "qm9_graphs"]
+
+# The benchmark's model names, in the order of its tables, and the guide's candidate whose prior
+# each shares (None: a prior of its own, stated below).
+QM9_CANDIDATES = {
+    "bag-mlp": None,
+    "fingerprint-mlp": "fingerprint MLP",
+    "fingerprint-gbt": "fingerprint trees",
+    "deepsets": None,
+    "gcn": "GCN",
+    "gat": "GAT",
+    "mpnn": "MPNN",
+    "transformer": "graph Transformer",
+    "egnn": "EGNN",
+}
+OWN_PRIORS = {
+    "bag-mlp": "none beyond smoothness: counts of atoms and bonds, not how they are wired",
+    "deepsets": "permutation invariance over the atoms; bonds unseen",
+}
+TREE_LEAVES = 63
+TREE_LEARNING_RATE = 0.1
+
+
+@dataclass(frozen=True, eq=False)
+class QM9Graphs:
+    """QM9 as the comparison engine reads it, built once: every molecule's graph, node features
+    as featurised (not standardized), and its tables.
+
+    Shapes (N molecules, A atoms):
+        store: x (A, 11) float32, pos (A, 3) ångström, edges as :class:`GraphStore` holds them.
+        tables: ``"fingerprint"`` (N, 2048) uint8 Morgan bits; ``"counts"`` (N, 49) float32.
+    """
+
+    store: GraphStore
+    tables: dict[str, np.ndarray]
+
+
+def qm9_graphs(data: QM9) -> QM9Graphs:
+    """The featurised QM9 store (:class:`~biaslab.data.qm9.QM9`) as the engine's graphs and tables."""
+    store = GraphStore(
+        x=data.x.astype(np.float32),
+        edge_index=data.edge_index.astype(np.int64),  # (2, E) local to each molecule
+        edge_type=data.edge_type.astype(np.int64),
+        node_ptr=data.atom_ptr.astype(np.int64),
+        edge_ptr=data.edge_ptr.astype(np.int64),
+        pos=data.pos.astype(np.float32),
+    )
+    return QM9Graphs(store, {"fingerprint": data.fingerprints(), "counts": data.bags()})
+
+
+def prepare_qm9(
+    graphs: QM9Graphs, y: np.ndarray, split: MoleculeSplit, *, rule: str = "random", seed: int = 0
+) -> PreparedGraphs:
+    """One split of QM9 prepared by the protocol: node features, the counts table and the target
+    standardized by the statistics of ``split.train`` only.
+
+    Args:
+        graphs: :func:`qm9_graphs`.
+        y: (N,) the target of every molecule, in its unit.
+        split: the training, validation and test rows.
+        rule: how the split was drawn, ``"random"`` or ``"scaffold"`` (recorded).
+        seed: recorded as the preparation's seed.
+    """
+    rows = {"train": split.train, "val": split.val, "test": split.test}
+    return prepared_graphs(
+        graphs.store, rows, y, "regress", 1, kind="molecule", tables=graphs.tables, split=rule, seed=seed
+    )
+
+
+def qm9_candidates(
+    names, hidden: int, *, gbt_iterations: int = 500, loss: RegressionLoss = "l1"
+) -> list[Candidate]:
+    """The benchmark's models ``names`` (keys of :data:`QM9_CANDIDATES`) as candidates.
+
+    Args:
+        hidden: the width h of the module docstring's table.
+        gbt_iterations: boosting iterations of the trees (no early stopping: every one is kept).
+        loss: the trees' loss, to match the networks': ``"l1"`` absolute error, ``"mse"`` squared.
+    """
+    guide = {c.name: c for c in candidates_for("molecule", task="regress", has_positions=True)}
+    chosen = []
+    for name in names:
+        shared = guide.get(QM9_CANDIDATES[name])
+        prior = OWN_PRIORS[name] if shared is None else shared.prior
+        if name == "fingerprint-gbt":
+            build = _trees(gbt_iterations, loss)
+            chosen.append(Candidate(name, prior, "sklearn", build, reads="fingerprint"))
+        elif name.endswith("-mlp"):
+            reads = "counts" if name == "bag-mlp" else "fingerprint"
+            chosen.append(Candidate(name, prior, "torch", _table_mlp(hidden), reads=reads))
+        else:
+            reads = "geometry" if name == "egnn" else "graph"
+            chosen.append(Candidate(name, prior, "torch", _graph_model(name, hidden), reads=reads))
+    return chosen
+
+
+def _table_mlp(hidden: int):
+    def build(input_shape, n_outputs: int, task: str) -> MLP:
+        """(B, F) -> (B, n_outputs): two SiLU layers of 2h, as the benchmark's tabular models."""
+        return MLP((int(input_shape[0]), 2 * hidden, 2 * hidden, n_outputs), "silu")
+
+    return build
+
+
+def _graph_model(name: str, hidden: int):
+    def build(input_shape, n_outputs: int, task: str):
+        """A batch of B molecules -> (B,) (one output) or (B, n_outputs)."""
+        return build_molecule_model(name, int(input_shape[0]), len(BOND_TYPES), hidden, n_outputs)
+
+    return build
+
+
+def _trees(iterations: int, loss: RegressionLoss):
+    def build(input_shape, n_outputs: int, task: str):
+        """Histogram gradient-boosted trees; ``random_state`` left unset (the protocol seeds it)."""
+        from sklearn.ensemble import HistGradientBoostingRegressor
+
+        return HistGradientBoostingRegressor(
+            loss="absolute_error" if loss == "l1" else "squared_error", max_iter=iterations,
+            learning_rate=TREE_LEARNING_RATE, max_leaf_nodes=TREE_LEAVES, early_stopping=False,
+        )  # fmt: skip
+
+    return build
