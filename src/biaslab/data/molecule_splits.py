@@ -1,4 +1,4 @@
-"""Splitting molecules, and normalising their targets without looking at the test set.
+"""Splitting molecules without looking at the test set.
 
 Two splits (Wu et al. 2018, MoleculeNet):
 
@@ -10,9 +10,10 @@ Two splits (Wu et al. 2018, MoleculeNet):
   cannot fit elsewhere); the others are shuffled by the seed and fill train, then validation,
   then test (Chemprop's "balanced" scaffold split).
 
-Target normalisation: :class:`TargetScaler` learns a mean and a standard deviation from the
-training rows only. Statistics of the whole data set (as torch-geometric's QM9 example computes
-them) carry information about the test targets into training.
+Targets are standardised by the comparison protocol, from the training rows only
+(:func:`biaslab.comparison.preparation.trained_targets`): statistics of the whole data set (as
+torch-geometric's QM9 example computes them) carry information about the test targets into
+training.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import numpy as np
 
 from biaslab.errors import ConfigError
 
-__all__ = ["MoleculeSplit", "TargetScaler", "random_split", "scaffold_split"]
+__all__ = ["MoleculeSplit", "random_split", "scaffold_split"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -97,30 +98,3 @@ def scaffold_split(
         parts[k].append(m)
         filled[k] += len(m)
     return MoleculeSplit(*(np.sort(np.concatenate(p)) if p else np.empty(0, dtype=np.int64) for p in parts))
-
-
-class TargetScaler:
-    """Standardises targets with the mean and standard deviation of the training rows only.
-
-    ``fit`` returns self; the learned state is ``mean_`` and ``std_`` (scikit-learn style).
-    """
-
-    def __init__(self, eps: float = 1e-12):
-        self.eps = eps
-
-    def fit(self, y_train: np.ndarray) -> TargetScaler:
-        """Learn from the training targets (N_train,) or (N_train, K): never pass the whole set."""
-        y = np.asarray(y_train, dtype=np.float64)
-        if len(y) < 2:
-            raise ValueError("TargetScaler needs at least two training targets")
-        self.mean_ = y.mean(0)
-        self.std_ = np.maximum(y.std(0), self.eps)
-        return self
-
-    def transform(self, y: np.ndarray) -> np.ndarray:
-        """(y − mean) / std."""
-        return (np.asarray(y, dtype=np.float64) - self.mean_) / self.std_
-
-    def inverse_transform(self, z: np.ndarray) -> np.ndarray:
-        """z · std + mean: back to the target's unit (errors in eV, not in standard deviations)."""
-        return np.asarray(z, dtype=np.float64) * self.std_ + self.mean_
