@@ -140,6 +140,23 @@ class PreparedGraphs(SplitRows):
             targets={**self.targets, "train": self.targets["train"][rows]},
         )
 
+    def table_rows(self, name: str, split: str) -> torch.Tensor:
+        """The rows of ``split`` ("train", "val" or "test") of the table ``name``, as float32: what
+        a table candidate reads, one split at a time (:meth:`table` holds every split).
+
+        Shapes:
+            -> (n_s, width) float32.
+
+        Raises:
+            ConfigError: data without that table (fingerprints are computed from SMILES).
+        """
+        if name not in self.tables:
+            what = {"fingerprint": "fingerprints are computed from a molecule's SMILES"}.get(
+                name, f"the table {name!r} is computed for QM9's molecules only"
+            )
+            raise ConfigError(f"{what}; this {self.kind} data has none")
+        return torch.from_numpy(self.tables[name][self.rows[split]].astype(np.float32))
+
     def table(self, name: str) -> Prepared:
         """The molecules as the table ``name`` of :attr:`tables` (``"fingerprint"``: the bits,
         0/1 and not standardized, since a bit is on a unit scale already and a rare bit
@@ -152,17 +169,8 @@ class PreparedGraphs(SplitRows):
         Raises:
             ConfigError: data without that table (fingerprints are computed from SMILES).
         """
-        if name not in self.tables:
-            what = {"fingerprint": "fingerprints are computed from a molecule's SMILES"}.get(
-                name, f"the table {name!r} is computed for QM9's molecules only"
-            )
-            raise ConfigError(f"{what}; this {self.kind} data has none")
-        values = self.tables[name]
-        parts = {
-            split: (torch.from_numpy(values[r].astype(np.float32)), self.y[r])
-            for split, r in self.rows.items()
-        }
-        width = values.shape[1]
+        parts = {split: (self.table_rows(name, split), self.y[r]) for split, r in self.rows.items()}
+        width = self.tables[name].shape[1]
         return Prepared(
             splits=Splits(
                 *parts["train"], *parts["val"], *parts["test"], self.rows["train"], self.rows["val"]

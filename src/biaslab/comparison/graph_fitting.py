@@ -113,7 +113,7 @@ class TableFitted(Fitted):
     reads: str = "fingerprint"
 
     def outputs_on(self, prepared: PreparedGraphs, split: str) -> np.ndarray:
-        return super().outputs_on(prepared.table(self.reads), split)
+        return self.outputs(prepared.table_rows(self.reads, split))  # that split's rows only
 
 
 def fit_graph_candidate(
