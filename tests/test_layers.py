@@ -24,7 +24,7 @@ LAYERS = [
     {"train", "evaluate", "generative"},
     {"comparison"},
     {"runs", "registry", "catalog", "config_slices", "loggers"},
-    {"report"},
+    {"report", "scale"},
     {"runner"},
     {"sequence"},
     {"experiments", "notebooks"},

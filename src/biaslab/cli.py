@@ -222,6 +222,27 @@ def add_run_options(p) -> None:
     )
     p.add_argument("--resume", metavar="DIR", help="continue an unfinished run from its checkpoints")
     p.add_argument(
+        "--executor",
+        choices=("serial", "local", "ray"),
+        help="who runs a lab's independent fits (models x sizes x seeds): serial (the default: one "
+        "after the other), local (--workers processes on this machine, the threads divided between "
+        'them) or ray (an existing Ray cluster: --address; pip install "biaslab[ray]"). The same '
+        "results whichever runs them, for a given --threads",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="worker processes for --executor local (default: the cores divided by --threads); with "
+        "ray, at most N tasks at once",
+    )
+    p.add_argument(
+        "--address",
+        metavar="HOST:PORT",
+        help="the Ray cluster's head for --executor ray (default: $RAY_ADDRESS, else a cluster "
+        "started on this machine with 'ray start --head')",
+    )
+    p.add_argument(
         "--no-progress",
         action="store_true",
         help="show no progress: by default a bar per training on a terminal (steps, running loss, "
@@ -341,6 +362,9 @@ def cmd_run(args, argv: list[str]) -> int:
             threads=args.threads,
             device=args.device,
             log=args.log,
+            executor=args.executor,
+            workers=args.workers,
+            address=args.address,
         )
     except KeyboardInterrupt as exc:
         run_dir = getattr(exc, "run_dir", None)

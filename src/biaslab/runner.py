@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import os
+import socket
 import sys
 import threading
 import time
@@ -31,9 +32,11 @@ from biaslab.report.display import Result
 from biaslab.report.text import claim_lines
 from biaslab.results import Claim
 from biaslab.runs import CONFIG, TIMINGS, TRACEBACK, RunDir
+from biaslab.scale.context import FitContext
+from biaslab.scale.executors import SerialExecutor, check_executor, make_executor, task_threads
+from biaslab.scale.tasks import Study, TaskSpec
 from biaslab.train.callbacks import PROGRESS_MODES
-from biaslab.train.recipes import TrainSetup
-from biaslab.train.seed import derive_seed, rng_state, seed_everything, set_rng_state
+from biaslab.train.seed import rng_state, seed_everything, set_rng_state
 
 
 class _MetricsLogger:
@@ -49,8 +52,10 @@ class _MetricsLogger:
         self.run.rewind_metrics(self.tag, step)
 
 
-class RunContext:
-    """What an experiment receives: its config, seed and the places to put its results."""
+class RunContext(FitContext):
+    """What an experiment receives: its config, seed and the places to put its results; its fits
+    by name (``seed_for``, ``init_model``, ``training``: :class:`~biaslab.scale.context.FitContext`)
+    and, for a study of independent fits, ``tasks``."""
 
     def __init__(
         self,
@@ -62,67 +67,62 @@ class RunContext:
         progress: bool | str | None,
         echo: TextIO | None = None,
     ):
+        super().__init__(experiment.name, cfg, seed, profile, "cpu", progress, run.checkpoints_dir)
         self.experiment = experiment
-        self.cfg = cfg
-        self.seed = seed
-        self.profile = profile
         self.run = run
-        self.progress = progress
         self.metrics: dict[str, Any] = {}
         self.timings: dict[str, float] = {}
         self.claims: list[Claim] = []
         self.figures: list[dict[str, str]] = []
         self.tables: list[dict[str, Any]] = []
         self._echo = echo
-        self.threads: int | None = None  # the CPU threads the run computes on (set by the runner)
-        self.device = "cpu"  # where the run computes: "cpu", "cuda" or "mps" (set by the runner)
+        self.threads: int | None = None  # the CPU threads each fit computes on (set by the runner)
         self.labs_order: list[str] | None = None  # how the report lists a run's labs/ sub-runs
         self.loggers: tuple[str, ...] = ()  # where records go besides metrics.jsonl (--log)
-        self._trained: list[str] = []  # tags of the trainings set up so far
+        self.executor = SerialExecutor()  # who runs ctx.tasks (set by the runner)
 
     @property
     def run_dir(self) -> Path:
         return self.run.path
 
-    @property
-    def quick(self) -> bool:
-        return self.profile == "quick"
+    def logger(self, tag: str):
+        return _MetricsLogger(self.run, tag)
 
-    # -- seeds, models and trainings -----------------------------------------------------------
-    def seed_for(self, *names: str) -> int:
-        """A seed for a named part of the experiment (stable, independent of call order)."""
-        return derive_seed(self.seed, self.experiment.name, *names)
+    def tasks(
+        self, fn: Callable[..., Any] | Mapping[Callable[..., Any], Sequence], keys: Sequence = ()
+    ) -> dict:
+        """Run ``fn(task, *key)`` for every key as a task of this run's executor; its results by key.
 
-    def init_model(self, build: Callable[[], Any], *names: str):
-        """``build()`` with torch's generator seeded for ``names`` + ``"init"``.
-
-        The initial weights of a model depend only on the run's seed and the names, so two
-        models built with the same names start from the same weights.
+        ``fn`` is a module-level function (a worker imports it by name) that fits and measures
+        one thing with ``task`` (a :class:`~biaslab.scale.context.TaskContext`: ``cfg``,
+        ``seed_for``, ``init_model``, ``training``, ``device``, ``quick``) and returns plain data.
+        A key is a tuple of names and numbers (a single value is a key of one). Tasks of several
+        functions run together as ``ctx.tasks({fn: keys, other_fn: other_keys})`` (every key
+        distinct). Each result is saved as ``tasks/<fn>/<key>.json``, and a resumed run reads
+        the finished ones back; :mod:`biaslab.scale.tasks` says what fixes a task's numbers.
         """
-        import torch
+        jobs = fn if isinstance(fn, Mapping) else {fn: keys}
+        given = [(f, key) for f, ks in jobs.items() for key in ks]
+        pairs = [(f, key if isinstance(key, tuple) else (key,)) for f, key in given]
+        specs = [
+            TaskSpec(f, key, self.experiment.name, self.cfg, self.seed, self.profile, self.device,
+                     self.threads or 1, self._task_progress(), str(self.run.path), socket.gethostname())
+            for f, key in pairs
+        ]  # fmt: skip
+        say = None if self.progress is False or self.executor.name == "serial" else _say
+        study = Study(self.run, self.executor, say)
+        try:
+            results = study.run_all(specs)
+        finally:
+            self._trained += study.trained
+        return {key: results[spec.key] for (_, key), spec in zip(given, specs, strict=True)}  # keys as given
 
-        torch.manual_seed(self.seed_for(*names, "init"))
-        return build()
-
-    def training(self, tag: str, lr_key: str = "lr") -> TrainSetup:
-        """Checkpoint, fingerprint, metrics logger, progress and seed for a training called ``tag``.
-
-        ``ctx.training(tag).trainer(model, config)`` builds its Trainer; the recipes in
-        ``biaslab.train.recipes`` take the setup directly. ``lr_key`` is the config key that
-        sets this training's learning rate, named if it diverges (default ``"lr"``).
-        """
-        self._trained.append(tag)
-        fingerprint = f"{self.experiment.name}|{self.seed}|{to_dict(self.cfg)}"
-        return TrainSetup(
-            tag=tag,
-            seed=self.seed_for(tag),
-            checkpoint=self.run.checkpoints_dir / f"{tag}.pt",
-            fingerprint=fingerprint,
-            logger=_MetricsLogger(self.run, tag),
-            progress=self.progress,
-            lr_key=lr_key,
-            device=self.device,
-        )
+    def _task_progress(self):
+        """What a task's trainings show: as asked in this process; lines at most in a worker
+        (bars of several processes would overwrite each other)."""
+        if self.executor.name == "serial":
+            return self.progress
+        return "lines" if self.progress == "lines" else False
 
     # -- what the run reports ------------------------------------------------------------------
     def metric(self, **values: Any) -> None:
@@ -242,6 +242,11 @@ class RunContext:
         return path
 
 
+def _say(line: str) -> None:
+    sys.stderr.write(printable(line) + "\n")
+    sys.stderr.flush()
+
+
 def _reproducible(exact: Callable[[], Any], claim: str):
     """``exact()`` evaluated under two different seeds of every global generator; the two
     results must be equal. The generators' states are restored afterwards."""
@@ -272,6 +277,9 @@ RUN_OPTIONS = {
     "device": "--device",
     "log": "--log",
     "progress": "--no-progress",
+    "executor": "--executor",
+    "workers": "--workers",
+    "address": "--address",
     "command": None,
     "echo": None,
 }
@@ -290,6 +298,9 @@ def run(
     device: str | None = None,
     log: str | Sequence[str] | None = None,
     progress: bool | str | None = None,
+    executor: str | None = None,
+    workers: int | None = None,
+    address: str | None = None,
     command: str | None = None,
     echo: TextIO | None = None,
 ) -> Result:
@@ -310,9 +321,10 @@ def run(
             device, loggers and folder are reused: ``overrides``, ``profile``, ``seed``, ``out``,
             ``threads``, ``device`` and ``log`` are refused with it).
         runs_dir: parent of new run directories (default ``runs``).
-        threads: CPU threads for torch and NumPy: a number, ``"auto"`` (the cores idle now) or
-            None (default: every core). Recorded in config.json; a resume reuses it, since a
-            seed fixes a run bit for bit for a given thread count and precision.
+        threads: CPU threads for torch and NumPy, for each of the lab's fits: a number,
+            ``"auto"`` (the cores idle now) or None (default: every core; with ``executor="local"``
+            the cores divided between the workers; on Ray 1). Recorded in config.json; a resume
+            reuses it, since a seed fixes a run bit for bit for a given thread count and precision.
         device: where models, data, training and sampling run: ``"auto"`` (the default: CUDA,
             else Apple's MPS, else the CPU), ``"cpu"``, ``"cuda"`` or ``"mps"``; a device this
             machine lacks is refused. Recorded in config.json; a resume reuses it. What a seed
@@ -323,6 +335,14 @@ def run(
             comma-separated string of them. Recorded in config.json; a resume reuses them.
         progress: ``True`` progress bars, ``"lines"`` one line per epoch of each training (for
             a log file), ``False`` nothing; default None: bars on a terminal only.
+        executor: who runs a lab's independent fits (``ctx.tasks``): ``"serial"`` (the default:
+            one after the other, here), ``"local"`` (``workers`` processes on this machine) or
+            ``"ray"`` (an existing Ray cluster at ``address``; ``pip install "biaslab[ray]"``).
+            The results are the same bits whichever runs them, for a given ``threads``. A resume
+            may choose another (default: the one recorded).
+        workers: processes for ``executor="local"`` (default: the cores divided by ``threads``);
+            on Ray, at most this many tasks at once.
+        address: the Ray cluster's ``HOST:PORT`` (default: ``RAY_ADDRESS``, else this machine's).
         command: the command line recorded in config.json (default: the equivalent CLI call).
         echo: a stream for progress lines (the workshop prints one per lab); default silent.
 
@@ -350,6 +370,7 @@ def run(
                 )
             saved = RunDir.inspect(resume)  # read only: nothing is written before it is proven
             exp, cfg, profile, seed, threads, device = _resumed(Path(resume), saved, name, overrides)
+            executor, workers, address = _resumed_executor(saved, executor, workers, address)
             try:
                 log = check_loggers(saved.get("log"))
             except BiaslabError as exc:
@@ -366,13 +387,16 @@ def run(
             profile = "default" if profile is None else profile
             seed = 0 if seed is None else seed
             exp, cfg = _checked_request(name, profile, seed, overrides)
-            threads = resolve_threads(threads)
+            executor = "serial" if executor is None else executor
+            check_executor(executor, workers, address)
+            threads = task_threads(executor, None if threads is None else resolve_threads(threads), workers)
             device = resolve_device(device)
             _check_precision(cfg, device)
             log = check_loggers(log)
             warming = _warm_up_imports()
             rundir = RunDir.create(exp.name, seed, out=out, runs_dir=runs_dir)  # locked
-        machine = {"threads": threads, "device": device}
+        machine = {"threads": threads, "device": device,
+                   "executor": {"name": executor, "workers": workers, "address": address}}  # fmt: skip
         return _started(rundir, resume is not None, exp, cfg, seed, profile, machine, log, command,
                         overrides, progress, echo, warming)  # fmt: skip
     except KeyboardInterrupt as exc:
@@ -518,6 +542,18 @@ def _resumed(path: Path, saved: dict, name: str | None, overrides: dict[str, Any
     return exp, cfg, saved["profile"], saved["seed"], threads, device
 
 
+def _resumed_executor(saved: dict, executor, workers, address):
+    """The executor of a resumed run: the one given, else the one config.json records (serial
+    for a run that records none); checked like a new run's."""
+    if executor is None:
+        recorded = saved.get("executor") if isinstance(saved.get("executor"), dict) else {}
+        executor = recorded.get("name", "serial")
+        workers = workers if workers is not None else recorded.get("workers")
+        address = address if address is not None else recorded.get("address")
+    check_executor(executor, workers, address)
+    return executor, workers, address
+
+
 def _check_precision(cfg, device: str) -> None:
     """A config's ``precision`` (where it has one) must run on ``device``: one line if not."""
     precision = flat_values(cfg).get("precision")  # its own, or its training part's
@@ -558,6 +594,10 @@ def _execute(
     make_deterministic(machine["device"])
     ctx = RunContext(exp, cfg, seed, profile, rundir, progress, echo)
     ctx.threads, ctx.device = machine["threads"], machine["device"]
+    chosen = machine["executor"]
+    ctx.executor = make_executor(
+        chosen["name"], chosen["workers"], chosen["address"], ctx.threads, ctx.device
+    )
     ctx.loggers = tuple(log)
     if warming is not None:
         # The background imports end before the experiment starts: while a thread imports it
@@ -566,7 +606,10 @@ def _execute(
         # while they run, whether or not it remembers to wait.
         warming.join()
     start = time.perf_counter()
-    exp.fn(ctx)
+    try:
+        exp.fn(ctx)
+    finally:
+        ctx.executor.close()
     results = {
         "experiment": exp.name,
         "title": exp.title,

@@ -101,9 +101,10 @@ CHECKPOINTS = "checkpoints"
 LABS = "labs"
 TRACEBACK = "traceback.txt"
 LOCK = ".lock"
+TASKS = "tasks"  # a study's finished tasks (biaslab.scale.tasks)
 
 # Files that only a run writes: found without a config.json, they are another run's leftovers.
-RUN_OUTPUTS = (COMPLETE, RESULTS, METRICS, REPORT, INDEX, TRACEBACK, FIGURES, CHECKPOINTS, LABS)
+RUN_OUTPUTS = (COMPLETE, RESULTS, METRICS, REPORT, INDEX, TRACEBACK, FIGURES, CHECKPOINTS, LABS, TASKS)
 
 # config.json's marker: the hash of the keys that fix a run (see run_fingerprint).
 RUN_MARKER = "run_fingerprint"
@@ -430,10 +431,12 @@ class RunDir:
         threads: int | None = None,
         log: Sequence[str] = (),
         device: str | None = None,
+        executor: dict | None = None,
     ) -> None:
         """Write config.json: what fixes the run (experiment, profile, seed, config, the thread
         count and the device, for a seed fixes a CPU run bit for bit for a given count, and a
-        run on another device computes other bits), with versions."""
+        run on another device computes other bits), with versions; and how it runs (its
+        loggers, the executor of its tasks), which a resume may change."""
         identity = {
             "experiment": experiment,
             "profile": profile,
@@ -450,6 +453,7 @@ class RunDir:
                 "created": datetime.now().isoformat(timespec="seconds"),
                 "command": command,
                 **({"log": list(log)} if log else {}),  # loggers: how the run reports, not what it is
+                **({"executor": {k: v for k, v in executor.items() if v is not None}} if executor else {}),
                 RUN_MARKER: run_fingerprint(identity),
             },
         )
@@ -558,6 +562,15 @@ class RunDir:
         self._keep_metrics(lambda record: record.get("tag") != tag or record.get("step", 0) <= step)
         for sink in self.sinks:
             sink.rewind(tag, step)
+
+    def drop_metrics(self, tags: Sequence[str]) -> None:
+        """Drop every record of trainings ``tags`` (a task that runs again logs them anew)."""
+        tags = set(tags)
+        if tags and self.metrics_path.exists():
+            self._keep_metrics(lambda record: record.get("tag") not in tags)
+            for sink in self.sinks:
+                for tag in tags:
+                    sink.rewind(tag, -1)
 
     def read_metrics(self) -> list[dict]:
         """Every record of metrics.jsonl (a last line cut short by a kill is left out)."""

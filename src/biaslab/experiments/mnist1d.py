@@ -100,13 +100,26 @@ class Mnist1dConfig:
         check_batch_fits(self)
 
 
-def train_one(ctx, cfg: Mnist1dConfig, model_name: str, variant: str, seed: int) -> dict:
-    splits = mnist1d_splits_for(cfg.data, ctx.seed_for("split"), shuffle=variant == "shuffled")
+def train_one(task, model_name: str, variant: str, seed: int) -> dict:
+    """One model on one variant with one seed: a task (``ctx.tasks``)."""
+    cfg: Mnist1dConfig = task.cfg
+    splits = mnist1d_splits_for(cfg.data, task.seed_for("split"), shuffle=variant == "shuffled")
     tag = f"{model_name}-{variant}-{seed}"
-    model = ctx.init_model(lambda: build(model_name), tag)
+    model = task.init_model(lambda: build(model_name), tag)
     config = cfg.train.training(epochs=getattr(cfg, f"{model_name}_epochs"))
-    fit = fit_classifier(model, splits, config, ctx.training(tag))
+    fit = fit_classifier(model, splits, config, task.training(tag))
     return {"test": fit.test["accuracy"], "parameters": count_parameters(model), "seconds": fit.train_time}
+
+
+def train_udl(task, name: str) -> dict:
+    """One network of UDL fig. 10.8 at a constant rate: its size, train accuracy and test error."""
+    cfg: Mnist1dConfig = task.cfg
+    splits = mnist1d_splits_for(cfg.data, task.seed_for("split"))
+    model = task.init_model(lambda: build_udl(name), name)
+    config = cfg.train.training(epochs=cfg.udl_epochs, lr=cfg.udl_lr, schedule="constant")
+    fit = fit_classifier(model, splits, config, task.training(name))
+    train = fit.trainer.evaluate((splits.x_train, splits.y_train))["accuracy"]
+    return {"parameters": count_parameters(model), "train": train, "error": 1 - fit.test["accuracy"]}
 
 
 @experiment(
@@ -121,9 +134,9 @@ def train_one(ctx, cfg: Mnist1dConfig, model_name: str, variant: str, seed: int)
 )
 def run(ctx) -> None:
     cfg: Mnist1dConfig = ctx.cfg
-    results = {
-        (m, v): [train_one(ctx, cfg, m, v, s) for s in range(cfg.seeds)] for v in VARIANTS for m in MODELS
-    }
+    keys = [(m, v, s) for v in VARIANTS for m in MODELS for s in range(cfg.seeds)]
+    fits = ctx.tasks({train_one: keys, train_udl: ["udl-cnn", "udl-mlp"]})
+    results = {(m, v): [fits[m, v, s] for s in range(cfg.seeds)] for v in VARIANTS for m in MODELS}
     mean = {key: float(np.mean([r["test"] for r in runs])) for key, runs in results.items()}
     std = {key: float(np.std([r["test"] for r in runs])) for key, runs in results.items()}
     rows = []
@@ -158,7 +171,7 @@ def run(ctx) -> None:
         passed=min(drops["cnn"], drops["gru"]) > drops["mlp"] + 0.10,
         checked_in_quick=False,
     )
-    udl_figure(ctx, cfg)
+    udl_claim(ctx, fits)
     ctx.figure(
         "accuracy",
         plots.grouped_bars(
@@ -172,24 +185,21 @@ def run(ctx) -> None:
     )
 
 
-def udl_figure(ctx, cfg: Mnist1dConfig) -> None:
+def udl_claim(ctx, fits: dict) -> None:
     """UDL fig. 10.8: a small CNN against a big MLP, both fitting the training set."""
-    splits = mnist1d_splits_for(cfg.data, ctx.seed_for("split"))
-    out = {}
     for name in ("udl-cnn", "udl-mlp"):
-        model = ctx.init_model(lambda n=name: build_udl(n), name)
-        config = cfg.train.training(epochs=cfg.udl_epochs, lr=cfg.udl_lr, schedule="constant")
-        fit = fit_classifier(model, splits, config, ctx.training(name))
-        train = fit.trainer.evaluate((splits.x_train, splits.y_train))["accuracy"]
-        out[name] = (count_parameters(model), train, 1 - fit.test["accuracy"])
-        ctx.metric(**{f"{name}_train_accuracy": train, f"{name}_test_error": 1 - fit.test["accuracy"]})
-    (p_cnn, fit_cnn, err_cnn), (p_mlp, fit_mlp, err_mlp) = out["udl-cnn"], out["udl-mlp"]
+        ctx.metric(
+            **{f"{name}_train_accuracy": fits[name]["train"], f"{name}_test_error": fits[name]["error"]}
+        )
+    cnn, mlp = fits["udl-cnn"], fits["udl-mlp"]
     ctx.claim(
-        f"A {p_cnn:,}-parameter CNN generalises far better than a {p_mlp:,}-parameter MLP, both "
-        "fitting the training set (UDL fig. 10.8: ~17% against ~40% test error)",
+        f"A {cnn['parameters']:,}-parameter CNN generalises far better than a "
+        f"{mlp['parameters']:,}-parameter MLP, both fitting the training set "
+        "(UDL fig. 10.8: ~17% against ~40% test error)",
         source="lecture slides (Understanding Deep Learning, fig. 10.8)",
         expected="both train accuracy >= 0.99; CNN test error <= MLP's - 0.15",
-        measured=f"train {fit_cnn:.3f} / {fit_mlp:.3f}; test error CNN {err_cnn:.3f}, MLP {err_mlp:.3f}",
-        passed=min(fit_cnn, fit_mlp) >= 0.99 and err_cnn <= err_mlp - 0.15,
+        measured=f"train {cnn['train']:.3f} / {mlp['train']:.3f}; "
+        f"test error CNN {cnn['error']:.3f}, MLP {mlp['error']:.3f}",
+        passed=min(cnn["train"], mlp["train"]) >= 0.99 and cnn["error"] <= mlp["error"] - 0.15,
         checked_in_quick=False,
     )

@@ -1,0 +1,172 @@
+"""Who runs a study's tasks: this process, worker processes on this machine, or a Ray cluster.
+
+Every executor has one method, ``run(specs, receive)``: it runs each :class:`TaskSpec` through
+:func:`~biaslab.scale.tasks.run_task` and hands its outcome to ``receive(spec, outcome)`` in the
+driver's process, in the order they finish. A task that raises comes back as an outcome with an
+``"error"`` (the other tasks go on); a worker that dies under a task (killed, out of memory) has
+the task run again, up to ``max_attempts`` times in all.
+
+===========  ==================================================================================
+``serial``   one task after the other in this process (the default)
+``local``    ``workers`` processes on this machine (spawned: torch's threads do not survive a
+             fork), the threads divided between them
+``ray``      tasks on an existing Ray cluster (:mod:`biaslab.scale.ray_executor`), each asking
+             for ``{"CPU": threads}`` and, on CUDA, one GPU
+===========  ==================================================================================
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+
+from biaslab.errors import ConfigError
+from biaslab.hardware import available_cores
+from biaslab.scale.tasks import MAX_ATTEMPTS, Receive, TaskSpec, died, run_task
+
+EXECUTORS = ("serial", "local", "ray")
+
+
+class SerialExecutor:
+    """Each task in this process, one after the other."""
+
+    name = "serial"
+    workers = 1
+
+    def run(self, specs: Sequence[TaskSpec], receive: Receive) -> None:
+        for spec in specs:
+            receive(spec, run_task(spec))
+
+    def close(self) -> None:
+        pass
+
+
+class LocalExecutor:
+    """Tasks on ``workers`` processes of this machine.
+
+    At most ``workers`` tasks are handed out at once, so when a worker dies the tasks then in
+    flight are the ones charged an attempt (a pool that breaks fails all it holds).
+    """
+
+    name = "local"
+
+    def __init__(self, workers: int, max_attempts: int = MAX_ATTEMPTS):
+        self.workers, self.max_attempts = workers, max_attempts
+        self.pool: ProcessPoolExecutor | None = None
+
+    def run(self, specs: Sequence[TaskSpec], receive: Receive) -> None:
+        queue, attempts, running = list(specs), {spec.name: 0 for spec in specs}, {}
+        try:
+            while queue or running:
+                pool = self._pool()
+                while queue and len(running) < self.workers:
+                    spec = queue.pop(0)
+                    attempts[spec.name] += 1
+                    running[pool.submit(run_task, spec)] = spec
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    spec = running.pop(future)
+                    try:
+                        outcome = future.result()
+                    except BrokenProcessPool:  # its worker died: run it again, or give up on it
+                        self._discard_pool()
+                        if attempts[spec.name] < self.max_attempts:
+                            tell_retry(spec, attempts[spec.name], self.max_attempts)
+                            queue.insert(0, spec)
+                            continue
+                        outcome = died(spec, attempts[spec.name])
+                    receive(spec, outcome)
+        except BaseException:
+            self._discard_pool()  # an interrupt or a failed write: no worker outlives the driver
+            raise
+
+    def _pool(self) -> ProcessPoolExecutor:
+        if self.pool is None:
+            context = multiprocessing.get_context("spawn")
+            self.pool = ProcessPoolExecutor(
+                self.workers, mp_context=context, initializer=die_with_parent, initargs=(os.getpid(),)
+            )
+        return self.pool
+
+    def _discard_pool(self) -> None:
+        pool, self.pool = self.pool, None
+        if pool is not None:
+            processes = list(getattr(pool, "_processes", {}).values())  # no public way to stop them
+            pool.shutdown(wait=False, cancel_futures=True)
+            for process in processes:
+                if process.is_alive():
+                    process.kill()
+            for process in processes:
+                process.join(timeout=10)
+
+    def close(self) -> None:
+        pool, self.pool = self.pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
+
+
+def die_with_parent(parent: int) -> None:
+    """A worker's start: end this process once the driver ``parent`` is gone (killed: nobody is left
+    to receive its results, and a resumed driver runs its task again)."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.2)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="biaslab-parent-watch", daemon=True).start()
+
+
+def tell_retry(spec: TaskSpec, attempt: int, attempts: int) -> None:
+    sys.stderr.write(
+        f"a worker died under task {spec.label} (killed, or out of memory?): running it again "
+        f"(attempt {attempt + 1} of {attempts})\n"
+    )
+    sys.stderr.flush()
+
+
+def task_threads(executor: str, threads: int | None, workers: int | None) -> int:
+    """The threads each task computes on: ``threads`` when given; else every core (serial), the
+    cores divided between the workers (local), or 1 (a Ray task asks for that many CPUs)."""
+    if threads is not None:
+        return threads
+    if executor == "local":
+        return max(1, available_cores() // (workers or available_cores()))
+    return available_cores() if executor == "serial" else 1
+
+
+def check_executor(executor: str, workers: int | None, address: str | None) -> None:
+    """The executor options checked before anything is written (one ConfigError line)."""
+    if executor not in EXECUTORS:
+        raise ConfigError(f"executor={executor!r}: choose one of {', '.join(EXECUTORS)}")
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise ConfigError(f"workers={workers!r}: give a number of worker processes >= 1")
+    if workers is not None and executor == "serial":
+        raise ConfigError("--workers needs --executor local (or ray); serial runs one task at a time")
+    if address is not None and executor != "ray":
+        raise ConfigError("--address names a Ray cluster: it needs --executor ray")
+
+
+def make_executor(executor: str, workers: int | None, address: str | None, threads: int, device: str):
+    """The executor a run asked for; warns (stderr) when local workers want more threads than cores."""
+    check_executor(executor, workers, address)
+    if executor == "serial":
+        return SerialExecutor()
+    if executor == "local":
+        workers = workers or max(1, available_cores() // threads)
+        cores = available_cores()
+        if workers * threads > cores:
+            sys.stderr.write(
+                f"warning: {workers} workers x {threads} thread(s) on {cores} cores: they will slow "
+                "each other down (fewer --workers, or --threads 1)\n"
+            )
+        return LocalExecutor(workers)
+    from biaslab.scale.ray_executor import RayExecutor
+
+    return RayExecutor(address, threads=threads, gpus=1 if device == "cuda" else 0, workers=workers)

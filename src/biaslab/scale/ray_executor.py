@@ -1,0 +1,98 @@
+"""Tasks on an existing Ray cluster (``pip install "biaslab[ray]"``).
+
+Each task is a Ray task asking for ``{"CPU": threads}`` and, when the run computes on CUDA, one
+GPU: the cluster runs as many at once as its resources hold, one GPU task per GPU. Every node
+needs biaslab (and the data sets its labs read) installed; the run directory need not be shared,
+since each result returns to the driver, which writes it (see :mod:`biaslab.scale.tasks`). A
+worker process that dies under a task (a node lost, a SIGKILL) has Ray run it again, up to
+``max_attempts`` attempts in all; a task that raises is reported, not retried.
+
+The cluster is the user's: ``ray start --head`` on one machine, ``ray start --address HEAD:PORT``
+on the others, then ``biaslab run NAME --executor ray --address HEAD:PORT`` (default: the
+``RAY_ADDRESS`` variable, else a cluster started on this machine). biaslab never starts one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from biaslab.errors import ConfigError
+from biaslab.scale.tasks import MAX_ATTEMPTS, Receive, TaskSpec, died, run_task
+
+
+def ray_module():
+    """The ``ray`` package, or one line naming the install command."""
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError('--executor ray needs Ray: pip install "biaslab[ray]"') from None
+    return ray
+
+
+class RayExecutor:
+    """Tasks on the Ray cluster at ``address`` (None: ``RAY_ADDRESS``, else this machine's).
+
+    Args:
+        address: the head's ``HOST:PORT`` (or ``ray://HOST:PORT`` for Ray Client).
+        threads: the CPUs each task asks for (and the threads it computes on).
+        gpus: the GPUs each task asks for (1 on CUDA, else 0).
+        workers: at most this many tasks in flight at once (default: as many as the cluster holds).
+        max_attempts: attempts per task when its worker dies.
+    """
+
+    name = "ray"
+
+    def __init__(self, address: str | None, threads: int, gpus: int, workers: int | None = None,
+                 max_attempts: int = MAX_ATTEMPTS):  # fmt: skip
+        self.address, self.threads, self.gpus = address, threads, gpus
+        self.workers, self.max_attempts = workers, max_attempts
+        self._connected_here = False
+
+    def connect(self):
+        """Join the cluster (once); one line if there is none at the address."""
+        ray = ray_module()
+        if not ray.is_initialized():
+            try:
+                ray.init(address=self.address or "auto", logging_level="ERROR", log_to_driver=True)
+            except (ConnectionError, RuntimeError, ValueError) as exc:
+                where = self.address or "RAY_ADDRESS or this machine"
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                raise ConfigError(
+                    f"no Ray cluster answered at {where} ({first}); start one with 'ray start --head' "
+                    "and give its address with --address"
+                ) from None
+            self._connected_here = True
+        return ray
+
+    def run(self, specs: Sequence[TaskSpec], receive: Receive) -> None:
+        ray = self.connect()
+        remote = ray.remote(
+            num_cpus=self.threads,
+            num_gpus=self.gpus,
+            max_retries=self.max_attempts - 1,
+            retry_exceptions=False,
+        )(run_task)
+        queue, running = list(specs), {}
+        limit = self.workers or len(specs)
+        try:
+            while queue or running:
+                while queue and len(running) < limit:
+                    spec = queue.pop(0)
+                    running[remote.remote(spec)] = spec
+                ready, _ = ray.wait(list(running), num_returns=1)
+                for ref in ready:
+                    spec = running.pop(ref)
+                    try:
+                        outcome = ray.get(ref)
+                    except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError):
+                        outcome = died(spec, self.max_attempts)
+                    receive(spec, outcome)
+        except BaseException:
+            for ref in running:
+                ray.cancel(ref, force=True)
+            raise
+
+    def close(self) -> None:
+        if self._connected_here:
+            ray_module().shutdown()
+            self._connected_here = False
