@@ -22,7 +22,8 @@ GG-NN + set2set 0.097 eV (Gilmer et al. 2017), Chemprop D-MPNN ~0.106 eV; chemic
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import functools
+from dataclasses import dataclass, fields, replace
 from typing import Literal
 
 import numpy as np
@@ -31,7 +32,7 @@ import torch
 from biaslab.comparison.curves import curve_of
 from biaslab.comparison.fitting import errors
 from biaslab.comparison.judged import Judged, recommendation
-from biaslab.comparison.protocol import fit_candidate
+from biaslab.comparison.protocol import CandidateResult, fit_candidate
 from biaslab.comparison.qm9 import QM9_CANDIDATES, prepare_qm9, qm9_candidates, qm9_graphs
 from biaslab.config import check_range
 from biaslab.data.molecule_splits import random_split, scaffold_split
@@ -159,44 +160,59 @@ def run(ctx) -> None:
     ctx.metric(device=str(device), hardware=_hardware(device))
 
     # 1. Data: every molecule as a graph (cached) and its tables, the split.
-    data = load_qm9(progress=ctx.progress is not False)  # a bar on a terminal only
-    y = data.target(cfg.target)
-    split = _split(data, cfg, ctx.seed_for("split"))
-    split = split.subsample(val=cfg.val_size, test=cfg.test_size, seed=ctx.seed_for("evaluation rows"))
-    if cfg.train_sizes[-1] > len(split.train):
-        raise ConfigError(
-            f"train_sizes={cfg.train_sizes}: the {cfg.split} split has {len(split.train)} training molecules"
-        )
+    data, _, _, split = _study_data(cfg, ctx.seed_for("split"), ctx.seed_for("evaluation rows"), ctx.progress)
     skipped = data.skipped
     ctx.metric(
         molecules=len(data), skipped={k: len(v) for k, v in skipped.items()}, test_molecules=len(split.test)
     )
-    # Each training subset (nested over n) prepared once: its own statistics, shared by every model.
-    graphs = qm9_graphs(data)
-    prepared = {
-        (n, seed): prepare_qm9(
-            graphs, y, split.subsample_train(n, ctx.seed_for("subset", seed)), rule=cfg.split,
-            seed=ctx.seed_for("split"),
-        )
-        for n in cfg.train_sizes
-        for seed in range(cfg.seeds)
-    }  # fmt: skip
 
-    # 2. Every model, training size and seed through the comparison protocol.
-    fits, unit = [], TARGETS[cfg.target].unit
-    for candidate in qm9_candidates(cfg.models, cfg.hidden, gbt_iterations=cfg.gbt_iterations, loss=cfg.loss):
-        for n in cfg.train_sizes:
-            for seed in range(cfg.seeds):
-                fit = _fit(ctx, cfg, candidate, prepared[n, seed], seed, n)
-                fits.append(fit)
-                ctx.timing(**{f"{candidate.name}_n{n}_s{seed}_train": fit["train_seconds"]})
-                ctx.echo(
-                    f"  {candidate.name:16s} n={n:<6d} seed {seed}: test MAE {fit['test_mae']:.4f} {unit}"
-                )
+    # 2. Every model, training size and seed through the comparison protocol: a task each.
+    made = qm9_candidates(cfg.models, cfg.hidden, gbt_iterations=cfg.gbt_iterations, loss=cfg.loss)
+    candidates = {c.name: c for c in made}
+    keys = [(m, n, seed) for m in candidates for n in cfg.train_sizes for seed in range(cfg.seeds)]
+    outcomes, fits, unit = ctx.tasks(fit_qm9, keys), [], TARGETS[cfg.target].unit
+    for m, n, seed in keys:
+        fit = dict(outcomes[m, n, seed])
+        fit["candidate"], fit["result"] = candidates[m], CandidateResult(**fit.pop("scores"))
+        if "egnn_invariance_error" in fit:
+            ctx.metric(egnn_invariance_error=fit.pop("egnn_invariance_error"))
+        fits.append(fit)
+        ctx.timing(**{f"{m}_n{n}_s{seed}_train": fit["train_seconds"]})
+        ctx.echo(f"  {m:16s} n={n:<6d} seed {seed}: test MAE {fit['test_mae']:.4f} {unit}")
     unseeded = ("result", "candidate", "train_seconds")  # objects, and wall clock (a timing above)
     ctx.metric(fits=[{k: v for k, v in f.items() if k not in unseeded} for f in fits])
 
     _report(ctx, cfg, fits, skipped, split, device)
+
+
+@functools.cache
+def _study_data(cfg: QM9Config, split_seed: int, rows_seed: int, progress):
+    """QM9, its graphs and tables, the target and the split: read once per process (the driver's
+    and each worker's), then shared by every task there."""
+    data = load_qm9(progress=progress is not False)  # a bar on a terminal only
+    y = data.target(cfg.target)
+    split = _split(data, cfg, split_seed).subsample(val=cfg.val_size, test=cfg.test_size, seed=rows_seed)
+    if cfg.train_sizes[-1] > len(split.train):
+        raise ConfigError(
+            f"train_sizes={cfg.train_sizes}: the {cfg.split} split has {len(split.train)} training molecules"
+        )
+    return data, qm9_graphs(data), y, split
+
+
+@functools.cache
+def _prepared(cfg: QM9Config, n: int, subset_seed: int, split_seed: int, rows_seed: int):
+    """A training subset prepared once per process (its own statistics), shared by every model."""
+    _, graphs, y, split = _study_data(cfg, split_seed, rows_seed, False)
+    return prepare_qm9(graphs, y, split.subsample_train(n, subset_seed), rule=cfg.split, seed=split_seed)
+
+
+def fit_qm9(task, model: str, n: int, seed: int) -> dict:
+    """One model on one training subset with one seed: a task (``ctx.tasks``)."""
+    cfg: QM9Config = task.cfg
+    seeds = (task.seed_for("split"), task.seed_for("evaluation rows"))
+    prepared = _prepared(cfg, n, task.seed_for("subset", seed), *seeds)
+    (candidate,) = qm9_candidates((model,), cfg.hidden, gbt_iterations=cfg.gbt_iterations, loss=cfg.loss)
+    return _fit(task, cfg, candidate, prepared, seed, n)
 
 
 def _split(data, cfg: QM9Config, seed: int):
@@ -209,7 +225,7 @@ def _split(data, cfg: QM9Config, seed: int):
 
 def _fit(ctx, cfg: QM9Config, candidate, prepared, seed: int, n: int) -> dict:
     """One candidate on one training subset: a torch model sees its subset repeated to
-    ``epoch_molecules`` per epoch (trees take no steps); the record of the fit."""
+    ``epoch_molecules`` per epoch (trees take no steps); the record of the fit, plain data."""
     tag = f"{candidate.name}-n{n}-s{seed}"
     repeat_to = cfg.epoch_molecules if candidate.engine == "torch" else None
     trained_on = prepared.train_subset(np.arange(n), repeat_to=repeat_to)
@@ -218,12 +234,14 @@ def _fit(ctx, cfg: QM9Config, candidate, prepared, seed: int, n: int) -> dict:
     )
     fitted = result.fitted
     train_error = errors(prepared.to_unit(fitted.outputs_on(prepared, "train")), prepared.targets["train"])
+    extra = {}
     if candidate.name in THREE_D and seed == 0 and n == cfg.train_sizes[-1]:
         # A random rotation-reflection (det −1) and translation of every molecule's atoms.
         moved = on_field("pos", random_isometry(3, ctx.seed_for("rotation"), det=-1, shift_std=5.0))
         probe = prepared.store.batch(prepared.rows["test"][:64])
-        ctx.metric(egnn_invariance_error=invariance_error(fitted.model, moved, probe))
+        extra["egnn_invariance_error"] = invariance_error(fitted.model, moved, probe)
     trees = candidate.engine == "sklearn"  # parameters: the trees' nodes; epochs: boosting iterations
+    scores = {f.name: getattr(result, f.name) for f in fields(result) if f.name != "fitted"}
     return {
         "model": candidate.name,
         "train_size": n,
@@ -237,8 +255,8 @@ def _fit(ctx, cfg: QM9Config, candidate, prepared, seed: int, n: int) -> dict:
         "best_epoch": fitted.model.n_iter_ if trees else result.best_epoch,
         "parameters": _tree_nodes(fitted.model) if trees else result.parameters,
         "train_seconds": result.train_seconds,
-        "candidate": candidate,
-        "result": result,
+        "scores": scores,  # the CandidateResult without its fitted model, which stays in the task
+        **extra,
     }
 
 
