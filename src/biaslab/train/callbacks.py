@@ -19,6 +19,11 @@ and ``load_state_dict(state, trainer)``; the latter checks the state against the
 raises ValueError (naming the field) without changing anything when it could not have been
 saved by this training. ``trainer.should_stop = True`` ends the fit after this epoch.
 
+In a training across processes (:mod:`biaslab.train.distributed`) every process runs every
+callback on the same records; one that writes (a log, the progress display) runs its hooks on
+rank 0 only (:func:`~biaslab.train.distributed.main_process_only`), and
+:class:`~biaslab.train.checkpoint.Checkpointing` saves from rank 0.
+
 Callbacks nest like ``with`` blocks: the start hooks run in the trainer's order, the end hooks
 (step, validation and fit end) in reverse, so that a callback listed first wraps the others. The
 trainer lists :class:`~biaslab.train.checkpoint.Checkpointing` first (it saves what all the
@@ -36,6 +41,7 @@ import sys
 import time
 
 from biaslab.train.checkpoint import check_tensors, is_count, is_number, shown
+from biaslab.train.distributed import main_process_only
 
 MINIMISED = ("loss", "mae", "mse", "error")  # monitored keys with these endings are errors
 
@@ -182,14 +188,16 @@ class KeepBest(Callback):
 
 class LogRecords(Callback):
     """Hand every epoch's record to ``logger.log``; on a resume, ``logger.rewind(step)`` first
-    drops what a killed run logged after its checkpoint."""
+    drops what a killed run logged after its checkpoint. Across processes, rank 0's only."""
 
     def __init__(self, logger):
         self.logger = logger
 
+    @main_process_only
     def on_fit_start(self, trainer) -> None:
         self.logger.rewind(trainer.step)
 
+    @main_process_only
     def on_validation_end(self, trainer, record: dict) -> None:
         self.logger.log(record)
 
@@ -204,7 +212,7 @@ class TrainingProgress(Callback):
     validation figure, left on screen when the training ends; ``"lines"``, one line per epoch
     (tag, epoch, loss, the validation figure, elapsed time), for a log file or a pipe: a long
     run is never silent for longer than an epoch; ``False``, nothing; ``None``, a bar when
-    stderr is a terminal (and not in CI), else nothing.
+    stderr is a terminal (and not in CI), else nothing. Across processes, rank 0 shows it.
     """
 
     def __init__(self, mode: bool | str | None = None):
@@ -216,6 +224,7 @@ class TrainingProgress(Callback):
         self.bar = None
         self.postfix: dict[str, str] = {}
 
+    @main_process_only
     def on_fit_start(self, trainer) -> None:
         self.start = time.perf_counter()
         if self.mode is True and not trainer.finished:
@@ -232,6 +241,7 @@ class TrainingProgress(Callback):
             self.bar.set_postfix(self.postfix, refresh=False)
             self.bar.update(1)
 
+    @main_process_only
     def on_validation_end(self, trainer, record: dict) -> None:
         monitor = trainer.config.monitor
         key = monitor if monitor in record else next((k for k in record if k.startswith("val_")), None)

@@ -21,6 +21,7 @@ from torch import nn
 
 from biaslab.errors import CheckpointError
 from biaslab.fileio import atomic_write
+from biaslab.train.distributed import barrier
 from biaslab.train.seed import rng_state, set_rng_state
 
 
@@ -350,7 +351,9 @@ class Checkpointing:
     tag, model class and shapes, config, seed, step function and ``fingerprint``) or one that
     fails the checks of :meth:`TrainingState.from_dict` is a CheckpointError, and nothing of it
     is applied. The trainer runs this callback outermost: it restores every other callback
-    before they start and saves after they have all acted.
+    before they start and saves after they have all acted. Across processes every process
+    loads the file and takes part in each save (the ranks' random states are gathered), rank 0
+    writes it, and the others wait until it is written.
 
     Args:
         path: the checkpoint file.
@@ -384,4 +387,8 @@ class Checkpointing:
             self._save(trainer)
 
     def _save(self, trainer) -> None:
-        save(self.path, trainer.state(self.fingerprint).to_dict())
+        state = trainer.state(self.fingerprint).to_dict()  # in every process: it may gather
+        if trainer.world.is_main:
+            save(self.path, state)
+        if trainer.world.distributed:  # no process goes on before the file is complete
+            barrier(trainer.device)

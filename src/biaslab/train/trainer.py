@@ -26,6 +26,9 @@ draws the same batches everywhere; on the CPU a resumed run ends bit-identical t
 
 Validation metrics are computed once on the outputs of the whole set (AUROC or a calibration
 error is not a mean over batches); the loss is the batch-size-weighted mean of batch losses.
+
+Under ``torchrun``, in a joined process group, it is one training across the processes
+(DistributedDataParallel, each process a shard of every batch: :mod:`biaslab.train.distributed`).
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from biaslab.errors import DivergenceError
 from biaslab.nn.mlp import device_of
-from biaslab.train import checkpoint
+from biaslab.train import checkpoint, distributed
 from biaslab.train.callbacks import arranged
 from biaslab.train.checkpoint import TrainingState
 from biaslab.train.config import EVAL_BATCH, TrainConfig, autocast_dtype, make_optimizer, make_scheduler
@@ -90,6 +93,11 @@ def accuracy(outputs: torch.Tensor, targets: torch.Tensor) -> float:
 
 class Trainer:
     """Mini-batch training with validation, on any device, extended by callbacks.
+
+    In a process group of several processes (``self.world``: :func:`distributed.joined_world`),
+    steps run ``self.train_model``, the model in DistributedDataParallel (a step function gets it),
+    on this process's shard of each global batch of ``config.batch_size`` rows; ``self.model``
+    stays the module (evaluation, state dicts). With one process both are the model.
 
     Args:
         model: the module to train (moved to ``device``; its parameters are updated in place).
@@ -139,16 +147,21 @@ class Trainer:
         self.device = device_of(model) if device is None else torch.device(device)
         self.autocast = autocast_dtype(cfg.precision, self.device.type)
         self.model = model.to(self.device)
+        self.world = distributed.joined_world()
+        self.train_model = distributed.wrap(self.model, self.device) if self.world.distributed else self.model
         self.loss_fn, self.step_fn = loss_fn or nn.functional.cross_entropy, step
         self.metrics, self.collate_fn = dict(metrics or {}), collate_fn
         self.seed, self.tag, self.on_divergence, self.lr_key = seed, tag, on_divergence, lr_key
-        self.callbacks = arranged(cfg, callbacks)
 
         self.optimizer = make_optimizer(cfg, self.model.parameters())
         self.scheduler = None  # built in fit(), when the number of steps is known
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=cfg.precision == "fp16")
         self.shuffle_gen = torch.Generator().manual_seed(derive_seed(seed, tag, "shuffle"))
-        self.step_gen = _generator(self.device, derive_seed(seed, tag, "step"))
+        rank = () if self.world.rank == 0 else (f"rank {self.world.rank}",)  # each process its own draws
+        self.step_gen = _generator(self.device, derive_seed(seed, tag, "step", *rank))
+        self.callbacks = arranged(cfg, callbacks)
+        if self.world.distributed:
+            self.callbacks.append(distributed.RankRandomness(self.step_gen))
         self.history: list[dict[str, Any]] = []
         self.step = 0  # optimizer steps taken
         self.epoch = 0  # epochs finished
@@ -183,6 +196,7 @@ class Trainer:
         if n == 0:
             raise ValueError("the training set is empty")
         self.steps_per_epoch = math.ceil(n / self.config.batch_size)
+        distributed.check_split(n, self.config.batch_size, self.world.world_size, self.tag)
         total = self.config.epochs * self.steps_per_epoch
         self.scheduler = make_scheduler(self.config, self.optimizer, total_steps=total)
         try:
@@ -203,15 +217,20 @@ class Trainer:
         return self.history
 
     def _train_one_epoch(self, train, n: int) -> None:
-        self.model.train()
-        for batch in self._batches(train, n):
+        self.train_model.train()
+        for batch, weight in self._batches(train, n):
             t0 = time.perf_counter()
-            out, k = self._forward(batch, self.step_gen)
+            out, k = self._forward(self.train_model, batch, self.step_gen)
             value = out.loss.item()
+            sums = {"loss": value * k, **{name: scalar(term) * k for name, term in out.terms.items()}}
+            if self.world.distributed:  # the global batch's sums, the same in every process
+                sums, k = distributed.sum_across(sums, k, self.device)
+                value = sums["loss"] / k
             if not math.isfinite(value):
                 return self._diverge(value, batch)
             self.optimizer.zero_grad(set_to_none=True)
-            self.scaler.scale(out.loss).backward()
+            loss = out.loss if weight == 1 else out.loss * weight  # a shard's share of the mean
+            self.scaler.scale(loss).backward()
             if self.config.max_grad_norm:
                 self.scaler.unscale_(self.optimizer)
                 nn.utils.clip_grad_norm_(self.model.parameters(), self.config.max_grad_norm)
@@ -221,20 +240,21 @@ class Trainer:
                 self.scheduler.step()
             self.train_time += time.perf_counter() - t0
             self.step, self.batch_in_epoch = self.step + 1, self.batch_in_epoch + 1
-            self.epoch_loss_sum, self.epoch_count = self.epoch_loss_sum + value * k, self.epoch_count + k
-            for name, term in out.terms.items():
-                self.epoch_term_sums[name] = self.epoch_term_sums.get(name, 0.0) + scalar(term) * k
+            self.epoch_loss_sum += sums.pop("loss")
+            self.epoch_count += k
+            for name, total in sums.items():
+                self.epoch_term_sums[name] = self.epoch_term_sums.get(name, 0.0) + total
             self._call("on_step_end")
 
-    def _forward(self, batch, generator: torch.Generator) -> tuple[StepOutput, int]:
-        """One batch through the model, under autocast: the step's answer and the batch's weight
+    def _forward(self, model: nn.Module, batch, generator: torch.Generator) -> tuple[StepOutput, int]:
+        """One batch through ``model``, under autocast: the step's answer and the batch's weight
         in the means (``len(targets)`` with ``loss_fn``; a step's batch as :func:`batch_size_of`)."""
         with torch.autocast(self.device.type, dtype=self.autocast, enabled=self.autocast is not None):
             if self.step_fn is None:
                 *inputs, targets = batch
-                outputs = self.model(*inputs)
+                outputs = model(*inputs)
                 return StepOutput(self.loss_fn(outputs, targets), {}, outputs, targets), len(targets)
-            return as_step_output(self.step_fn(self.model, batch, generator)), batch_size_of(batch)
+            return as_step_output(self.step_fn(model, batch, generator)), batch_size_of(batch)
 
     def _validate(self, val) -> None:
         """Close the epoch: its record, validated on ``val`` (the callbacks see it at both ends)."""
@@ -287,13 +307,16 @@ class Trainer:
         return tuple(moved.setdefault(id(t), t.to(self.device)) for t in data)
 
     def _batches(self, train: Batch | Dataset, n: int):
-        """Yield the epoch's mini-batches, on the device, from ``self.batch_in_epoch`` on."""
+        """Yield the epoch's mini-batches, on the device, from ``self.batch_in_epoch`` on: each
+        ``(batch, weight)``, this process's shard of the global batch and its loss weight
+        (:func:`distributed.shard`; with one process the whole batch and 1.0)."""
         if self.batch_in_epoch == 0:
             self.epoch_gen_state = self.shuffle_gen.get_state()
         else:  # resuming mid-epoch: re-draw this epoch's permutation
             self.shuffle_gen.set_state(self.epoch_gen_state)
         perm = torch.randperm(n, generator=self.shuffle_gen)
         bs, start = self.config.batch_size, self.batch_in_epoch * self.config.batch_size
+        parts = distributed.batch_shards(n, bs, start, self.world)  # [(rows of perm, weight)]
         if isinstance(train, tuple):
             # Gather each distinct tensor once (an autoencoder passes (x, x)) into a buffer
             # reused every epoch (a fresh 100+ MB allocation costs 5x the copy), then slice.
@@ -303,17 +326,16 @@ class Trainer:
                     buf = self._buffers.setdefault(id(t), torch.empty_like(t))
                     gathered[id(t)] = torch.index_select(t, 0, index, out=buf)
             shuffled = [gathered[id(t)] for t in train]
-            for i in range(start, n, bs):
-                yield tuple(t[i : i + bs] for t in shuffled)  # each (B, ...)
+            for rows, weight in parts:
+                yield tuple(t[rows] for t in shuffled), weight  # each (B, ...)
         else:
             # Its own generator, though the sampler is explicit: iterating a DataLoader draws a base
             # seed from its generator, or else from torch's global one (whose draws dropout and
             # step functions consume: the run's numbers would change). Checked in the tests.
             gen = torch.Generator().manual_seed(self.seed)
-            loader = DataLoader(
-                train, bs, sampler=perm[start:].tolist(), collate_fn=self.collate_fn, generator=gen
-            )
-            yield from self._as_batches(loader)
+            batches = [perm[rows].tolist() for rows, _ in parts]
+            loader = DataLoader(train, batch_sampler=batches, collate_fn=self.collate_fn, generator=gen)
+            yield from zip(self._as_batches(loader), (weight for _, weight in parts))
 
     def _as_batches(self, loader: DataLoader):
         """Batches on the device: as collated for a step, tuples ``(*inputs, targets)`` for ``loss_fn``."""
@@ -347,7 +369,7 @@ class Trainer:
         count, outputs, targets = 0, [], []
         try:
             for batch in batches:
-                res, k = self._forward(batch, gen)
+                res, k = self._forward(self.model, batch, gen)
                 sums["loss"] += scalar(res.loss) * k
                 for name, term in res.terms.items():
                     sums[name] = sums.get(name, 0.0) + scalar(term) * k
@@ -378,7 +400,8 @@ class Trainer:
         return checkpoint.fingerprint(self.model, self.config, self.tag, self.seed, extra, step_name)
 
     def state(self, fingerprint: str = "") -> TrainingState:
-        """Everything a checkpoint holds, as of now (not copied)."""
+        """Everything a checkpoint holds, as of now (not copied). Across processes every process
+        calls it (it gathers the ranks' random states), as :class:`Checkpointing` does."""
         return checkpoint.capture(self, fingerprint)
 
     def load_state(self, state: TrainingState, path: Path | str = "the checkpoint") -> None:
