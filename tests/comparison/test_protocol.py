@@ -464,3 +464,19 @@ def test_new_inputs_are_standardized_as_the_data_were():
     prepared = prepare(data, seed=0)
     x, mask = prepared.standardize(data.x[prepared.rows["test"]])
     assert mask is None and torch.equal(x, prepared.splits.x_test)
+
+
+def test_a_result_and_its_curve_cross_a_process_boundary_as_plain_data():
+    """What a task returns to its driver: the scores and the curve survive JSON unchanged."""
+    import json
+
+    from biaslab.comparison.curves import Curve
+    from biaslab.comparison.protocol import CandidateResult
+    from biaslab.evaluate.scaling import PowerLaw
+
+    result = CandidateResult("MLP", "none", 1234, 1.5, 7, {"accuracy": 0.9, "loss": 0.3}, {"accuracy": 0.8})
+    law = PowerLaw(-0.5, 2.0, 0.99)
+    curve = Curve([10, 20], [0.4, 0.3], [0.01, 0.0], law, {40: 0.2, 80: 0.15}, [[0.4], [0.3]], ("a note",))
+    assert CandidateResult.from_scores(json.loads(json.dumps(result.scores()))) == result
+    back = Curve.from_dict(json.loads(json.dumps(curve.as_dict())))
+    assert back == curve and back.extrapolated == {40: 0.2, 80: 0.15} and back.power_law(4) == law(4)

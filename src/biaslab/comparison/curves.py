@@ -8,7 +8,7 @@ steeply says "collect more data", a flat one "redesign" (or ship).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -51,6 +51,23 @@ class Curve:
     extrapolated: dict[int, float]
     per_seed: list[list[float]] = field(default_factory=list)
     notes: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict:
+        """The curve as plain data (what a task returns to its driver); :meth:`from_dict` reads it."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Curve:
+        law = data["power_law"]
+        return cls(
+            sizes=list(data["sizes"]),
+            val_errors=list(data["val_errors"]),
+            val_errors_std=list(data["val_errors_std"]),
+            power_law=None if law is None else PowerLaw(**law),
+            extrapolated={int(n): e for n, e in data["extrapolated"].items()},  # JSON's keys are text
+            per_seed=[list(errors) for errors in data["per_seed"]],
+            notes=tuple(data["notes"]),
+        )
 
 
 def nested_order(y: np.ndarray, task: str, seed: int) -> np.ndarray:

@@ -25,7 +25,7 @@ both in :mod:`biaslab.comparison.training`; the learning curve in
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -156,6 +156,15 @@ class CandidateResult:
     val: dict[str, float]
     test: dict[str, float]
     fitted: Fitted | None = field(default=None, repr=False, compare=False)
+
+    def scores(self) -> dict:
+        """Everything but the fitted model, as plain data (what a task returns to its driver)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "fitted"}
+
+    @classmethod
+    def from_scores(cls, scores: dict) -> CandidateResult:
+        """The result :meth:`scores` describes, without its fitted model."""
+        return cls(**scores)
 
 
 def _classification_scores(prepared: Prepared, val_logits: np.ndarray, test_logits: np.ndarray):

@@ -74,6 +74,7 @@ __all__ = [
     "invariance_word",
     "label_survival",
     "probes_for",
+    "survival",
     "survival_threshold",
     "with_probe",
 ]
@@ -252,17 +253,23 @@ def label_survival(
     if plain is None:
         plain = fit_candidate(candidate, prepared, task, config, setup)
     moved = fit_candidate(with_probe(candidate, probe, setup.seed), prepared, task, config, augmented_setup)
+    return survival(probe.name, candidate.name, task, plain.val, moved.val, len(prepared.rows["val"]))
+
+
+def survival(probe: str, candidate: str, task: Task, plain: dict, moved: dict, n_val: int) -> Survival:
+    """The verdict of :func:`label_survival` from the two trainings' validation scores (``plain``
+    and ``moved``: ``CandidateResult.val``) on ``n_val`` validation rows."""
     if task == "classify":
-        a, b = plain.val["accuracy"], moved.val["accuracy"]
+        a, b = plain["accuracy"], moved["accuracy"]
         cost = 100 * (a - b)
-        threshold = survival_threshold(a, b, len(prepared.rows["val"]))
+        threshold = survival_threshold(a, b, n_val)
         metric = "accuracy"
     else:
-        a, b = plain.val["mae"], moved.val["mae"]
+        a, b = plain["mae"], moved["mae"]
         cost = (b - a) / max(a, np.finfo(np.float64).tiny)
         threshold = SURVIVAL_MAE_FRACTION
         metric = "mae"
-    return Survival(probe.name, candidate.name, metric, a, b, cost, threshold, cost < threshold)
+    return Survival(probe, candidate, metric, a, b, cost, threshold, cost < threshold)
 
 
 # -- 2. which candidates are invariant to T? ---------------------------------------------------

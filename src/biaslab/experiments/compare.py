@@ -12,13 +12,16 @@ with the best validation score is recommended, never the best on test.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from biaslab.comparison.curves import Curve
 from biaslab.comparison.judged import Judged, Requirements, leaderboard, recommendation
-from biaslab.comparison.protocol import fit_candidate, learning_curve, prepare
-from biaslab.comparison.symmetry_report import explain, symmetry_report, symmetry_table
+from biaslab.comparison.protocol import CandidateResult, fit_candidate, learning_curve, prepare
+from biaslab.comparison.symmetry_probes import candidate_invariance, survival, with_probe
+from biaslab.comparison.symmetry_report import Finding, SymmetryReport, explain, symmetry_table
 from biaslab.config import check_range
 from biaslab.data.demo_sets import demo_set, is_demo_set, load_data
 from biaslab.errors import ConfigError, DivergenceError
@@ -27,8 +30,10 @@ from biaslab.evaluate.ood import MSP, auroc
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.train.config import ClassifierTraining, training_without
+from biaslab.train.seed import derive_seed
 
 CHECK_ROWS = 4  # rows a user's factory is tried on before any training
+INVARIANCE_ROWS = 256  # validation rows each candidate's invariance is measured on
 SPLIT_WORDS = {
     "random": "random, stratified by class",
     "scaffold": "by Murcko scaffold: no scaffold in two splits (Bemis & Murcko 1996)",
@@ -154,76 +159,162 @@ def slug(name: str) -> str:
 )
 def run(ctx) -> None:
     cfg: CompareConfig = ctx.cfg
-    data = read(cfg)
+    data, prepared, chosen = _study(cfg, ctx.seed_for("split"))
     task = data.task
-    chosen = candidates(cfg, data)
-    _data_table(ctx, data, chosen, cfg.split)
+    _data_table(ctx, data, chosen.values(), cfg.split)
 
-    prepared = prepare(data, seed=ctx.seed_for("split"), split=cfg.split)
-    ood = read_ood(cfg, data)
-    ood_x = None if ood is None else prepared.standardize(ood.x, ood.mask)
-    config = cfg.train.training()
+    # Each candidate (its fit and learning curve) a task, and each probe's augmented reference.
+    probes, (_, reference_tag, reused) = _probes(cfg, data, prepared), _reference(chosen)
+    jobs = {fit_compare: list(chosen), fit_augmented: [("augmented", p.name) for p in probes]}
+    if probes and not reused:
+        jobs[fit_reference] = [("reference",)]
+    ctx.echo(f"{len(chosen)} candidates, {len(probes)} symmetry probes: training and learning curves")
+    outcomes = ctx.tasks(jobs)
+
     seeds = tuple(range(cfg.curve_seeds))
     judged: dict[str, Judged] = {}
-    for candidate in chosen:
-        tag = slug(candidate.name)
-        ctx.echo(f"{candidate.name}: training and learning curve")
-        try:
-            result = fit_candidate(candidate, prepared, task, config, ctx.training(tag))
-            curve = learning_curve(
-                candidate, prepared, task, config,
-                lambda size, seed, tag=tag: ctx.training(f"{tag}-{size}-{seed}"),
-                points=cfg.curve_points, seeds=seeds,
-            )  # fmt: skip
-        except DivergenceError as exc:
-            judged[candidate.name] = Judged(candidate, diverged=str(exc))
-            ctx.echo(f"{candidate.name}: diverged")
+    for name, candidate in chosen.items():
+        out, tag = outcomes[name], slug(name)
+        if "diverged" in out:
+            judged[name] = Judged(candidate, diverged=out["diverged"])
+            ctx.echo(f"{name}: diverged")
             continue
-        ood_auroc = None if ood_x is None else _ood_auroc(result, prepared, *ood_x)
-        decision = decide(_evidence(task, result, curve, ood_auroc), **cfg.require.for_task(task))
-        judged[candidate.name] = Judged(candidate, result, curve, decision, ood_auroc=ood_auroc)
+        result, curve = CandidateResult.from_scores(out["scores"]), Curve.from_dict(out["curve"])
+        decision = decide(_evidence(task, result, curve, out["ood_auroc"]), **cfg.require.for_task(task))
+        judged[name] = Judged(candidate, result, curve, decision, ood_auroc=out["ood_auroc"])
         _metrics(ctx, tag, task, result, curve)
-        if ood_auroc is not None:
-            ctx.metric(**{f"{tag}_ood_auroc": round(ood_auroc, 6)})
-        ctx.echo(f"{candidate.name}: {_headline(task, result)}; {decision.verdict}")
+        if out["ood_auroc"] is not None:
+            ctx.metric(**{f"{tag}_ood_auroc": round(out["ood_auroc"], 6)})
+        ctx.echo(f"{name}: {_headline(task, result)}; {decision.verdict}")
 
     ctx.table("Leaderboard", *leaderboard(task, judged, len(seeds)), timing_columns=["train seconds"])
     _curves_figure(ctx, task, judged, cfg.require)
-    probed = cfg.symmetries and data.x is not None  # graph models are permutation invariant by build
-    symmetries = _symmetries(ctx, prepared, config, judged) if probed else None
-    _claims(ctx, task, judged, cfg.require, ood is not None)
+    symmetries = _symmetries(ctx, prepared, probes, outcomes, judged, reference_tag) if probes else None
+    _claims(ctx, task, judged, cfg.require, read_ood(cfg, data) is not None)
     sentence = recommendation(task, judged, symmetries)
     ctx.table("Recommendation", ["recommendation"], [[sentence]])
     ctx.echo(f"recommended: {sentence}")
 
 
-def _symmetries(ctx, prepared, config, judged):
-    """The data's own symmetries (Day 4: a prior fits when the data have the symmetry it
-    assumes): for each transformation a prior of this kind could assume, does the label survive
-    it (the guide's MLP trained with it as augmentation), and which trained candidate is
-    invariant to it (the symmetry verifier)? The MLP trained as a candidate is reused."""
-    from biaslab.comparison.candidates import candidates_for
+@functools.cache
+def _study(cfg: CompareConfig, split_seed: int):
+    """The data, its split and the candidates, made once per process (the driver's and each
+    worker's) and shared by its tasks."""
+    data = read(cfg)
+    prepared = prepare(data, seed=split_seed, split=cfg.split)
+    return data, prepared, {c.name: c for c in candidates(cfg, data)}
+
+
+def _probes(cfg: CompareConfig, data, prepared) -> list:
+    """The transformations a prior of this kind could assume (Day 4: a prior fits when the data
+    have the symmetry it assumes); none for tables, graphs (invariant by build) or when off."""
     from biaslab.comparison.probes import probes_for
 
-    probes = probes_for(prepared.kind, prepared.input_shape)
-    if not probes:  # tables: none that can tell
-        return None
-    reference = next(c for c in candidates_for("table", task=prepared.task) if c.name == "MLP")
-    trained = {name: j.result.fitted for name, j in judged.items() if j.result is not None}
-    mlp = judged.get(reference.name)
-    reused = mlp is not None and mlp.candidate.build is reference.build and mlp.result is not None
-    tag = slug(reference.name) if reused else "symmetry-reference"
-    setup = ctx.training(tag)
-    ctx.echo("symmetries: the label under each transformation, each model's invariance")
-    report = symmetry_report(
-        prepared, reference, trained, config, setup, probes=probes,
-        plain=mlp.result if reused else None,
-        augmented_setup=lambda probe: replace(ctx.training(f"{tag}-{slug(probe.name)}"), seed=setup.seed),
-    )  # fmt: skip
+    if not cfg.symmetries or data.x is None:
+        return []
+    return probes_for(prepared.kind, prepared.input_shape)
+
+
+def _reference(chosen: dict):
+    """The guide's MLP, which the symmetry probes train as is and augmented; its tag, and whether
+    it is a candidate already (then its plain training is reused)."""
+    from biaslab.comparison.candidates import candidates_for
+
+    reference = next(c for c in candidates_for("table", task="classify") if c.name == "MLP")
+    mlp = chosen.get(reference.name)
+    reused = mlp is not None and mlp.build is reference.build
+    return reference, slug(reference.name) if reused else "symmetry-reference", reused
+
+
+def fit_compare(task, name: str) -> dict:
+    """One candidate by the protocol, its learning curve, its OOD AUROC and its invariance error
+    under each probe: a task (``ctx.tasks``)."""
+    cfg: CompareConfig = task.cfg
+    data, prepared, chosen = _study(cfg, task.seed_for("split"))
+    candidate, tag, config = chosen[name], slug(name), cfg.train.training()
+    try:
+        result = fit_candidate(candidate, prepared, data.task, config, task.training(tag))
+        curve = learning_curve(
+            candidate, prepared, data.task, config,
+            lambda size, seed: task.training(f"{tag}-{size}-{seed}"),
+            points=cfg.curve_points, seeds=tuple(range(cfg.curve_seeds)),
+        )  # fmt: skip
+    except DivergenceError as exc:
+        return {"diverged": str(exc)}
+    ood = read_ood(cfg, data)
+    ood_auroc = None if ood is None else _ood_auroc(result, prepared, *prepared.standardize(ood.x, ood.mask))
+    probes = _probes(cfg, data, prepared)
+    return {
+        "scores": result.scores(),
+        "curve": curve.as_dict(),
+        "ood_auroc": ood_auroc,
+        "invariance": _invariance(task, result.fitted, prepared, probes, _reference(chosen)[1]),
+    }
+
+
+def _invariance(task, fitted, prepared, probes, reference_tag: str) -> dict[str, float]:
+    """The symmetry verifier's error of a trained candidate under each probe, on the first
+    validation rows, the draws seeded per probe."""
+    if not probes:
+        return {}
+    x, mask, _ = prepared.tensors("val")
+    x, mask = x[:INVARIANCE_ROWS], None if mask is None else mask[:INVARIANCE_ROWS]
+    seed = task.seed_for(reference_tag)
+    return {
+        probe.name: candidate_invariance(fitted, probe, x, mask, derive_seed(seed, "invariance", probe.name))
+        for probe in probes
+    }
+
+
+def fit_reference(task, _: str) -> dict:
+    """The symmetry probes' MLP trained as is, when it is not a candidate: a task."""
+    cfg: CompareConfig = task.cfg
+    data, prepared, chosen = _study(cfg, task.seed_for("split"))
+    reference, tag, _ = _reference(chosen)
+    return {
+        "val": fit_candidate(reference, prepared, data.task, cfg.train.training(), task.training(tag)).val
+    }
+
+
+def fit_augmented(task, _: str, probe_name: str) -> dict:
+    """The symmetry probes' MLP trained with one probe as augmentation, from the plain training's
+    initial weights (its seed): does the label survive the transformation? A task."""
+    cfg: CompareConfig = task.cfg
+    data, prepared, chosen = _study(cfg, task.seed_for("split"))
+    reference, tag, _ = _reference(chosen)
+    probe = next(p for p in _probes(cfg, data, prepared) if p.name == probe_name)
+    seed = task.seed_for(tag)  # the plain training's: both start from the same weights
+    setup = replace(task.training(f"{tag}-{slug(probe.name)}"), seed=seed)
+    moved = fit_candidate(
+        with_probe(reference, probe, seed), prepared, data.task, cfg.train.training(), setup
+    )
+    return {"val": moved.val}
+
+
+def _symmetries(ctx, prepared, probes, outcomes, judged, reference_tag):
+    """The data's own symmetries: for each probe, does the label survive it (the reference MLP's
+    validation score as is and augmented) and which trained candidate is invariant to it (each
+    candidate's task measured it with the symmetry verifier)?"""
+    plain = outcomes.get(("reference",)) or outcomes.get("MLP")
+    plain_val = None if plain is None or "diverged" in plain else plain.get("val") or plain["scores"]["val"]
+    findings = []
+    for probe in probes:
+        moved = outcomes["augmented", probe.name]["val"]
+        survived = None if plain_val is None else survival(
+            probe.name, "MLP", prepared.task, plain_val, moved, len(prepared.rows["val"])
+        )  # fmt: skip
+        invariance = {
+            name: outcomes[name]["invariance"][probe.name]
+            for name, j in judged.items()
+            if j.result is not None
+        }
+        findings.append(Finding(probe, survived, invariance))
+    report = SymmetryReport(prepared.kind, tuple(findings))
     for finding in report.findings:
         probe = slug(finding.probe.name)
-        ctx.metric(**{f"label_survives_{probe}": finding.survival.survives})
-        ctx.metric(**{f"augmentation_cost_{probe}": round(finding.survival.cost, 4)})
+        if finding.survival is not None:
+            ctx.metric(**{f"label_survives_{probe}": finding.survival.survives})
+            ctx.metric(**{f"augmentation_cost_{probe}": round(finding.survival.cost, 4)})
         ctx.metric(
             **{f"{slug(n)}_invariance_{probe}": float(f"{e:.3g}") for n, e in finding.invariance.items()}
         )

@@ -23,7 +23,7 @@ GG-NN + set2set 0.097 eV (Gilmer et al. 2017), Chemprop D-MPNN ~0.106 eV; chemic
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -173,7 +173,7 @@ def run(ctx) -> None:
     outcomes, fits, unit = ctx.tasks(fit_qm9, keys), [], TARGETS[cfg.target].unit
     for m, n, seed in keys:
         fit = dict(outcomes[m, n, seed])
-        fit["candidate"], fit["result"] = candidates[m], CandidateResult(**fit.pop("scores"))
+        fit["candidate"], fit["result"] = candidates[m], CandidateResult.from_scores(fit.pop("scores"))
         if "egnn_invariance_error" in fit:
             ctx.metric(egnn_invariance_error=fit.pop("egnn_invariance_error"))
         fits.append(fit)
@@ -241,7 +241,6 @@ def _fit(ctx, cfg: QM9Config, candidate, prepared, seed: int, n: int) -> dict:
         probe = prepared.store.batch(prepared.rows["test"][:64])
         extra["egnn_invariance_error"] = invariance_error(fitted.model, moved, probe)
     trees = candidate.engine == "sklearn"  # parameters: the trees' nodes; epochs: boosting iterations
-    scores = {f.name: getattr(result, f.name) for f in fields(result) if f.name != "fitted"}
     return {
         "model": candidate.name,
         "train_size": n,
@@ -255,7 +254,7 @@ def _fit(ctx, cfg: QM9Config, candidate, prepared, seed: int, n: int) -> dict:
         "best_epoch": fitted.model.n_iter_ if trees else result.best_epoch,
         "parameters": _tree_nodes(fitted.model) if trees else result.parameters,
         "train_seconds": result.train_seconds,
-        "scores": scores,  # the CandidateResult without its fitted model, which stays in the task
+        "scores": result.scores(),  # without the fitted model, which stays in the task
         **extra,
     }
 
