@@ -17,36 +17,18 @@ import biaslab
 from biaslab import runner
 from biaslab.cli import main
 from biaslab.experiments import mnist1d
-from biaslab.runs import RunDir, read_json, reproducible, reproducible_record
+from biaslab.runs import read_json
 from biaslab.scale.executors import SerialExecutor
 from tests.processes import kill_when
+from tests.scale.conftest import LONGER, records_of, results_of
 
 pytestmark = pytest.mark.usefixtures("in_tmp")
 SCRIPT = Path(sys.executable).parent / "biaslab"
-LONGER = {"gru_epochs": 6, "transformer_epochs": 6}  # tasks long enough to be killed in
 
 
 class ReversedExecutor(SerialExecutor):
     def run(self, specs, receive):
         super().run(list(reversed(specs)), receive)
-
-
-def results_of(run: Path) -> dict:
-    return reproducible(read_json(run / "results.json"))
-
-
-def records_of(run: Path) -> list:
-    """metrics.jsonl without time stamps, in a fixed order (tasks finish in any order)."""
-    records = [reproducible_record(r) for r in RunDir(run).read_metrics()]
-    return sorted(records, key=lambda r: (r["tag"], r["epoch"]))
-
-
-@pytest.fixture(scope="module")
-def reference(tmp_path_factory):
-    """The study run serially, in order, on one thread per fit."""
-    out = tmp_path_factory.mktemp("reference") / "run"
-    biaslab.run("mnist1d", LONGER, profile="quick", out=out, threads=1, progress=False)
-    return out
 
 
 def test_serial_reversed_and_local_workers_give_the_same_bits(reference, monkeypatch):

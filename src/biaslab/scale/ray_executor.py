@@ -14,6 +14,7 @@ on the others, then ``biaslab run NAME --executor ray --address HEAD:PORT`` (def
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Sequence
 
 from biaslab.errors import ConfigError
@@ -27,6 +28,20 @@ def ray_module():
     except ImportError:
         raise ConfigError('--executor ray needs Ray: pip install "biaslab[ray]"') from None
     return ray
+
+
+def check_reachable(address: str, timeout: float = 10.0) -> None:
+    """One line when nothing answers at ``HOST:PORT`` (Ray's own connection waits for minutes)."""
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            pass
+    except (OSError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ConfigError(
+            f"no Ray cluster answered at {address} ({reason}); start one with 'ray start --head' "
+            "and give its address with --address"
+        ) from None
 
 
 class RayExecutor:
@@ -52,6 +67,8 @@ class RayExecutor:
         """Join the cluster (once); one line if there is none at the address."""
         ray = ray_module()
         if not ray.is_initialized():
+            if self.address and "://" not in self.address:
+                check_reachable(self.address)
             try:
                 ray.init(address=self.address or "auto", logging_level="ERROR", log_to_driver=True)
             except (ConnectionError, RuntimeError, ValueError) as exc:
