@@ -5,12 +5,8 @@ address). The same results as serial; a worker killed under its task has the tas
 from __future__ import annotations
 
 import os
-import secrets
-import shutil
 import socket
 import subprocess
-import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,17 +20,9 @@ from biaslab.scale.ray_executor import RayExecutor
 from biaslab.scale.tasks import Study, TaskSpec
 from tests.scale import task_functions as tf
 from tests.scale.conftest import LONGER, records_of, results_of
+from tests.scale.ray_cluster import LOOPBACK, loopback_cluster
 
-# Ray on loopback: the node's address is 127.0.0.1 (not the interface's), the driver and the head
-# share one authentication token, no usage statistics are sent. Ray reads these when it is
-# imported, so the driver (this process) has them before that.
-LOOPBACK = {
-    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
-    "RAY_AUTH_MODE": "token",
-    "RAY_AUTH_TOKEN": secrets.token_hex(32),
-    "RAY_USAGE_STATS_ENABLED": "0",
-}
-os.environ.update(LOOPBACK)
+os.environ.update(LOOPBACK)  # Ray reads them when it is imported: the driver, this process, has them first
 ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.usefixtures("in_tmp")
 REPO = Path(__file__).resolve().parents[2]
@@ -44,12 +32,6 @@ REPO = Path(__file__).resolve().parents[2]
 class Cluster:
     address: str
     outside_before: set
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def outside_loopback() -> set[tuple[str, str, str]]:
@@ -68,28 +50,11 @@ def outside_loopback() -> set[tuple[str, str, str]]:
 
 @pytest.fixture(scope="module")
 def cluster():
-    ray_cli = Path(sys.executable).parent / "ray"
-    port = free_port()
-    temp = Path(tempfile.mkdtemp(prefix="ray", dir="/tmp"))  # short: Ray's socket paths are limited
-    pythonpath = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
-    # The head's usage-statistics module, loaded even when statistics are off, asks the cloud's
-    # metadata address (169.254.169.254) which cloud it runs on unless ~/ray_bootstrap_config.yaml
-    # names a provider, and reports "disabled" to Ray's server: both kept on this machine.
-    (temp / "ray_bootstrap_config.yaml").write_text("provider:\n  type: local\n")
-    quiet = {"HOME": str(temp), "RAY_USAGE_STATS_REPORT_URL": "http://127.0.0.1:9/"}
-    env = {**os.environ, **LOOPBACK, **quiet, "PYTHONPATH": pythonpath}  # workers import tests.scale.*
     before = outside_loopback()
-    start = [str(ray_cli), "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}", "--num-cpus=2",
-             "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={temp}"]  # fmt: skip
-    started = subprocess.run(start, env=env, capture_output=True, text=True, timeout=180)
-    assert started.returncode == 0, f"ray start failed: {started.stderr[-3000:]}"
-    try:
-        yield Cluster(f"127.0.0.1:{port}", before)
-    finally:
+    with loopback_cluster(cpus=2, pythonpath=REPO) as address:  # workers import tests.scale.*
+        yield Cluster(address, before)
         if ray.is_initialized():
             ray.shutdown()
-        subprocess.run([str(ray_cli), "stop", "--force"], env=env, capture_output=True, timeout=180)
-        shutil.rmtree(temp, ignore_errors=True)
 
 
 def test_a_study_on_ray_gives_the_serial_results_and_keeps_to_loopback(cluster, reference):
