@@ -26,7 +26,7 @@ LAYERS = [
     {"runs", "registry", "catalog", "config_slices", "loggers"},
     {"report", "scale"},
     {"runner"},
-    {"sequence"},
+    {"sequence", "sweep"},
     {"experiments", "notebooks"},
     {"cli", "__init__"},
 ]

@@ -69,10 +69,22 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Run an experiment and write its run directory: config.json, "
         "metrics.jsonl, results.json (each claim from the notes beside the measured "
-        "value), figures/, report.html and COMPLETE (written last).",
+        "value), figures/, report.html and COMPLETE (written last).\n\n"
+        "A sweep: --seeds 0-4 and a key given several values (--set lr=1e-3,3e-3 --set "
+        "batch_size=64,128; a list key's alternatives separated by ';') run every combination, one "
+        "run directory each, under one sweep folder with an index.html (mean ± std over the seeds, "
+        "claims held k of n) and sweep-results.json (with --select, the best configuration on that "
+        "validation metric). --executor local or ray runs them side by side.",
     )
     p.add_argument("name", nargs="?", help="experiment name (see 'biaslab list')")
     add_run_options(p)
+    p.add_argument("--seeds", metavar="SEEDS", help="run once per seed: 0-4, 0,3,7 or 0-2,9 (a sweep)")
+    p.add_argument(
+        "--select",
+        metavar="METRIC",
+        help="a sweep's best configuration: the one with the best mean of this validation metric "
+        "(a key with 'val' in it; lowest for losses and errors, highest otherwise)",
+    )
 
     p = sub.add_parser("show", help="print a run's results as a table")
     p.add_argument("run_dir", metavar="RUN_DIR")
@@ -336,6 +348,8 @@ def cmd_run(args, argv: list[str]) -> int:
     from biaslab.runner import print_summary, run
 
     overrides = parse_set_args(args.sets)
+    if _is_sweep(args, overrides):
+        return cmd_sweep(args, argv, overrides)
     if args.resume is not None:  # what the run fixed when it started: named as the flags given
         kept = {f"--{args.profile}": args.profile, "--seed": args.seed, "--out": args.out}
         kept |= {"--threads": args.threads, "--device": args.device, "--log": args.log}
@@ -377,6 +391,40 @@ def cmd_run(args, argv: list[str]) -> int:
             )
         return 130
     print_summary(result)
+    return 0
+
+
+def _is_sweep(args, overrides: dict[str, str]) -> bool:
+    """Seeds, a selection metric, a key given several values (``lr=1e-3,3e-3``; a list key's
+    alternatives by ``;``) or a sweep's folder to resume: a sweep."""
+    if getattr(args, "seeds", None) is not None or getattr(args, "select", None) is not None:
+        return True
+    if args.resume is not None:
+        return (Path(args.resume) / "sweep.json").is_file()
+    if not any("," in v or ";" in v for v in overrides.values()) or args.name is None:
+        return False
+    from biaslab import registry
+    from biaslab.config import field_types
+
+    types = field_types(registry.get(args.name).config)
+    listed = {key for key, tp in types.items() if "tuple" in str(tp)}
+    return any(";" in v if k in listed else "," in v for k, v in overrides.items())
+
+
+def cmd_sweep(args, argv: list[str], overrides: dict[str, str]) -> int:
+    """``biaslab run NAME --seeds 0-4 --set lr=1e-3,3e-3``: every combination as a run (biaslab.sweep)."""
+    from biaslab import sweep
+
+    if args.resume is not None and (args.name or overrides or args.seeds or args.out or args.profile):
+        raise BiaslabError("a sweep resumed keeps its experiment, grid, seeds, profile and folder")
+    folder, summary = sweep.start(
+        args.name, overrides, args.seeds, profile=args.profile, out=args.out, runs_dir=args.runs_dir,
+        resume=args.resume, executor=args.executor, workers=args.workers, address=args.address,
+        threads=args.threads, device=args.device, select=args.select,
+        command="biaslab " + " ".join(shell_quote(a) for a in argv),
+    )  # fmt: skip
+    for line in sweep.summary_lines(folder, summary):
+        print(printable(line))
     return 0
 
 

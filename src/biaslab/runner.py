@@ -32,7 +32,7 @@ from biaslab.report.display import Result
 from biaslab.report.text import claim_lines
 from biaslab.results import Claim
 from biaslab.runs import CONFIG, TIMINGS, TRACEBACK, RunDir
-from biaslab.scale.context import FitContext
+from biaslab.scale.context import FitContext, clear_run_caches
 from biaslab.scale.executors import SerialExecutor, check_executor, make_executor, task_threads
 from biaslab.scale.tasks import Study, TaskSpec
 from biaslab.train.callbacks import PROGRESS_MODES
@@ -606,10 +606,12 @@ def _execute(
         # while they run, whether or not it remembers to wait.
         warming.join()
     start = time.perf_counter()
+    clear_run_caches()  # what an earlier run in this process read is read anew
     try:
         exp.fn(ctx)
     finally:
         ctx.executor.close()
+        clear_run_caches()
     results = {
         "experiment": exp.name,
         "title": exp.title,

@@ -12,7 +12,6 @@ with the best validation score is recommended, never the best on test.
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass, replace
 from typing import Literal
@@ -29,6 +28,7 @@ from biaslab.evaluate.decision import Evidence, RegressionEvidence, decide
 from biaslab.evaluate.ood import MSP, auroc
 from biaslab.registry import experiment
 from biaslab.report import plots
+from biaslab.scale.context import run_cache
 from biaslab.train.config import ClassifierTraining, training_without
 from biaslab.train.seed import derive_seed
 
@@ -196,7 +196,7 @@ def run(ctx) -> None:
     ctx.echo(f"recommended: {sentence}")
 
 
-@functools.cache
+@run_cache
 def _study(cfg: CompareConfig, split_seed: int):
     """The data, its split and the candidates, made once per process (the driver's and each
     worker's) and shared by its tasks."""

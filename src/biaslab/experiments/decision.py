@@ -38,6 +38,7 @@ from biaslab.evaluate.ood import auroc, choose_detector, classifier_outputs, fit
 from biaslab.nn import CNN, MLP
 from biaslab.registry import experiment
 from biaslab.report import plots
+from biaslab.scale.context import run_cache
 from biaslab.train.config import ClassifierTraining
 from biaslab.train.recipes import fit_learning_curve, predict
 
@@ -138,6 +139,70 @@ def along_the_curve(errors: list[float], drop: float) -> str:
     return f"{', '.join(f'{e:.4f}' for e in errors)} (last step {-drop:+.0%})"
 
 
+@run_cache
+def _data(cfg: DecisionConfig, seeds: tuple[int, ...]):
+    """The digits standardized, their shifted validation and test images and the OOD images the
+    detector is chosen on and measured on: made once per process, shared by its tasks."""
+    split, shift_val, shift_test, pick = seeds
+    splits, (mean, std) = standardize(mnist_splits_for(cfg.data, split, flatten=False), in_place=True)
+    background = float(splits.x_train.min())  # a blank pixel, after standardization
+    shifted_val = jitter(splits.x_val, cfg.use_shift, shift_val, fill=background)  # (N, 1, 28, 28)
+    shifted_test = jitter(splits.x_test, cfg.use_shift, shift_test, fill=background)
+    # Animal-MNIST, and Fashion-MNIST's test images once fetched: (10000 or 20000, 1, 28, 28)
+    animals = (images_to_tensor(ood_pool(), flatten=False) - mean) / std
+    order = np.random.default_rng(pick).permutation(len(animals))
+    return (
+        splits,
+        shifted_val,
+        shifted_test,
+        (animals[order[: cfg.n_ood]], animals[order[cfg.n_ood : 2 * cfg.n_ood]]),
+    )
+
+
+def _seeds(ctx) -> tuple[int, ...]:
+    """The seeds of the split, the two shifts and the OOD images' order."""
+    return tuple(
+        ctx.seed_for(*names) for names in (("split",), ("shift", "val"), ("shift", "test"), ("animals",))
+    )
+
+
+def judge_situation(task, name: str) -> dict:
+    """One situation's evidence (a task): the learning curve on the digits and under the shift,
+    the largest model's test accuracy, calibration, accuracy under the shift and OOD AUROC."""
+    cfg: DecisionConfig = task.cfg
+    seeds = tuple(
+        task.seed_for(*names) for names in (("split",), ("shift", "val"), ("shift", "test"), ("animals",))
+    )
+    splits, shifted_val, shifted_test, animals = _data(cfg, seeds)
+    kind, share, _ = SITUATIONS[name]
+    tag, full = f"{kind}-{share}", len(splits.y_train)
+    largest = {"all": full, "small": cfg.small_training_set()}[share]
+    sizes = [largest >> k for k in reversed(range(cfg.curve_points))]
+    curve = fit_learning_curve(
+        lambda n: task.init_model(lambda: build(kind, cfg), tag, str(n)),
+        splits,
+        sizes,
+        cfg.train,
+        lambda n: task.training(f"{tag}-{n}"),
+        seed=task.seed_for("curve", share),
+        epoch_length=full,
+        also_on={"shift": (shifted_val, splits.y_val)},
+    )
+    fit, model = curve.final, curve.final.trainer.model
+    probs = torch.softmax(predict(model, splits.x_test).cpu(), dim=1)  # (N, 10)
+    chosen, ood_auroc = ood_evidence(model, splits, curve.rows[-1], animals, cfg, task.seed_for("knn", share))
+    return {
+        "sizes": sizes,
+        "val_errors": curve.val_errors,
+        "shift_val_errors": curve.errors_on["shift"],
+        "accuracy": fit.test["accuracy"],
+        "ece": expected_calibration_error(probs, splits.y_test),
+        "shift_accuracy": fit.trainer.evaluate((shifted_test, splits.y_test))["accuracy"],
+        "detector": chosen,
+        "ood_auroc": ood_auroc,
+    }
+
+
 @experiment(
     name="decision",
     day=5,
@@ -159,60 +224,34 @@ def along_the_curve(errors: list[float], drop: float) -> str:
 )
 def run(ctx) -> None:
     cfg: DecisionConfig = ctx.cfg
-    splits, (mean, std) = standardize(
-        mnist_splits_for(cfg.data, ctx.seed_for("split"), flatten=False), in_place=True
-    )  # (N, 1, 28, 28)
-    background = float(splits.x_train.min())  # a blank pixel, after standardization
-    shifted_val = jitter(splits.x_val, cfg.use_shift, ctx.seed_for("shift", "val"), fill=background)
-    shifted_test = jitter(splits.x_test, cfg.use_shift, ctx.seed_for("shift", "test"), fill=background)
-    # Animal-MNIST, and Fashion-MNIST's test images once fetched: (10000 or 20000, 1, 28, 28)
-    animals = (images_to_tensor(ood_pool(), flatten=False) - mean) / std
-    pick = np.random.default_rng(ctx.seed_for("animals")).permutation(len(animals))
-    animals_choose, animals_measure = animals[pick[: cfg.n_ood]], animals[pick[cfg.n_ood : 2 * cfg.n_ood]]
-    full = len(splits.y_train)
-    sizes_of = {"all": full, "small": cfg.small_training_set()}
     thresholds = {key: getattr(cfg, key) for key in THRESHOLDS}
+    judged = ctx.tasks(judge_situation, list(SITUATIONS))  # each situation's curve and evidence a task
 
     decisions, curves, rows = {}, {}, []
     for name, (kind, share, _) in SITUATIONS.items():
-        tag = f"{kind}-{share}"
-        largest = sizes_of[share]
-        sizes = [largest >> k for k in reversed(range(cfg.curve_points))]
-        ctx.echo(f"[decision] {name}: learning curve over {sizes} digits")
-        curve = fit_learning_curve(
-            lambda n, kind=kind, tag=tag: ctx.init_model(lambda: build(kind, cfg), tag, str(n)),
-            splits,
-            sizes,
-            cfg.train,
-            lambda n, tag=tag: ctx.training(f"{tag}-{n}"),
-            seed=ctx.seed_for("curve", share),
-            epoch_length=full,
-            also_on={"shift": (shifted_val, splits.y_val)},
-        )
-        fit, model = curve.final, curve.final.trainer.model
-        probs = torch.softmax(predict(model, splits.x_test).cpu(), dim=1)  # (N, 10)
-        shift_accuracy = fit.trainer.evaluate((shifted_test, splits.y_test))["accuracy"]
-
-        chosen, ood_auroc = ood_evidence(
-            model, splits, curve.rows[-1], (animals_choose, animals_measure), cfg, ctx.seed_for("knn", share)
-        )
+        tag, found = f"{kind}-{share}", judged[name]
+        sizes, largest, chosen = found["sizes"], found["sizes"][-1], found["detector"]
+        ood_auroc, shift_accuracy = found["ood_auroc"], found["shift_accuracy"]
         evidence = Evidence(
             train_sizes=sizes,
-            val_errors=curve.val_errors,
-            accuracy=fit.test["accuracy"],
-            ece=expected_calibration_error(probs, splits.y_test),
+            val_errors=found["val_errors"],
+            accuracy=found["accuracy"],
+            ece=found["ece"],
             shift_accuracy=shift_accuracy,
-            shift_val_errors=curve.errors_on["shift"],
+            shift_val_errors=found["shift_val_errors"],
             ood_auroc=ood_auroc,
         )
         decisions[name] = decision = decide(evidence, **thresholds)
-        curves[name] = {"": (sizes, curve.val_errors), "under the shift": (sizes, curve.errors_on["shift"])}
+        curves[name] = {
+            "": (sizes, evidence.val_errors),
+            "under the shift": (sizes, evidence.shift_val_errors),
+        }
         rows.append(
             [
                 name,
                 largest,
-                along_the_curve(curve.val_errors, decision.curve_drop),
-                along_the_curve(curve.errors_on["shift"], decision.shift_curve_drop),
+                along_the_curve(evidence.val_errors, decision.curve_drop),
+                along_the_curve(evidence.shift_val_errors, decision.shift_curve_drop),
                 round(evidence.accuracy, 4),
                 round(evidence.ece, 4),
                 round(shift_accuracy, 4),
@@ -223,8 +262,8 @@ def run(ctx) -> None:
         )
         recorded = dict(
             train_size=largest,
-            val_errors=curve.val_errors,
-            shift_val_errors=curve.errors_on["shift"],
+            val_errors=evidence.val_errors,
+            shift_val_errors=evidence.shift_val_errors,
             curve_drop=decision.curve_drop,
             shift_curve_drop=decision.shift_curve_drop,
             test_accuracy=evidence.accuracy,
@@ -300,6 +339,8 @@ def run(ctx) -> None:
         "The evidence of each situation against the requirements of the use (dashed); a hatched "
         "bar misses its requirement.",
     )
+    splits, _, shifted_test, _ = _data(cfg, _seeds(ctx))
+    background = float(splits.x_train.min())  # a blank pixel, after standardization
     shown = torch.cat([splits.x_test[:8], shifted_test[:8]])  # (16, 1, 28, 28)
     pixels = ((shown - background) / (shown.max() - background)).numpy().reshape(2, 8, 28, 28)
     ctx.figure(

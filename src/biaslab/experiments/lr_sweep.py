@@ -24,6 +24,7 @@ from biaslab.evaluate.curves import classify_curve
 from biaslab.nn import MLP
 from biaslab.registry import experiment
 from biaslab.report import plots
+from biaslab.scale.context import run_cache
 from biaslab.train.config import ClassifierTraining, training_without
 from biaslab.train.recipes import fit_classifier
 
@@ -68,6 +69,24 @@ class LRSweepConfig:
         )
 
 
+@run_cache
+def _splits(cfg: LRSweepConfig, split_seed: int, noise_seed: int):
+    """MNIST standardized, a share of the training labels made random: read once per process."""
+    splits = mnist_splits_for(cfg.data, split_seed, standardize=True)
+    return splits.replace(y_train=corrupt_labels(splits.y_train, cfg.label_noise, 10, seed=noise_seed))
+
+
+def fit_rate(task, lr: float) -> list[dict]:
+    """The MLP trained at one learning rate (a task): its history, epoch by epoch."""
+    cfg: LRSweepConfig = task.cfg
+    splits = _splits(cfg, task.seed_for("split"), task.seed_for("noise"))
+    model = task.init_model(lambda: MLP((784, cfg.hidden, 10)))  # the same weights for every rate
+    setup = task.training(f"lr{lr:g}")
+    return fit_classifier(
+        model, splits, cfg.train.training(lr=lr), setup, test=False, on_divergence="stop"
+    ).history
+
+
 @experiment(
     name="lr-sweep",
     day=2,
@@ -80,18 +99,11 @@ class LRSweepConfig:
 )
 def run(ctx) -> None:
     cfg: LRSweepConfig = ctx.cfg
-    splits = mnist_splits_for(cfg.data, ctx.seed_for("split"), standardize=True)
-    splits = splits.replace(
-        y_train=corrupt_labels(splits.y_train, cfg.label_noise, 10, seed=ctx.seed_for("noise"))
-    )
     chance = math.log(10)  # cross-entropy of a uniform guess over 10 digits
     histories, rows = {}, []
+    fits = ctx.tasks(fit_rate, cfg.learning_rates)  # each rate's training a task
     for lr in cfg.learning_rates:
-        tag = f"lr{lr:g}"
-        model = ctx.init_model(lambda: MLP((784, cfg.hidden, 10)))  # the same weights for every rate
-        history = fit_classifier(
-            model, splits, cfg.train.training(lr=lr), ctx.training(tag), test=False, on_divergence="stop"
-        ).history
+        tag, history = f"lr{lr:g}", fits[lr]
         train = [r["train_loss"] for r in history]
         val = [r["val_loss"] for r in history if "val_loss" in r]
         reading = classify_curve(train, val, chance_loss=chance)

@@ -22,7 +22,6 @@ GG-NN + set2set 0.097 eV (Gilmer et al. 2017), Chemprop D-MPNN ~0.106 eV; chemic
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -45,6 +44,7 @@ from biaslab.hardware import cpu_name
 from biaslab.nn.molecules import MOLECULE_MODELS
 from biaslab.registry import experiment
 from biaslab.report import plots_molecules
+from biaslab.scale.context import run_cache
 from biaslab.train.config import TrainConfig, training_without
 
 TREES = "fingerprint-gbt"
@@ -160,7 +160,7 @@ def run(ctx) -> None:
     ctx.metric(device=str(device), hardware=_hardware(device))
 
     # 1. Data: every molecule as a graph (cached) and its tables, the split.
-    data, _, _, split = _study_data(cfg, ctx.seed_for("split"), ctx.seed_for("evaluation rows"), ctx.progress)
+    data, split = _split_of(cfg, ctx.seed_for("split"), ctx.seed_for("evaluation rows"))
     skipped = data.skipped
     ctx.metric(
         molecules=len(data), skipped={k: len(v) for k, v in skipped.items()}, test_molecules=len(split.test)
@@ -170,7 +170,8 @@ def run(ctx) -> None:
     made = qm9_candidates(cfg.models, cfg.hidden, gbt_iterations=cfg.gbt_iterations, loss=cfg.loss)
     candidates = {c.name: c for c in made}
     keys = [(m, n, seed) for m in candidates for n in cfg.train_sizes for seed in range(cfg.seeds)]
-    outcomes, fits, unit = ctx.tasks(fit_qm9, keys), [], TARGETS[cfg.target].unit
+    largest_first = sorted(keys, key=lambda key: -key[1])  # the longest fits first: workers end together
+    outcomes, fits, unit = ctx.tasks(fit_qm9, largest_first), [], TARGETS[cfg.target].unit
     for m, n, seed in keys:
         fit = dict(outcomes[m, n, seed])
         fit["candidate"], fit["result"] = candidates[m], CandidateResult.from_scores(fit.pop("scores"))
@@ -185,24 +186,29 @@ def run(ctx) -> None:
     _report(ctx, cfg, fits, skipped, split, device)
 
 
-@functools.cache
-def _study_data(cfg: QM9Config, split_seed: int, rows_seed: int, progress):
-    """QM9, its graphs and tables, the target and the split: read once per process (the driver's
-    and each worker's), then shared by every task there."""
-    data = load_qm9(progress=progress is not False)  # a bar on a terminal only
-    y = data.target(cfg.target)
+@run_cache
+def _split_of(cfg: QM9Config, split_seed: int, rows_seed: int):
+    """QM9 and its split: read once per process (the driver's and each worker's)."""
+    data = load_qm9()  # featurised on first use, with a bar on a terminal only
     split = _split(data, cfg, split_seed).subsample(val=cfg.val_size, test=cfg.test_size, seed=rows_seed)
     if cfg.train_sizes[-1] > len(split.train):
         raise ConfigError(
             f"train_sizes={cfg.train_sizes}: the {cfg.split} split has {len(split.train)} training molecules"
         )
-    return data, qm9_graphs(data), y, split
+    return data, split
 
 
-@functools.cache
+@run_cache
+def _study_data(cfg: QM9Config, split_seed: int, rows_seed: int):
+    """QM9's graphs and tables, the target and the split, shared by every task of a process."""
+    data, split = _split_of(cfg, split_seed, rows_seed)
+    return data, qm9_graphs(data), data.target(cfg.target), split
+
+
+@run_cache
 def _prepared(cfg: QM9Config, n: int, subset_seed: int, split_seed: int, rows_seed: int):
     """A training subset prepared once per process (its own statistics), shared by every model."""
-    _, graphs, y, split = _study_data(cfg, split_seed, rows_seed, False)
+    _, graphs, y, split = _study_data(cfg, split_seed, rows_seed)
     return prepare_qm9(graphs, y, split.subsample_train(n, subset_seed), rule=cfg.split, seed=split_seed)
 
 

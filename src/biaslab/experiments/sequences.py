@@ -90,6 +90,24 @@ class OneHot(nn.Module):
         return self.model(nn.functional.one_hot(tokens, self.vocab).float())  # (N, T, vocab)
 
 
+def fit_model(task, name: str, length: int) -> dict:
+    """One model on sequences of one length, the best of its restarts on validation (a task)."""
+    cfg: SequencesConfig = task.cfg
+    splits = cfg.data.generate(
+        lambda n, seed: recall_task(n, length, cfg.vocab, seed=seed),
+        lambda split: task.seed_for("data", split, str(length)),
+    )
+    tag = f"{name.lower()}-T{length}"
+    fit = fit_best_of_restarts(
+        lambda: build(name, cfg, length),
+        splits,
+        cfg.train,
+        lambda r: task.training(f"{tag}-restart{r}"),
+        restarts=cfg.restarts,
+    )
+    return {"accuracy": fit.test["accuracy"], "parameters": count_parameters(fit.trainer.model)}
+
+
 @experiment(
     name="sequences",
     day=4,
@@ -110,24 +128,14 @@ class OneHot(nn.Module):
 def run(ctx) -> None:
     cfg: SequencesConfig = ctx.cfg
     accuracy: dict[str, list[float]] = {m: [] for m in MODELS}
+    fits = ctx.tasks(fit_model, [(name, length) for length in cfg.lengths for name in MODELS])
     for length in cfg.lengths:
-        splits = cfg.data.generate(
-            lambda n, seed, t=length: recall_task(n, t, cfg.vocab, seed=seed),
-            lambda split, t=length: ctx.seed_for("data", split, str(t)),
-        )
         for name in MODELS:
-            tag = f"{name.lower()}-T{length}"
-            fit = fit_best_of_restarts(
-                lambda n=name, t=length: build(n, cfg, t),
-                splits,
-                cfg.train,
-                lambda r, tag=tag: ctx.training(f"{tag}-restart{r}"),
-                restarts=cfg.restarts,
-            )
-            accuracy[name].append(fit.test["accuracy"])
-            ctx.metric(**{f"{name.lower()}_T{length}_accuracy": fit.test["accuracy"]})
+            fit = fits[name, length]
+            accuracy[name].append(fit["accuracy"])
+            ctx.metric(**{f"{name.lower()}_T{length}_accuracy": fit["accuracy"]})
             if length == cfg.lengths[0]:
-                ctx.metric(**{f"{name.lower()}_parameters": count_parameters(fit.trainer.model)})
+                ctx.metric(**{f"{name.lower()}_parameters": fit["parameters"]})
     chance = 1 / cfg.vocab
     ctx.table(
         f"Test accuracy recalling the first of T symbols (chance {chance:.3f})",

@@ -1,10 +1,11 @@
 """Who runs a study's tasks: this process, worker processes on this machine, or a Ray cluster.
 
-Every executor has one method, ``run(specs, receive)``: it runs each :class:`TaskSpec` through
-:func:`~biaslab.scale.tasks.run_task` and hands its outcome to ``receive(spec, outcome)`` in the
-driver's process, in the order they finish. A task that raises comes back as an outcome with an
-``"error"`` (the other tasks go on); a worker that dies under a task (killed, out of memory) has
-the task run again, up to ``max_attempts`` times in all.
+Every executor has one method, ``run(specs, receive, work=run_task)``: it runs ``work(spec)`` for
+each spec (a :class:`TaskSpec` through :func:`~biaslab.scale.tasks.run_task`, or a sweep's run
+through :func:`~biaslab.sweep.run_member`), a module-level function, and hands its outcome to
+``receive(spec, outcome)`` in the driver's process, in the order they finish. A task that raises
+comes back as an outcome with an ``"error"`` (the other tasks go on); a worker that dies under a
+task (killed, out of memory) has the task run again, up to ``max_attempts`` times in all.
 
 ===========  ==================================================================================
 ``serial``   one task after the other in this process (the default)
@@ -22,7 +23,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 
@@ -39,9 +40,12 @@ class SerialExecutor:
     name = "serial"
     workers = 1
 
-    def run(self, specs: Sequence[TaskSpec], receive: Receive) -> None:
+    def start(self, modules: Sequence[str] = ()) -> None:
+        pass
+
+    def run(self, specs: Sequence[TaskSpec], receive: Receive, work: Callable = run_task) -> None:
         for spec in specs:
-            receive(spec, run_task(spec))
+            receive(spec, work(spec))
 
     def close(self) -> None:
         pass
@@ -60,7 +64,7 @@ class LocalExecutor:
         self.workers, self.max_attempts = workers, max_attempts
         self.pool: ProcessPoolExecutor | None = None
 
-    def run(self, specs: Sequence[TaskSpec], receive: Receive) -> None:
+    def run(self, specs: Sequence[TaskSpec], receive: Receive, work: Callable = run_task) -> None:
         queue, attempts, running = list(specs), {spec.name: 0 for spec in specs}, {}
         try:
             while queue or running:
@@ -68,7 +72,7 @@ class LocalExecutor:
                 while queue and len(running) < self.workers:
                     spec = queue.pop(0)
                     attempts[spec.name] += 1
-                    running[pool.submit(run_task, spec)] = spec
+                    running[pool.submit(work, spec)] = spec
                 finished, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in finished:
                     spec = running.pop(future)
@@ -85,6 +89,13 @@ class LocalExecutor:
         except BaseException:
             self._discard_pool()  # an interrupt or a failed write: no worker outlives the driver
             raise
+
+    def start(self, modules: Sequence[str] = ()) -> None:
+        """Start the workers now, each importing ``modules`` (the lab's), while the driver reads
+        its data: the first tasks find them ready."""
+        pool = self._pool()
+        for _ in range(self.workers):
+            pool.submit(import_modules, tuple(modules))
 
     def _pool(self) -> ProcessPoolExecutor:
         if self.pool is None:
@@ -109,6 +120,16 @@ class LocalExecutor:
         pool, self.pool = self.pool, None
         if pool is not None:
             pool.shutdown(wait=True)
+
+
+def import_modules(modules: Sequence[str]) -> None:
+    """A worker's warm-up: the modules its tasks will need, imported before the first arrives."""
+    import importlib
+
+    import biaslab.scale.tasks  # noqa: F401 - torch and the trainer come with it
+
+    for module in modules:
+        importlib.import_module(module)
 
 
 def die_with_parent(parent: int) -> None:

@@ -15,7 +15,7 @@ on the others, then ``biaslab run NAME --executor ray --address HEAD:PORT`` (def
 from __future__ import annotations
 
 import socket
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from biaslab.errors import ConfigError
 from biaslab.scale.tasks import MAX_ATTEMPTS, Receive, TaskSpec, died, run_task
@@ -63,6 +63,9 @@ class RayExecutor:
         self.workers, self.max_attempts = workers, max_attempts
         self._connected_here = False
 
+    def start(self, modules=()) -> None:
+        """Nothing to warm: the cluster's workers are Ray's (joined at the first study)."""
+
     def connect(self):
         """Join the cluster (once); one line if there is none at the address."""
         ray = ray_module()
@@ -81,14 +84,14 @@ class RayExecutor:
             self._connected_here = True
         return ray
 
-    def run(self, specs: Sequence[TaskSpec], receive: Receive) -> None:
+    def run(self, specs: Sequence[TaskSpec], receive: Receive, work: Callable = run_task) -> None:
         ray = self.connect()
         remote = ray.remote(
             num_cpus=self.threads,
             num_gpus=self.gpus,
             max_retries=self.max_attempts - 1,
             retry_exceptions=False,
-        )(run_task)
+        )(work)
         queue, running = list(specs), {}
         limit = self.workers or len(specs)
         try:
