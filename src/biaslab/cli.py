@@ -400,7 +400,10 @@ def _is_sweep(args, overrides: dict[str, str]) -> bool:
     if getattr(args, "seeds", None) is not None or getattr(args, "select", None) is not None:
         return True
     if args.resume is not None:
-        return (Path(args.resume) / "sweep.json").is_file()
+        try:
+            return (Path(args.resume) / "sweep.json").is_file()
+        except OSError:  # a path the file system refuses: the run's resume says so in one line
+            return False
     if not any("," in v or ";" in v for v in overrides.values()) or args.name is None:
         return False
     from biaslab import registry

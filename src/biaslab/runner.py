@@ -32,24 +32,11 @@ from biaslab.report.display import Result
 from biaslab.report.text import claim_lines
 from biaslab.results import Claim
 from biaslab.runs import CONFIG, TIMINGS, TRACEBACK, RunDir
-from biaslab.scale.context import FitContext, clear_run_caches
+from biaslab.scale.context import FitContext, TagLogger, clear_run_caches
 from biaslab.scale.executors import SerialExecutor, check_executor, make_executor, task_threads
 from biaslab.scale.tasks import Study, TaskSpec
 from biaslab.train.callbacks import PROGRESS_MODES
 from biaslab.train.seed import rng_state, seed_everything, set_rng_state
-
-
-class _MetricsLogger:
-    """The trainer's logger for one tagged training inside a run."""
-
-    def __init__(self, run: RunDir, tag: str):
-        self.run, self.tag = run, tag
-
-    def log(self, record: dict) -> None:
-        self.run.log({**record, "tag": self.tag})
-
-    def rewind(self, step: int) -> None:
-        self.run.rewind_metrics(self.tag, step)
 
 
 class RunContext(FitContext):
@@ -86,7 +73,7 @@ class RunContext(FitContext):
         return self.run.path
 
     def logger(self, tag: str):
-        return _MetricsLogger(self.run, tag)
+        return TagLogger(self.run, tag)
 
     def tasks(
         self, fn: Callable[..., Any] | Mapping[Callable[..., Any], Sequence], keys: Sequence = ()

@@ -114,17 +114,14 @@ class RecordFile:
             lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
             self.records = [json.loads(line) for line in lines if line.endswith("\n")]  # a cut line dropped
 
-    def for_tag(self, tag: str) -> TagLogger:
-        return TagLogger(self, tag)
-
-    def append(self, record: dict) -> None:
+    def log(self, record: dict) -> None:
         record = json_safe(record)
         self.records.append(record)
         if self.path is not None:
             with open(self.path, "a", encoding="utf-8") as f:
                 f.write(json.dumps(record) + "\n")
 
-    def rewind(self, tag: str, step: int) -> None:
+    def rewind_metrics(self, tag: str, step: int) -> None:
         kept = [r for r in self.records if r.get("tag") != tag or r.get("step", 0) <= step]
         if len(kept) != len(self.records):
             self.records = kept
@@ -133,16 +130,18 @@ class RecordFile:
 
 
 class TagLogger:
-    """The trainer's logger (``log``, ``rewind``) for training ``tag`` of a task."""
+    """The trainer's logger (``log``, ``rewind``) for training ``tag``, into a run's metrics.jsonl
+    (a ``RunDir``) or a task's :class:`RecordFile`: anything with ``log(record)`` and
+    ``rewind_metrics(tag, step)``."""
 
-    def __init__(self, file: RecordFile, tag: str):
-        self.file, self.tag = file, tag
+    def __init__(self, sink, tag: str):
+        self.sink, self.tag = sink, tag
 
     def log(self, record: dict) -> None:
-        self.file.append({**record, "tag": self.tag})
+        self.sink.log({**record, "tag": self.tag})
 
     def rewind(self, step: int) -> None:
-        self.file.rewind(self.tag, step)
+        self.sink.rewind_metrics(self.tag, step)
 
 
 class TaskContext(FitContext):
@@ -154,4 +153,4 @@ class TaskContext(FitContext):
         self.records = records
 
     def logger(self, tag: str):
-        return self.records.for_tag(tag)
+        return TagLogger(self.records, tag)
