@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from biaslab.config import check_range
@@ -19,6 +20,7 @@ from biaslab.data.graphs import contextual_sbm, split_masks
 from biaslab.nn import GNN, MLP, count_parameters
 from biaslab.registry import experiment
 from biaslab.report import plots
+from biaslab.scale.context import run_cache
 from biaslab.train.config import ClassifierTraining
 from biaslab.train.recipes import fit_node_classifier
 
@@ -49,6 +51,40 @@ class GNNNodesConfig:
         check_range(self, "hidden", 1, 4096)
 
 
+MODELS = {"mlp": "MLP (features only)", "gcn": "GCN (message passing)"}
+
+
+@run_cache
+def _graph(cfg: GNNNodesConfig, seed: int):
+    """The contextual SBM (made once per process)."""
+    return contextual_sbm(
+        cfg.nodes, cfg.classes, cfg.average_degree, cfg.homophily, cfg.feature_dim, cfg.signal, seed=seed
+    )
+
+
+def fit_model(task, tag: str) -> dict:
+    """One model on the graph's training nodes (a task): its test accuracy, history and predictions."""
+    cfg: GNNNodesConfig = task.cfg
+    graph = _graph(cfg, task.seed_for("graph"))
+    masks = split_masks(cfg.nodes, train=0.3, val=0.2, seed=task.seed_for("split"))
+    if tag == "gcn":
+        model = task.init_model(
+            lambda: GNN(cfg.feature_dim, cfg.hidden, cfg.classes, num_layers=2, conv="gcn"), tag
+        )
+    else:
+        model = task.init_model(lambda: MLP((cfg.feature_dim, cfg.hidden, cfg.classes)), tag)
+    fit = fit_node_classifier(model, graph, masks, cfg.train, task.training(tag), uses_edges=tag == "gcn")
+    with torch.no_grad():
+        x, edge_index = graph.x.to(task.device), graph.edge_index.to(task.device)
+        logits = model(x, edge_index) if tag == "gcn" else model(x)  # (N, classes)
+    return {
+        "accuracy": fit.test["accuracy"],
+        "history": fit.history,
+        "predictions": logits.argmax(1).cpu().numpy(),
+        "parameters": count_parameters(model),
+    }
+
+
 @experiment(
     name="gnn-nodes",
     day=4,
@@ -61,27 +97,18 @@ class GNNNodesConfig:
 )
 def run(ctx) -> None:
     cfg: GNNNodesConfig = ctx.cfg
-    graph = contextual_sbm(
-        cfg.nodes, cfg.classes, cfg.average_degree, cfg.homophily, cfg.feature_dim, cfg.signal,
-        seed=ctx.seed_for("graph"),
-    )  # fmt: skip
-    masks = split_masks(cfg.nodes, train=0.3, val=0.2, seed=ctx.seed_for("split"))
-    models = {
-        "MLP (features only)": ctx.init_model(lambda: MLP((cfg.feature_dim, cfg.hidden, cfg.classes)), "mlp"),
-        "GCN (message passing)": ctx.init_model(
-            lambda: GNN(cfg.feature_dim, cfg.hidden, cfg.classes, num_layers=2, conv="gcn"), "gcn"
-        ),
-    }
+    graph = _graph(cfg, ctx.seed_for("graph"))
+    fits = ctx.tasks(fit_model, list(MODELS))  # each model's training a task
     accuracy, histories, predictions = {}, {}, {}
-    for (name, model), tag in zip(models.items(), ("mlp", "gcn")):
-        fit = fit_node_classifier(model, graph, masks, cfg.train, ctx.training(tag), uses_edges=tag == "gcn")
-        accuracy[name], histories[name] = fit.test["accuracy"], fit.history
-        with torch.no_grad():
-            x, edge_index = graph.x.to(ctx.device), graph.edge_index.to(ctx.device)
-            logits = model(x, edge_index) if tag == "gcn" else model(x)  # (N, classes)
-        predictions[name] = logits.argmax(1).cpu().numpy()
-        ctx.metric(**{f"{tag}_test_accuracy": fit.test["accuracy"]})
-        ctx.metric(**{f"{tag}_parameters": count_parameters(model)})
+    for tag, name in MODELS.items():
+        fit = fits[tag]
+        accuracy[name], histories[name], predictions[name] = (
+            fit["accuracy"],
+            fit["history"],
+            fit["predictions"],
+        )
+        ctx.metric(**{f"{tag}_test_accuracy": fit["accuracy"]})
+        ctx.metric(**{f"{tag}_parameters": fit["parameters"]})
     same_class = float((graph.y[graph.edge_index[0]] == graph.y[graph.edge_index[1]]).float().mean())
     ctx.metric(measured_homophily=same_class, edges=int(graph.edge_index.shape[1]) // 2)
     mlp, gcn = accuracy.values()
@@ -96,7 +123,11 @@ def run(ctx) -> None:
     layout = plots.spectral_layout(graph.edge_index.numpy(), cfg.nodes, seed=ctx.seed_for("layout"))
     ctx.figure(
         "graph",
-        plots.graph_drawing(layout, graph.edge_index.numpy(), {"true class": graph.y.numpy(), **predictions}),
+        plots.graph_drawing(
+            layout,
+            graph.edge_index.numpy(),
+            {"true class": graph.y.numpy(), **{name: np.asarray(p) for name, p in predictions.items()}},
+        ),
         f"The graph ({cfg.nodes} nodes, {cfg.classes} classes, {same_class:.0%} of edges within a "
         "class) in a spectral layout, coloured by the true class and by each model's prediction.",
     )
