@@ -21,6 +21,7 @@ from biaslab.evaluate.robustness import accuracy_under_transform
 from biaslab.nn import CNN, MLP, count_parameters
 from biaslab.registry import experiment
 from biaslab.report import plots
+from biaslab.scale.context import run_cache
 from biaslab.train.config import ClassifierTraining
 from biaslab.train.recipes import fit_classifier
 
@@ -48,6 +49,32 @@ def build_cnn(channels: tuple[int, ...]) -> CNN:
     return CNN(1, channels, num_classes=10, dims=2, pool="max", global_pool=None, input_size=28)
 
 
+@run_cache
+def _splits(cfg: ShiftConfig, seed: int):
+    """The digits as images (N, 1, 28, 28), standardized: read once per process."""
+    return mnist_splits_for(cfg.data, seed, standardize=True, flatten=False)
+
+
+def fit_model(task, name: str) -> dict:
+    """The MLP or the CNN trained on centred digits (a task): its accuracy at each shift."""
+    cfg: ShiftConfig = task.cfg
+    splits = _splits(cfg, task.seed_for("split"))
+    if name == "MLP":
+        model = task.init_model(lambda: MLP((784, cfg.mlp_hidden, 10)), "mlp")
+    else:
+        model = task.init_model(lambda: build_cnn(cfg.cnn_channels), "cnn")
+    fit = fit_classifier(model, splits, cfg.train, task.training(name.lower()))
+    background = float(splits.x_train.min())  # a blank pixel, after standardization
+    moved = partial(translations, fill=background)  # right, left, down, up: their mean
+    shifts = list(range(cfg.max_shift + 1))
+    per_shift = accuracy_under_transform(fit.trainer.model, splits.x_test, splits.y_test, moved, shifts)
+    return {
+        "accuracy": list(per_shift.values()),
+        "history": fit.history,
+        "parameters": count_parameters(model),
+    }
+
+
 @experiment(
     name="mlp-vs-cnn-shift",
     day=4,
@@ -60,25 +87,13 @@ def build_cnn(channels: tuple[int, ...]) -> CNN:
 )
 def run(ctx) -> None:
     cfg: ShiftConfig = ctx.cfg
-    # images (N, 1, 28, 28), standardized
-    splits = mnist_splits_for(cfg.data, ctx.seed_for("split"), standardize=True, flatten=False)
-    models = {
-        "MLP": ctx.init_model(lambda: MLP((784, cfg.mlp_hidden, 10)), "mlp"),
-        "CNN": ctx.init_model(lambda: build_cnn(cfg.cnn_channels), "cnn"),
-    }
     shifts = list(range(cfg.max_shift + 1))
-    accuracy: dict[str, list[float]] = {}
-    histories = {}
-    for name, model in models.items():
-        fit = fit_classifier(model, splits, cfg.train, ctx.training(name.lower()))
-        histories[name] = fit.history
-        background = float(splits.x_train.min())  # a blank pixel, after standardization
-        moved = partial(translations, fill=background)  # right, left, down, up: their mean
-        per_shift = list(
-            accuracy_under_transform(fit.trainer.model, splits.x_test, splits.y_test, moved, shifts).values()
-        )
-        accuracy[name] = per_shift
-        ctx.metric(**{f"{name.lower()}_parameters": count_parameters(model)})
+    fits = ctx.tasks(fit_model, ["MLP", "CNN"])  # each model's training a task
+    accuracy = {name: fit["accuracy"] for name, fit in fits.items()}
+    histories = {name: fit["history"] for name, fit in fits.items()}
+    parameters = {name: fit["parameters"] for name, fit in fits.items()}
+    for name, per_shift in accuracy.items():
+        ctx.metric(**{f"{name.lower()}_parameters": parameters[name]})
         ctx.metric(**{f"{name.lower()}_accuracy_shift_{s}": a for s, a in zip(shifts, per_shift)})
     ctx.table(
         "Test accuracy against the shift (mean over left, right, up, down)",
@@ -99,8 +114,8 @@ def run(ctx) -> None:
         "The two models have comparable parameter counts (within 10%)",
         source="lab design",
         expected="|CNN - MLP| / MLP <= 0.10",
-        measured=f"MLP {count_parameters(models['MLP']):,}, CNN {count_parameters(models['CNN']):,}",
-        passed=abs(count_parameters(models["CNN"]) / count_parameters(models["MLP"]) - 1) <= 0.10,
+        measured=f"MLP {parameters['MLP']:,}, CNN {parameters['CNN']:,}",
+        passed=abs(parameters["CNN"] / parameters["MLP"] - 1) <= 0.10,
     )
     ctx.figure(
         "accuracy_vs_shift",
