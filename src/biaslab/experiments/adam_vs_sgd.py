@@ -15,6 +15,7 @@ from biaslab.data.mnist import QUICK_SIZES, MnistSizes, mnist_splits_for
 from biaslab.nn import MLP
 from biaslab.registry import experiment
 from biaslab.report import plots
+from biaslab.scale.context import run_cache
 from biaslab.scratch import SGD, TwoLayerMLP
 from biaslab.scratch.loop import LoopConfig
 from biaslab.train import TrainConfig
@@ -54,6 +55,33 @@ def epochs_to(history, key: str, target: float):
     return hits[0] if hits else None
 
 
+@run_cache
+def _splits(cfg: AdamVsSGDConfig, seed: int):
+    return mnist_splits_for(cfg.data, seed, standardize=True)  # read once per process
+
+
+def fit_optimizer(task, tag: str) -> dict:
+    """The MLP trained by plain SGD in NumPy or by Adam in PyTorch (a task), from the same initial
+    weights: the NumPy MLP's, copied into torch."""
+    cfg: AdamVsSGDConfig = task.cfg
+    splits = _splits(cfg, task.seed_for("split"))
+    initial = TwoLayerMLP(784, cfg.hidden, 10, seed=task.seed_for("init"))
+    if tag == "numpy-sgd":
+        fit = fit_scratch(
+            initial,
+            SGD(initial.params, lr=cfg.train.lr),
+            splits.numpy(),
+            epochs=cfg.train.epochs,
+            batch_size=cfg.train.batch_size,
+            setup=task.training(tag),
+            seed=task.seed_for("shuffle"),
+        )
+    else:
+        setup = task.training(tag, lr_key="adam_lr")
+        fit = fit_classifier(MLP.from_numpy(initial.layers()), splits, cfg.adam(), setup)
+    return {"history": fit.history, "test": fit.test["accuracy"]}
+
+
 @experiment(
     name="adam-vs-sgd",
     day=2,
@@ -66,27 +94,9 @@ def epochs_to(history, key: str, target: float):
 )
 def run(ctx) -> None:
     cfg: AdamVsSGDConfig = ctx.cfg
-    splits = mnist_splits_for(cfg.data, ctx.seed_for("split"), standardize=True)
-    # Both start from the same weights: the NumPy MLP's initial weights copied into torch.
-    adam_model = MLP.from_numpy(TwoLayerMLP(784, cfg.hidden, 10, seed=ctx.seed_for("init")).layers())
-    sgd_model = TwoLayerMLP(784, cfg.hidden, 10, seed=ctx.seed_for("init"))
-    sgd = fit_scratch(
-        sgd_model,
-        SGD(sgd_model.params, lr=cfg.train.lr),
-        splits.numpy(),
-        epochs=cfg.train.epochs,
-        batch_size=cfg.train.batch_size,
-        setup=ctx.training("numpy-sgd"),
-        seed=ctx.seed_for("shuffle"),
-    )
-    adam = fit_classifier(
-        adam_model,
-        splits,
-        cfg.adam(),
-        ctx.training("torch-adam", lr_key="adam_lr"),
-    )
-    sgd_history, sgd_test = sgd.history, sgd.test["accuracy"]
-    adam_history, adam_test = adam.history, adam.test["accuracy"]
+    fits = ctx.tasks(fit_optimizer, ["numpy-sgd", "torch-adam"])  # each training a task
+    sgd_history, sgd_test = fits["numpy-sgd"]["history"], fits["numpy-sgd"]["test"]
+    adam_history, adam_test = fits["torch-adam"]["history"], fits["torch-adam"]["test"]
     runs = {"SGD (NumPy, ours)": sgd_history, "Adam (PyTorch)": adam_history}
     e_sgd, e_adam = (epochs_to(h, "val_accuracy", 0.97) for h in runs.values())
     ctx.metric(
