@@ -404,14 +404,13 @@ def _is_sweep(args, overrides: dict[str, str]) -> bool:
             return (Path(args.resume) / "sweep.json").is_file()
         except OSError:  # a path the file system refuses: the run's resume says so in one line
             return False
-    if not any("," in v or ";" in v for v in overrides.values()) or args.name is None:
+    if not overrides or args.name is None:
         return False
     from biaslab import registry
-    from biaslab.config import field_types
+    from biaslab.sweep import grid_of, list_keys
 
-    types = field_types(registry.get(args.name).config)
-    listed = {key for key, tp in types.items() if "tuple" in str(tp)}
-    return any(";" in v if k in listed else "," in v for k, v in overrides.items())
+    grid = grid_of(overrides, list_keys(registry.get(args.name).config))
+    return any(len(values) > 1 for values in grid.values())
 
 
 def cmd_sweep(args, argv: list[str], overrides: dict[str, str]) -> int:

@@ -7,6 +7,7 @@ summary, ``biaslab show``, the report and the index. Wall-clock measurements are
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -198,6 +199,19 @@ def tally(claims: Iterable[Any] | None) -> Tally:
     for claim in claims or ():
         counts[verdict_of(claim)] += 1
     return Tally(counts["pass"], counts["fail"], counts["unjudged"], counts["notes-wrong"])
+
+
+# -- several runs of one configuration -----------------------------------------------------------
+def finite_number(value: Any) -> bool:
+    """A metric that averages: an int or float, finite, not a bool."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def mean_std(values: list[float]) -> tuple[float, float]:
+    """The mean and the sample standard deviation (n - 1; 0 for one value) of runs' figures."""
+    mean = sum(values) / len(values)
+    var = sum((v - mean) ** 2 for v in values) / (len(values) - 1) if len(values) > 1 else 0.0
+    return mean, math.sqrt(var)
 
 
 # -- timings: wall-clock measurements, outside what a seed fixes -------------------------------

@@ -19,7 +19,6 @@ configuration chosen by that metric alone (the test metrics never choose).
 from __future__ import annotations
 
 import itertools
-import math
 import shutil
 import socket
 import sys
@@ -34,8 +33,9 @@ from biaslab.errors import BiaslabError, ConfigError
 from biaslab.fileio import atomic_write_bytes, read_json, write_json
 from biaslab.formatting import printable
 from biaslab.locking import DirectoryLock
+from biaslab.results import finite_number, mean_std, verdict_of
 from biaslab.runs import CHECKPOINTS, COMPLETE, RESULTS
-from biaslab.scale.tasks import failure
+from biaslab.scale.tasks import failure, on_driver_machine, one_error
 
 SWEEP = "sweep.json"
 SWEEP_RESULTS = "sweep-results.json"
@@ -57,6 +57,13 @@ def parse_seeds(text: str) -> list[int]:
     if len(set(seeds)) != len(seeds):
         raise ConfigError(f"--seeds {text!r} names a seed twice")
     return seeds
+
+
+def list_keys(config_cls) -> list[str]:
+    """The config keys whose value is a list (a tuple field): their commas belong to one value."""
+    from biaslab.config import field_types
+
+    return [key for key, tp in field_types(config_cls).items() if "tuple" in str(tp)]
 
 
 def grid_of(sets: Mapping[str, str], tuple_keys: Sequence[str]) -> dict[str, list[str]]:
@@ -100,7 +107,7 @@ def run_member(spec: MemberSpec) -> dict:
 
     start = time.perf_counter()
     folder = Path(spec.folder)
-    local = socket.gethostname() == spec.host and folder.parent.is_dir()
+    local = on_driver_machine(spec.host, folder.parent)
     target = folder if local else Path(tempfile.mkdtemp(prefix="biaslab-sweep-")) / spec.name
     try:
         if (target / "config.json").exists():
@@ -194,7 +201,7 @@ def run_sweep(
         if failures:
             spec, first = failures[0]
             text = f"{len(failures)} of {len(specs)} runs failed ({spec.name}: {first['message']})"
-            raise BiaslabError(text) if all(e["user_error"] for _, e in failures) else RuntimeError(text)
+            raise one_error(text, [error for _, error in failures])
         return summary
     finally:
         lock.release()
@@ -214,23 +221,18 @@ def aggregate(
         runs = [s for s in specs if dict(s.overrides) == combo and (Path(s.folder) / RESULTS).exists()]
         results = [read_json(Path(s.folder) / RESULTS) for s in runs]
         metrics: dict[str, dict[str, float]] = {}
-        keys = sorted({k for r in results for k, v in r["metrics"].items() if _number(v)})
+        keys = sorted({k for r in results for k, v in r["metrics"].items() if finite_number(v)})
         for key in keys:
-            values = [r["metrics"][key] for r in results if _number(r["metrics"].get(key))]
-            mean = sum(values) / len(values)
-            std = (
-                math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
-                if len(values) > 1
-                else 0.0
-            )
+            values = [r["metrics"][key] for r in results if finite_number(r["metrics"].get(key))]
+            mean, std = mean_std(values)
             metrics[key] = {"mean": mean, "std": std, "n": len(values)}
         claims: dict[str, dict[str, int]] = {}
         for result in results:
             for claim in result["claims"]:
                 tally = claims.setdefault(claim["claim"], {"held": 0, "judged": 0, "runs": 0})
                 tally["runs"] += 1
-                tally["judged"] += claim.get("passed") is not None
-                tally["held"] += claim.get("passed") is True
+                tally["judged"] += verdict_of(claim) in ("pass", "fail")
+                tally["held"] += verdict_of(claim) == "pass"
         shown = {k: v for k, v in combo.items() if k in varying}  # what sets it apart
         configurations.append({"config": shown, "runs": [Path(s.folder).name for s in runs],
                                "metrics": metrics, "claims": claims})  # fmt: skip
@@ -252,10 +254,6 @@ def check_select(select: str | None) -> None:
             f"--select {select!r}: the best configuration is chosen on a validation metric (a key with "
             "'val' in it, e.g. val_accuracy), never on a test metric"
         )
-
-
-def _number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _say(line: str) -> None:
@@ -285,10 +283,12 @@ def start(
     from datetime import datetime
 
     from biaslab import registry
-    from biaslab.config import check_seed, field_types
+    from biaslab.config import check_seed
     from biaslab.hardware import make_deterministic, resolve_device, resolve_threads
     from biaslab.scale.executors import check_executor, make_executor, task_threads
 
+    executor = executor or "serial"
+    check_executor(executor, workers, address)
     if resume is not None:
         request = read_json(Path(resume) / SWEEP)
         name, grid, seed_list = request["experiment"], request["grid"], request["seeds"]
@@ -304,20 +304,15 @@ def start(
         seed_list = parse_seeds(seeds) if seeds is not None else [0]
         for seed in seed_list:
             check_seed(seed)
-        tuple_keys = [k for k, tp in field_types(exp.config).items() if "tuple" in str(tp)]
-        grid = grid_of(sets, tuple_keys)
+        grid = grid_of(sets, list_keys(exp.config))
         for values in itertools.product(*grid.values()):
             exp.make_config(profile, dict(zip(grid, values)))  # each combination checked: one line
         device = resolve_device(device)
-        executor = executor or "serial"
-        check_executor(executor, workers, address)
         threads = task_threads(executor, None if threads is None else resolve_threads(threads), workers)
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         folder = Path(out) if out else Path(runs_dir) / f"{name}-sweep-{stamp}"
         if folder.exists() and any(folder.iterdir()):
             raise BiaslabError(f"{folder} is not empty: name a new folder, or continue a sweep with --resume")
-    executor = executor or "serial"
-    check_executor(executor, workers, address)
     make_deterministic(device)
     runner = make_executor(executor, workers, address, threads, device)
     try:

@@ -11,7 +11,6 @@ Every cell carries a sort key (``sort``: a number, or text) for the index's sort
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,6 +19,7 @@ from biaslab.errors import BiaslabError
 from biaslab.formatting import format_duration, format_value
 from biaslab.report.labels import metric_label
 from biaslab.report.navigation import href
+from biaslab.results import finite_number, mean_std
 from biaslab.runs import VERDICTS, RunDir, tally, verdict_of
 
 __all__ = ["COLUMNS", "runs_groups"]
@@ -35,10 +35,6 @@ COLUMNS = (
     "Created",
     "Reports",
 )
-
-
-def _is_number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def _positions(order: Sequence[str] | None) -> dict[str, int]:
@@ -67,7 +63,7 @@ def _read(run: Path, runs_dir: Path, out_dir: Path) -> dict:
     except BiaslabError as exc:
         cfg, res, error = {}, {}, str(exc)
     report = rundir.report_path
-    day = res.get("day") if _is_number(res.get("day")) else None
+    day = res.get("day") if finite_number(res.get("day")) else None
     return {
         "day": day,
         "name": format_value(res.get("experiment") or cfg.get("experiment") or run.name),
@@ -106,21 +102,15 @@ def _grouped(runs: list[dict]) -> list[list[dict]]:
     return out
 
 
-def _mean_std(values: list[float]) -> tuple[float, float]:
-    mean = sum(values) / len(values)
-    var = sum((v - mean) ** 2 for v in values) / (len(values) - 1) if len(values) > 1 else 0.0
-    return mean, math.sqrt(var)
-
-
 def _metric_rows(members: list[dict]) -> list[dict]:
     """Mean ± std (sample std, over the runs that hold it) of each numeric metric of a group."""
     keys: dict[str, None] = {}
     for m in members:
-        keys.update(dict.fromkeys(k for k, v in m["metrics"].items() if _is_number(v)))
+        keys.update(dict.fromkeys(k for k, v in m["metrics"].items() if finite_number(v)))
     rows = []
     for key in keys:
-        values = [float(m["metrics"][key]) for m in members if _is_number(m["metrics"].get(key))]
-        mean, std = _mean_std(values)
+        values = [float(m["metrics"][key]) for m in members if finite_number(m["metrics"].get(key))]
+        mean, std = mean_std(values)
         rows.append(
             {
                 "label": metric_label(key, members[0]["experiment"]),
@@ -150,7 +140,7 @@ def _claim_rows(members: list[dict]) -> list[dict]:
 
 def _cell(text: str, sort) -> dict:
     """A cell's text and its sort key (numbers sort as numbers, missing ones last)."""
-    return {"text": text, "sort": "" if sort is None else (repr(sort) if _is_number(sort) else str(sort))}
+    return {"text": text, "sort": "" if sort is None else (repr(sort) if finite_number(sort) else str(sort))}
 
 
 def _group_row(members: list[dict]) -> dict:
@@ -159,8 +149,10 @@ def _group_row(members: list[dict]) -> dict:
     counts = sum((tally(m["claims"]) for m in members[1:]), tally(first["claims"]))
     errors = [m["error"] for m in members if m["error"]]
     statuses = sorted({m["status"] for m in members})
-    elapsed = [float(m["elapsed"]) for m in members if _is_number(m["elapsed"])]
-    seeds = sorted((m["seed"] for m in members), key=lambda s: (not _is_number(s), s if _is_number(s) else 0))
+    elapsed = [float(m["elapsed"]) for m in members if finite_number(m["elapsed"])]
+    seeds = sorted(
+        (m["seed"] for m in members), key=lambda s: (not finite_number(s), s if finite_number(s) else 0)
+    )
     several = len(members) > 1
     links = [
         {
@@ -175,7 +167,9 @@ def _group_row(members: list[dict]) -> dict:
         "day": _cell(format_value(first["day"]), first["day"]),
         "name": _cell(first["name"], first["name"]),
         "profile": _cell(format_value(first["profile"]), format_value(first["profile"])),
-        "seeds": _cell(", ".join(format_value(s) for s in seeds), seeds[0] if _is_number(seeds[0]) else None),
+        "seeds": _cell(
+            ", ".join(format_value(s) for s in seeds), seeds[0] if finite_number(seeds[0]) else None
+        ),
         "statuses": statuses,
         "status_sort": " ".join(statuses),
         "claims": _cell(

@@ -38,10 +38,14 @@ def check_reachable(address: str, timeout: float = 10.0) -> None:
             pass
     except (OSError, ValueError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ConfigError(
-            f"no Ray cluster answered at {address} ({reason}); start one with 'ray start --head' "
-            "and give its address with --address"
-        ) from None
+        raise no_cluster(address, reason) from None
+
+
+def no_cluster(where: str, reason: str) -> ConfigError:
+    return ConfigError(
+        f"no Ray cluster answered at {where} ({reason}); start one with 'ray start --head' "
+        "and give its address with --address"
+    )
 
 
 class RayExecutor:
@@ -77,10 +81,7 @@ class RayExecutor:
             except (ConnectionError, RuntimeError, ValueError) as exc:
                 where = self.address or "RAY_ADDRESS or this machine"
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                raise ConfigError(
-                    f"no Ray cluster answered at {where} ({first}); start one with 'ray start --head' "
-                    "and give its address with --address"
-                ) from None
+                raise no_cluster(where, first) from None
             self._connected_here = True
         return ray
 

@@ -96,11 +96,17 @@ def plain(value: Any) -> Any:
     raise TypeError(f"a task returned {type(value).__name__}; return numbers, text, lists and dicts")
 
 
+def on_driver_machine(host: str, folder: Path) -> bool:
+    """Whether this process runs on the driver's machine ``host``, where ``folder`` exists: a worker
+    there writes into the run's folders, one elsewhere returns everything to the driver."""
+    return socket.gethostname() == host and folder.is_dir()
+
+
 def run_task(spec: TaskSpec) -> dict:
     """Run one task where it is (the driver's process or a worker) and return its outcome:
     ``{"result", "records", "trained", "seconds"}``, or ``{"error": {...}}`` if it raised."""
     folder = Path(spec.run_dir)
-    local = socket.gethostname() == spec.host and folder.is_dir()
+    local = on_driver_machine(spec.host, folder)
     records_path = folder / TASKS / spec.group / f"{spec.name}.metrics.jsonl" if local else None
     if records_path is not None:
         records_path.parent.mkdir(parents=True, exist_ok=True)
@@ -144,6 +150,12 @@ def died(spec: TaskSpec, attempts: int) -> dict:
 
 class TasksFailed(RuntimeError):
     """Some of a study's tasks raised a bug: the others finished, each failure's traceback is saved."""
+
+
+def one_error(text: str, errors: Sequence[dict]) -> Exception:
+    """The error for a study whose tasks failed with ``errors`` (``failure``'s): a BiaslabError
+    when the user can fix every one (exit 2), else :class:`TasksFailed` (a bug: exit 1)."""
+    return BiaslabError(text) if all(error["user_error"] for error in errors) else TasksFailed(text)
 
 
 class Study:
@@ -244,6 +256,4 @@ class Study:
             f"{', ...' if len(failures) > 5 else ''}); the first: {first['message']}; "
             f"tracebacks in {where}/<task>.traceback.txt"
         )
-        if all(error["user_error"] for _, error in failures):
-            return BiaslabError(text)
-        return TasksFailed(text)
+        return one_error(text, [error for _, error in failures])
