@@ -11,9 +11,10 @@ from __future__ import annotations
 import math
 import os
 import shlex
+import sys
 import unicodedata
 
-__all__ = ["format_duration", "format_value", "printable", "shell_quote"]
+__all__ = ["format_duration", "format_value", "printable", "shell_quote", "tell"]
 
 # Format characters that reorder what follows them on screen (bidirectional overrides and
 # isolates): shown escaped like control characters, so text reads as it is stored.
@@ -36,6 +37,12 @@ def printable(text, keep: str = "") -> str:
     if not any(_unsafe(c) for c in text):
         return text
     return "".join(_escaped(c) if _unsafe(c) and c not in keep else c for c in text)
+
+
+def tell(line: str) -> None:
+    """A line of progress on stderr, escaped (:func:`printable`: a name or path commands no
+    terminal) and flushed at once."""
+    print(printable(line), file=sys.stderr, flush=True)
 
 
 def shell_quote(value: str | os.PathLike) -> str:

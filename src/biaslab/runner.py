@@ -25,7 +25,7 @@ from biaslab.config import check_seed, field_types, flat_values, from_dict, to_d
 from biaslab.data.availability import require_data
 from biaslab.errors import BiaslabError, CheckpointError, ConfigError, StorageError
 from biaslab.fileio import atomic_write, write_traceback
-from biaslab.formatting import format_value, printable, shell_quote
+from biaslab.formatting import format_value, printable, shell_quote, tell
 from biaslab.hardware import make_deterministic, resolve_device, resolve_threads, use_threads
 from biaslab.loggers import check_loggers, make_sinks
 from biaslab.report.display import Result
@@ -96,7 +96,7 @@ class RunContext(FitContext):
                      self.threads or 1, self._task_progress(), str(self.run.path), socket.gethostname())
             for f, key in pairs
         ]  # fmt: skip
-        say = None if self.progress is False or self.executor.name == "serial" else _say
+        say = None if self.progress is False or self.executor.name == "serial" else tell
         study = Study(self.run, self.executor, say)
         try:
             results = study.run_all(specs)
@@ -227,11 +227,6 @@ class RunContext(FitContext):
         plt.close(fig)
         self.figures.append({"file": f"{path.parent.name}/{path.name}", "caption": caption})
         return path
-
-
-def _say(line: str) -> None:
-    sys.stderr.write(printable(line) + "\n")
-    sys.stderr.flush()
 
 
 def _reproducible(exact: Callable[[], Any], claim: str):

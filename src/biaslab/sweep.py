@@ -21,7 +21,6 @@ from __future__ import annotations
 import itertools
 import shutil
 import socket
-import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -31,7 +30,7 @@ from typing import Any
 
 from biaslab.errors import BiaslabError, ConfigError
 from biaslab.fileio import atomic_write_bytes, read_json, write_json
-from biaslab.formatting import printable
+from biaslab.formatting import tell
 from biaslab.locking import DirectoryLock
 from biaslab.results import finite_number, mean_std, verdict_of
 from biaslab.runs import CHECKPOINTS, COMPLETE, RESULTS
@@ -184,11 +183,11 @@ def run_sweep(
             received.append(spec)
             if "error" in outcome:
                 failures.append((spec, outcome["error"]))
-                _say(f"run {done}/{len(specs)} failed: {spec.name}: {outcome['error']['message']}")
+                tell(f"run {done}/{len(specs)} failed: {spec.name}: {outcome['error']['message']}")
                 return
             for relative, data in outcome["files"].items():
                 atomic_write_bytes(Path(spec.folder) / relative, data)
-            _say(f"run {done}/{len(specs)} done: {spec.name} ({outcome['seconds']:.1f} s)")
+            tell(f"run {done}/{len(specs)} done: {spec.name} ({outcome['seconds']:.1f} s)")
 
         received: list[MemberSpec] = []
         if pending:
@@ -254,11 +253,6 @@ def check_select(select: str | None) -> None:
             f"--select {select!r}: the best configuration is chosen on a validation metric (a key with "
             "'val' in it, e.g. val_accuracy), never on a test metric"
         )
-
-
-def _say(line: str) -> None:
-    sys.stderr.write(printable(line) + "\n")
-    sys.stderr.flush()
 
 
 def start(

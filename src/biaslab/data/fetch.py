@@ -31,7 +31,7 @@ from biaslab.data.sources import SOURCES, RemoteFile, Source
 from biaslab.data.store import data_dir
 from biaslab.errors import ConfigError, DataFormatError, DataMissingError
 from biaslab.fileio import as_storage_error
-from biaslab.formatting import printable
+from biaslab.formatting import tell
 from biaslab.locking import DirectoryLock
 from biaslab.version import __version__
 
@@ -134,7 +134,7 @@ def _fetch_one(source: Source, mirror: str | None, progress: bool) -> Fetched:
 def _say(progress: bool, line: str) -> None:
     """A line on stderr when progress is shown (escaped: a path or URL commands no terminal)."""
     if progress:
-        print(printable(line), file=sys.stderr, flush=True)
+        tell(line)
 
 
 # ----------------------------------------------------------------------------- one file

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -28,6 +27,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 
 from biaslab.errors import ConfigError
+from biaslab.formatting import tell
 from biaslab.hardware import available_cores
 from biaslab.scale.tasks import MAX_ATTEMPTS, Receive, TaskSpec, died, run_task
 
@@ -145,11 +145,10 @@ def die_with_parent(parent: int) -> None:
 
 
 def tell_retry(spec: TaskSpec, attempt: int, attempts: int) -> None:
-    sys.stderr.write(
+    tell(
         f"a worker died under task {spec.label} (killed, or out of memory?): running it again "
-        f"(attempt {attempt + 1} of {attempts})\n"
+        f"(attempt {attempt + 1} of {attempts})"
     )
-    sys.stderr.flush()
 
 
 def task_threads(executor: str, threads: int | None, workers: int | None) -> int:
@@ -183,9 +182,9 @@ def make_executor(executor: str, workers: int | None, address: str | None, threa
         workers = workers or max(1, available_cores() // threads)
         cores = available_cores()
         if workers * threads > cores:
-            sys.stderr.write(
+            tell(
                 f"warning: {workers} workers x {threads} thread(s) on {cores} cores: they will slow "
-                "each other down (fewer --workers, or --threads 1)\n"
+                "each other down (fewer --workers, or --threads 1)"
             )
         return LocalExecutor(workers)
     from biaslab.scale.ray_executor import RayExecutor
