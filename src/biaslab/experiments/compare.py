@@ -190,7 +190,7 @@ def run(ctx) -> None:
     ctx.table("Leaderboard", *leaderboard(task, judged, len(seeds)), timing_columns=["train seconds"])
     _curves_figure(ctx, task, judged, cfg.require)
     symmetries = _symmetries(ctx, prepared, probes, outcomes, judged, reference_tag) if probes else None
-    _claims(ctx, task, judged, cfg.require, read_ood(cfg, data) is not None)
+    _claims(ctx, task, judged, cfg.require, bool(cfg.ood))  # the config checked the OOD file
     sentence = recommendation(task, judged, symmetries)
     ctx.table("Recommendation", ["recommendation"], [[sentence]])
     ctx.echo(f"recommended: {sentence}")
@@ -203,6 +203,14 @@ def _study(cfg: CompareConfig, split_seed: int):
     data = read(cfg)
     prepared = prepare(data, seed=split_seed, split=cfg.split)
     return data, prepared, {c.name: c for c in candidates(cfg, data)}
+
+
+@run_cache
+def _ood_inputs(cfg: CompareConfig, split_seed: int):
+    """The OOD inputs standardized as the data (None without): read once per process."""
+    data, prepared, _ = _study(cfg, split_seed)
+    ood = read_ood(cfg, data)
+    return None if ood is None else prepared.standardize(ood.x, ood.mask)
 
 
 def _probes(cfg: CompareConfig, data, prepared) -> list:
@@ -241,8 +249,8 @@ def fit_compare(task, name: str) -> dict:
         )  # fmt: skip
     except DivergenceError as exc:
         return {"diverged": str(exc)}
-    ood = read_ood(cfg, data)
-    ood_auroc = None if ood is None else _ood_auroc(result, prepared, *prepared.standardize(ood.x, ood.mask))
+    ood = _ood_inputs(cfg, task.seed_for("split"))
+    ood_auroc = None if ood is None else _ood_auroc(result, prepared, *ood)
     probes = _probes(cfg, data, prepared)
     return {
         "scores": result.scores(),
