@@ -1,6 +1,8 @@
 """Thread counts: --threads N|auto, recorded in config.json, reused on resume; idle-core sampling."""
 
 import json
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -59,6 +61,35 @@ def test_use_threads_sets_and_restores():
     with use_threads(1):
         assert torch.get_num_threads() == 1
     assert torch.get_num_threads() == before
+
+
+LOADED_LATER = """
+import json, sys
+from threadpoolctl import threadpool_info
+from biaslab.hardware import on_current_threads, use_threads
+
+def counts():
+    return {pool["filepath"]: pool["num_threads"] for pool in threadpool_info()}
+
+with use_threads(1):
+    before = counts()
+    from sklearn.ensemble import HistGradientBoostingRegressor  # loads scikit-learn's OpenMP
+    unlimited = counts()
+    with on_current_threads():
+        limited = counts()
+print(json.dumps({"new": sorted(set(unlimited) - set(before)), "unlimited": unlimited, "limited": limited}))
+"""
+
+
+@pytest.mark.skipif(available_cores() < 2, reason="one core: every pool has one thread anyway")
+def test_a_pool_loaded_inside_use_threads_is_limited_by_on_current_threads():
+    pytest.importorskip("sklearn")
+    pytest.importorskip("threadpoolctl")
+    out = subprocess.run([sys.executable, "-c", LOADED_LATER], capture_output=True, text=True, check=True)
+    seen = json.loads(out.stdout)
+    assert seen["new"], "importing the estimator loaded no thread pool: nothing to test"
+    assert any(seen["unlimited"][path] > 1 for path in seen["new"])  # what use_threads alone leaves
+    assert set(seen["limited"].values()) == {1}
 
 
 def test_threads_are_recorded_and_reused_on_resume(in_tmp):

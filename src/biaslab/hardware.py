@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 
 from biaslab.errors import ConfigError
 
@@ -36,6 +36,7 @@ __all__ = [
     "cpu_name",
     "idle_cores",
     "make_deterministic",
+    "on_current_threads",
     "resolve_device",
     "resolve_threads",
     "use_threads",
@@ -146,6 +147,15 @@ def use_threads(n: int) -> Iterator[None]:
                 yield
     finally:
         torch.set_num_threads(previous)
+
+
+def on_current_threads() -> AbstractContextManager[None]:
+    """The threads torch computes on now, applied again to every thread pool: a library loaded
+    since :func:`use_threads` limited the pools (scikit-learn's OpenMP loads with its first
+    estimator, SciPy's BLAS with ``scipy.linalg``) would otherwise compute on every core."""
+    import torch
+
+    return use_threads(torch.get_num_threads())
 
 
 def cpu_name() -> str:

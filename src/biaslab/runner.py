@@ -580,6 +580,7 @@ def _execute(
     ctx.executor = make_executor(
         chosen["name"], chosen["workers"], chosen["address"], ctx.threads, ctx.device
     )
+    ctx.executor.start((exp.fn.__module__,))  # local workers import the lab while it reads its data
     ctx.loggers = tuple(log)
     if warming is not None:
         # The background imports end before the experiment starts: while a thread imports it

@@ -62,7 +62,7 @@ SPLIT = random_split(80, 56, 12, seed=0)
 
 def fit(data, name="gcn", y=None, seed=0, loss="l1"):
     y = data.target("gap") if y is None else y
-    prepared = prepare_qm9(qm9_graphs(data), y, SPLIT)
+    prepared = prepare_qm9(data, y, SPLIT)
     (candidate,) = qm9_candidates([name], hidden=16, gbt_iterations=30, loss=loss)
     return fit_candidate(
         candidate, prepared, "regress", CONFIG, TrainSetup(tag=name, seed=seed, progress=False), loss
@@ -77,9 +77,34 @@ def test_the_engine_batches_qm9_exactly_as_its_own_store(data):
     assert ours.num_graphs == reference.num_graphs == 4
 
 
+def test_a_split_of_some_molecules_builds_those_alone_and_reads_them_as_the_whole_store(data):
+    part = SPLIT.subsample_train(10, seed=1).subsample(val=5, test=7, seed=2)  # 22 of 80 molecules
+    alone, whole = prepare_qm9(data, data.target("gap"), part), prepare_qm9(data, data.target("gap"), SPLIT)
+    molecules = np.unique(np.concatenate([part.train, part.val, part.test]))
+    assert len(alone.store) == len(molecules) == 22
+    for name, rows in (("train", part.train), ("val", part.val), ("test", part.test)):
+        assert np.array_equal(molecules[alone.rows[name]], rows)
+        ours, reference = alone.store.batch(alone.rows[name]), qm9_graphs(data).store.batch(rows)
+        for key in ("pos", "edge_index", "edge_attr", "batch"):
+            assert torch.equal(getattr(ours, key), getattr(reference, key)), (name, key)
+        np.testing.assert_array_equal(alone.targets[name], data.target("gap")[rows])
+        bits = alone.table_rows("fingerprint", name)
+        np.testing.assert_array_equal(bits, whole.tables["fingerprint"][rows])
+    # The statistics are those of the 10 training molecules, however many others the store held.
+    train_atoms = np.concatenate([np.arange(data.atom_ptr[m], data.atom_ptr[m + 1]) for m in part.train])
+    np.testing.assert_allclose(alone.node_mean, data.x[train_atoms].mean(axis=0))
+    counts = data.bags()[part.train]
+    np.testing.assert_allclose(alone.table_rows("counts", "train").mean(0), 0, atol=1e-5)
+    np.testing.assert_allclose(
+        alone.table_rows("counts", "test"),
+        (data.bags()[part.test] - counts.mean(0)) / np.where(counts.std(0) > 0, counts.std(0), 1),
+        rtol=1e-5, atol=1e-5,
+    )  # fmt: skip
+
+
 def test_every_statistic_comes_from_the_training_molecules_only(data):
-    graphs, y = qm9_graphs(data), data.target("gap")
-    prepared = prepare_qm9(graphs, y, SPLIT)
+    y = data.target("gap")
+    prepared = prepare_qm9(data, y, SPLIT)
     train_atoms = np.concatenate([np.arange(data.atom_ptr[m], data.atom_ptr[m + 1]) for m in SPLIT.train])
     np.testing.assert_allclose(prepared.node_mean, data.x[train_atoms].mean(axis=0))
     assert prepared.y_mean == pytest.approx(y[SPLIT.train].mean())
@@ -91,7 +116,7 @@ def test_every_statistic_comes_from_the_training_molecules_only(data):
     # Other validation and test targets change nothing the training reads.
     moved = y.copy()
     moved[np.concatenate([SPLIT.val, SPLIT.test])] += 5.0
-    again = prepare_qm9(graphs, moved, SPLIT)
+    again = prepare_qm9(data, moved, SPLIT)
     assert (again.y_mean, again.y_std) == (prepared.y_mean, prepared.y_std)
 
 

@@ -225,3 +225,11 @@ def test_the_target_names_type_lists_every_target():
     from biaslab.data.qm9 import TARGETS, TargetName
 
     assert typing.get_args(TargetName) == tuple(TARGETS)
+
+
+def test_packed_bits_read_by_rows_equal_the_unpacked_table():
+    bits = np.random.default_rng(0).integers(0, 2, size=(7, 24), dtype=np.uint8)
+    table = qm9.PackedBits(np.packbits(bits, axis=1))
+    assert table.shape == bits.shape and len(table) == 7
+    for rows in (np.array([5, 0, 5, 2]), slice(1, 4), 3, np.zeros(0, dtype=np.int64)):
+        np.testing.assert_array_equal(table[rows], bits[rows])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +33,19 @@ def dies_once(task, name: str) -> dict:
         mark.touch()
         os.kill(os.getpid(), signal.SIGKILL)
     return {"draws": torch.rand(3).tolist()}
+
+
+def dies_beside_a_slow_one(task, name: str) -> dict:
+    """``slow`` waits until ``fast`` has started and a second longer, so it is in flight when
+    ``fast`` SIGKILLs its worker (once, as :func:`dies_once`); any other name just draws."""
+    if name == "slow":
+        deadline = time.monotonic() + 60
+        while not (Path(task.cfg.marks) / "fast.started").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1.0)
+    if name != "fast":
+        return {"draws": torch.rand(3).tolist()}
+    return dies_once(task, name)
 
 
 def always_dies(task, name: str) -> dict:

@@ -85,7 +85,7 @@ def test_a_worker_killed_mid_study_has_its_task_rerun_and_the_same_results(refer
             proc.kill()
             proc.wait()
     assert proc.returncode == 0, stderr
-    assert "a worker died under task train_one" in stderr and "running it again" in stderr
+    assert "a worker died" in stderr and "again" in stderr  # told, whichever tasks it took with it
     assert results_of(run) == results_of(reference)
     assert records_of(run) == records_of(reference)
 

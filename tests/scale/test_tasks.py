@@ -125,6 +125,25 @@ def test_a_worker_killed_under_its_task_has_the_task_run_again(new_run, tmp_path
     assert again == results  # the retried tasks give the numbers of an undisturbed run
 
 
+def test_tasks_in_flight_and_waiting_when_a_worker_dies_beside_them_finish_as_undisturbed(new_run, tmp_path):
+    # The pool breaks while "slow" runs and "later" waits: both must come through it, and "fast"
+    # (killed once) needs its second attempt only.
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    keys, cfg = [("slow",), ("fast",), ("later",)], tf.StudyConfig(str(marks))
+    executor = LocalExecutor(2, max_attempts=2)
+    try:
+        run = new_run()
+        results = Study(run, executor).run_all(specs(run, tf.dies_beside_a_slow_one, keys, cfg))
+    finally:
+        executor.close()
+    assert [p.name for p in marks.iterdir()] == ["fast.started"]  # it did kill its worker
+    again = Study(run := new_run("again"), SerialExecutor()).run_all(
+        specs(run, tf.dies_beside_a_slow_one, keys, cfg)
+    )
+    assert again == results
+
+
 def test_a_task_whose_worker_always_dies_fails_after_its_attempts(new_run):
     executor = LocalExecutor(1, max_attempts=2)
     try:

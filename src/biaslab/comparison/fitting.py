@@ -36,6 +36,7 @@ from torch import nn
 from biaslab.comparison.preparation import standardized
 from biaslab.data.splits import Splits
 from biaslab.errors import ConfigError
+from biaslab.hardware import on_current_threads
 from biaslab.nn.mlp import device_of
 from biaslab.train.callbacks import KeepBest
 from biaslab.train.config import EVAL_BATCH, TrainConfig
@@ -193,10 +194,11 @@ class Fitted:
             out = torch_outputs(self.model, x, mask if self.takes_mask else None)
             return regression_column(out).double().numpy() if self.task == "regress" else out.double().numpy()
         flat = x.reshape(len(x), -1).numpy()
-        if self.task == "regress":
-            return np.asarray(self.model.predict(flat), dtype=np.float64)
-        probs = np.zeros((len(x), self.n_outputs))  # columns follow the estimator's classes_
-        probs[:, np.asarray(self.model.classes_, dtype=np.int64)] = self.model.predict_proba(flat)
+        with on_current_threads():
+            if self.task == "regress":
+                return np.asarray(self.model.predict(flat), dtype=np.float64)
+            probs = np.zeros((len(x), self.n_outputs))  # columns follow the estimator's classes_
+            probs[:, np.asarray(self.model.classes_, dtype=np.int64)] = self.model.predict_proba(flat)
         return np.log(np.clip(probs, PROBABILITY_FLOOR, 1.0))
 
     def outputs_on(self, prepared: Prepared, split: str) -> np.ndarray:
@@ -335,7 +337,8 @@ def fit_sklearn(candidate: Candidate, prepared: Prepared, seed: int) -> Fitted:
         estimator.set_params(random_state=seed)
     x, _, y = prepared.tensors("train")
     start = time.perf_counter()
-    estimator.fit(x.reshape(len(x), -1).numpy(), y.numpy())
+    with on_current_threads():  # its OpenMP loaded with it: on the fit's threads, not every core
+        estimator.fit(x.reshape(len(x), -1).numpy(), y.numpy())
     seconds = time.perf_counter() - start
     return Fitted(estimator, "sklearn", prepared.task, prepared.n_outputs, False, None, seconds, None, [])
 

@@ -77,7 +77,8 @@ class PreparedGraphs(SplitRows):
             the three None) when a molecule has an element the atom features do not cover: then
             ``unreadable`` names it, and only the fingerprint candidates can be fitted.
         tables: molecules: per-molecule tables a candidate may read instead of the graph
-            (:meth:`table`): ``"fingerprint"`` (N, 2048) uint8 Morgan bits, as computed;
+            (:meth:`table`), read by rows: ``"fingerprint"`` (N, 2048) uint8 Morgan bits, as
+            computed (QM9's kept packed, :class:`~biaslab.data.qm9.PackedBits`);
             ``"counts"`` (N, 49) float32 counts of atoms and bonds (QM9,
             :func:`~biaslab.data.molecules.bag_of_atoms_and_bonds`), standardized per column
             by the training rows; graphs: none.

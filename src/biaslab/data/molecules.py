@@ -257,19 +257,22 @@ def bag_of_atoms_and_bonds(
     """
     if atom_molecule is None:
         atom_molecule = np.zeros(len(x), dtype=np.int64)
-    x = x.astype(np.float64)
+    # Counts as sums of 0/1 (and hydrogen-count) columns grouped by molecule: np.bincount adds
+    # them exactly, 10-50x faster than np.add.at on QM9's 1.15 million atoms.
     atoms = np.concatenate([x[:, 1:5], x[:, 10:11], x[:, 6:9], x[:, 9:10]], axis=1)  # (A, 9)
-    atom_counts = np.zeros((n_molecules, atoms.shape[1]))
-    np.add.at(atom_counts, atom_molecule, atoms)
+    atom_counts = np.stack(
+        [np.bincount(atom_molecule, weights=column, minlength=n_molecules) for column in atoms.T], axis=1
+    )  # (n_molecules, 9)
     # Bonds: column = bond type × unordered pair of heavy elements (C, N, O, F: 10 pairs).
     element = x[:, 1:5].argmax(1)  # (A,) index into C, N, O, F
     once = edge_index[0] < edge_index[1]  # each bond appears as i→j and j→i
     a, b = element[edge_index[0, once]], element[edge_index[1, once]]
     low, high = np.minimum(a, b), np.maximum(a, b)
     pair = low * 4 - low * (low - 1) // 2 + (high - low)  # rank of (low, high) among 10 pairs
+    columns = len(BOND_TYPES) * 10
     column = edge_type[once].astype(np.int64) * 10 + pair
-    bond_counts = np.zeros((n_molecules, len(BOND_TYPES) * 10))
-    np.add.at(bond_counts, (atom_molecule[edge_index[0, once]], column), 1.0)
+    cell = atom_molecule[edge_index[0, once]] * columns + column  # (molecule, column) flattened
+    bond_counts = np.bincount(cell, minlength=n_molecules * columns).reshape(n_molecules, columns)
     return np.concatenate([atom_counts, bond_counts], axis=1).astype(np.float32)
 
 

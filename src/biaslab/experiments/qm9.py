@@ -32,7 +32,7 @@ from biaslab.comparison.curves import curve_of
 from biaslab.comparison.fitting import errors
 from biaslab.comparison.judged import Judged, recommendation
 from biaslab.comparison.protocol import CandidateResult, fit_candidate
-from biaslab.comparison.qm9 import QM9_CANDIDATES, prepare_qm9, qm9_candidates, qm9_graphs
+from biaslab.comparison.qm9 import QM9_CANDIDATES, prepare_qm9, qm9_candidates
 from biaslab.config import check_range
 from biaslab.data.molecule_splits import random_split, scaffold_split
 from biaslab.data.qm9 import TARGETS, TargetName, load_qm9
@@ -159,7 +159,7 @@ def run(ctx) -> None:
     device = torch.device(ctx.device)
     ctx.metric(device=str(device), hardware=_hardware(device))
 
-    # 1. Data: every molecule as a graph (cached) and its tables, the split.
+    # 1. Data: QM9 featurised (cached) and the split; each fit builds its molecules' graphs.
     data, split = _split_of(cfg, ctx.seed_for("split"), ctx.seed_for("evaluation rows"))
     skipped = data.skipped
     ctx.metric(
@@ -199,17 +199,12 @@ def _split_of(cfg: QM9Config, split_seed: int, rows_seed: int):
 
 
 @run_cache
-def _study_data(cfg: QM9Config, split_seed: int, rows_seed: int):
-    """QM9's graphs and tables, the target and the split, shared by every task of a process."""
-    data, split = _split_of(cfg, split_seed, rows_seed)
-    return data, qm9_graphs(data), data.target(cfg.target), split
-
-
-@run_cache
 def _prepared(cfg: QM9Config, n: int, subset_seed: int, split_seed: int, rows_seed: int):
-    """A training subset prepared once per process (its own statistics), shared by every model."""
-    _, graphs, y, split = _study_data(cfg, split_seed, rows_seed)
-    return prepare_qm9(graphs, y, split.subsample_train(n, subset_seed), rule=cfg.split, seed=split_seed)
+    """A training subset prepared once per process (its molecules' graphs, its own statistics),
+    shared by every model."""
+    data, split = _split_of(cfg, split_seed, rows_seed)
+    subset = split.subsample_train(n, subset_seed)
+    return prepare_qm9(data, data.target(cfg.target), subset, rule=cfg.split, seed=split_seed)
 
 
 def fit_qm9(task, model: str, n: int, seed: int) -> dict:

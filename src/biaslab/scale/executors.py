@@ -23,7 +23,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import ALL_COMPLETED, FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 
 from biaslab.errors import ConfigError
@@ -54,8 +54,10 @@ class SerialExecutor:
 class LocalExecutor:
     """Tasks on ``workers`` processes of this machine.
 
-    At most ``workers`` tasks are handed out at once, so when a worker dies the tasks then in
-    flight are the ones charged an attempt (a pool that breaks fails all it holds).
+    A worker that dies (killed, out of memory) breaks the pool: the pool fails every task it then
+    holds, whichever worker died, and refuses new ones. So the tasks lost with it run again, each
+    alone when there were several, and a death is charged only to a task that was the one lost:
+    a task whose worker died ``max_attempts`` times fails; the others lose nothing but time.
     """
 
     name = "local"
@@ -65,30 +67,55 @@ class LocalExecutor:
         self.pool: ProcessPoolExecutor | None = None
 
     def run(self, specs: Sequence[TaskSpec], receive: Receive, work: Callable = run_task) -> None:
-        queue, attempts, running = list(specs), {spec.name: 0 for spec in specs}, {}
+        queue, running, deaths = list(specs), {}, {spec.name: 0 for spec in specs}
+        alone: list[TaskSpec] = []  # lost with a pool among others: each runs by itself
         try:
-            while queue or running:
-                pool = self._pool()
-                while queue and len(running) < self.workers:
-                    spec = queue.pop(0)
-                    attempts[spec.name] += 1
-                    running[pool.submit(work, spec)] = spec
-                finished, _ = wait(running, return_when=FIRST_COMPLETED)
-                for future in finished:
+            while queue or alone or running:
+                refused = self._hand_out(alone or queue, 1 if alone else self.workers, running, work)
+                wait(running, return_when=ALL_COMPLETED if refused else FIRST_COMPLETED)
+                lost = []
+                for future in [f for f in running if f.done()]:
                     spec = running.pop(future)
                     try:
                         outcome = future.result()
-                    except BrokenProcessPool:  # its worker died: run it again, or give up on it
-                        self._discard_pool()
-                        if attempts[spec.name] < self.max_attempts:
-                            tell_retry(spec, attempts[spec.name], self.max_attempts)
-                            queue.insert(0, spec)
-                            continue
-                        outcome = died(spec, attempts[spec.name])
+                    except BrokenProcessPool:
+                        lost.append(spec)
+                        continue
                     receive(spec, outcome)
+                if not (lost or refused):
+                    continue
+                lost += running.values()  # the pool is gone, and every task it held
+                running.clear()
+                self._discard_pool()
+                if len(lost) > 1:  # which worker died is unknown
+                    tell(
+                        f"a worker died (killed, or out of memory?) while {len(lost)} tasks were in flight: "
+                        f"running {', '.join(spec.label for spec in lost)} again, each alone"
+                    )
+                    alone[:0] = lost
+                elif lost:
+                    (spec,) = lost
+                    deaths[spec.name] += 1
+                    if deaths[spec.name] < self.max_attempts:
+                        tell_retry(spec, deaths[spec.name], self.max_attempts)
+                        queue.insert(0, spec)
+                    else:
+                        receive(spec, died(spec, deaths[spec.name]))
         except BaseException:
             self._discard_pool()  # an interrupt or a failed write: no worker outlives the driver
             raise
+
+    def _hand_out(self, waiting: list[TaskSpec], limit: int, running: dict, work: Callable) -> bool:
+        """Submit ``waiting``'s first tasks until ``limit`` are in flight; True if the pool broke
+        (a worker died since the last look) and refused one, which stays waiting."""
+        pool = self._pool()
+        while waiting and len(running) < limit:
+            try:
+                future = pool.submit(work, waiting[0])
+            except BrokenProcessPool:
+                return True
+            running[future] = waiting.pop(0)
+        return False
 
     def start(self, modules: Sequence[str] = ()) -> None:
         """Start the workers now, each importing ``modules`` (the lab's), while the driver reads
@@ -125,6 +152,8 @@ class LocalExecutor:
 def import_modules(modules: Sequence[str]) -> None:
     """A worker's warm-up: the modules its tasks will need, imported before the first arrives."""
     import importlib
+
+    import torch._dynamo  # noqa: F401 - what a first torch optimizer imports (1.4 s on a 2-core CPU)
 
     import biaslab.scale.tasks  # noqa: F401 - torch and the trainer come with it
 
