@@ -34,6 +34,7 @@ __all__ = [
     "available_cores",
     "busy_warning",
     "cpu_name",
+    "device_description",
     "idle_cores",
     "make_deterministic",
     "on_current_threads",
@@ -156,6 +157,18 @@ def on_current_threads() -> AbstractContextManager[None]:
     import torch
 
     return use_threads(torch.get_num_threads())
+
+
+def device_description(device) -> str:
+    """What a run computes on, in words: the GPU's name, or the CPU's with this process's threads."""
+    import torch
+
+    device = torch.device(device)
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    if device.type == "mps":
+        return "Apple GPU (MPS)"
+    return f"{cpu_name()}, {torch.get_num_threads()} threads (CPU)"
 
 
 def cpu_name() -> str:

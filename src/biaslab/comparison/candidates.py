@@ -26,6 +26,7 @@ small batch so that a broken factory is one line before any training. The models
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -36,7 +37,7 @@ from biaslab.comparison import graph_models, models
 from biaslab.data.user_formats import show
 from biaslab.errors import ConfigError
 
-__all__ = ["Candidate", "Reads", "RegressionLoss", "Task", "candidates_for"]
+__all__ = ["Candidate", "Reads", "RegressionLoss", "Task", "candidates_for", "slug"]
 
 Task = Literal["classify", "regress"]
 Reads = Literal["x", "graph", "geometry", "fingerprint", "counts"]
@@ -211,3 +212,8 @@ def candidates_for(kind: str, *, task: Task, has_positions: bool = False) -> lis
         raise ConfigError(f"unknown kind {show(kind)}; choose one of {', '.join(_GUIDE)}")
     geometric = [_EGNN] if kind == "molecule" and has_positions else []
     return [*_GUIDE[kind], *geometric]
+
+
+def slug(name: str) -> str:
+    """A candidate's name in metric keys and training tags: ``CNN + augmentation`` -> ``cnn-augmentation``."""
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "model"

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from biaslab.config import check_range
+from biaslab.evaluate.decision import Evidence, RegressionEvidence
 
 if TYPE_CHECKING:
     from biaslab.comparison.candidates import Candidate
@@ -22,7 +23,15 @@ if TYPE_CHECKING:
     from biaslab.comparison.symmetry_report import SymmetryReport
     from biaslab.evaluate.decision import Decision
 
-__all__ = ["Judged", "Requirements", "leaderboard", "recommendation", "validation_score"]
+__all__ = [
+    "Judged",
+    "Requirements",
+    "evidence_of",
+    "headline",
+    "leaderboard",
+    "recommendation",
+    "validation_score",
+]
 
 
 @dataclass(frozen=True)
@@ -154,3 +163,31 @@ def recommendation(task: str, judged: Mapping[str, Judged], symmetries: Symmetry
             f". Its prior fits your data: the label survives {survives}, and {best} is invariant to it"
         )
     return sentence
+
+
+def evidence_of(task: str, result: CandidateResult, curve: Curve, ood_auroc: float | None = None):
+    """What ``decide`` reads of one candidate: its validation learning curve and its test figures
+    (a classifier's accuracy, ECE after temperature scaling and, with OOD inputs, its OOD AUROC; a
+    regression's MAE beside the mean predictor's)."""
+    if task == "classify":
+        return Evidence(
+            train_sizes=curve.sizes,
+            val_errors=curve.val_errors,
+            accuracy=result.test["accuracy"],
+            ece=result.test["ece_after_temperature"],
+            ood_auroc=ood_auroc,
+        )
+    return RegressionEvidence(
+        train_sizes=curve.sizes,
+        val_errors=curve.val_errors,
+        test_error=result.test["mae"],
+        baseline_error=result.test["baseline_mae"],
+        metric="MAE",
+    )
+
+
+def headline(task: str, result: CandidateResult) -> str:
+    """A candidate's test figure in a few words."""
+    if task == "classify":
+        return f"test accuracy {result.test['accuracy']:.3f}"
+    return f"test MAE {result.test['mae']:.4g} (mean predictor {result.test['baseline_mae']:.4g})"

@@ -46,6 +46,7 @@ from biaslab.comparison.training import fit
 from biaslab.data.splits import Splits
 from biaslab.errors import ConfigError
 from biaslab.evaluate.calibration import TemperatureScaling, expected_calibration_error
+from biaslab.evaluate.ood import MSP, auroc
 from biaslab.train.seed import derive_seed
 from biaslab.train.trainer import accuracy
 
@@ -64,6 +65,7 @@ __all__ = [
     "fit_candidate",
     "learning_curve",
     "nested_order",
+    "ood_auroc",
     "prepare",
 ]
 
@@ -234,3 +236,19 @@ def fit_candidate(
         test,
         fitted,
     )
+
+
+def ood_auroc(
+    result: CandidateResult, prepared: Prepared, x: torch.Tensor, mask: torch.Tensor | None
+) -> float:
+    """How well a classifier's confidence flags out-of-distribution inputs ``x`` (standardized as
+    the data) among the test rows: the AUROC of the max-softmax-probability detector (Hendrycks &
+    Gimpel 2017), the one every classifier has.
+
+    Shapes:
+        x (M, *input_shape), mask (M, S) or None.
+    """
+    detector = MSP()
+    inside = detector.score(result.fitted.outputs_on(prepared, "test"))
+    outside = detector.score(result.fitted.outputs(x, mask))
+    return auroc(inside, outside)

@@ -26,16 +26,19 @@ benchmark's width ``hidden``, each with the prior the decision guide names:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from biaslab.comparison.candidates import Candidate, RegressionLoss, candidates_for
+from biaslab.comparison.curves import curve_of
 from biaslab.comparison.graph_data import PreparedGraphs, prepared_graphs
 from biaslab.comparison.graph_store import GraphStore
+from biaslab.comparison.judged import Judged
 from biaslab.data.molecules import BOND_TYPES
 from biaslab.data.qm9 import PackedBits
+from biaslab.evaluate.decision import RegressionEvidence, decide
 from biaslab.nn.mlp import MLP
 from biaslab.nn.molecules import build_molecule_model
 
@@ -43,7 +46,15 @@ if TYPE_CHECKING:
     from biaslab.data.molecule_splits import MoleculeSplit
     from biaslab.data.qm9 import QM9
 
-__all__ = ["QM9_CANDIDATES", "QM9Graphs", "prepare_qm9", "qm9_candidates", "qm9_graphs"]
+__all__ = [
+    "QM9_CANDIDATES",
+    "QM9Graphs",
+    "judge_by_curves",
+    "prepare_qm9",
+    "qm9_candidates",
+    "qm9_graphs",
+    "tree_nodes",
+]
 
 # The benchmark's model names, in the order of its tables, and the guide's candidate whose prior
 # each shares (None: a prior of its own, stated below).
@@ -176,3 +187,44 @@ def _trees(iterations: int, loss: RegressionLoss):
         )  # fmt: skip
 
     return build
+
+
+def tree_nodes(model) -> int:
+    """Nodes of all fitted trees of a histogram gradient-boosting model (scikit-learn keeps them in
+    ``_predictors``: one list per iteration): the trees' size beside a network's parameters."""
+    return sum(len(tree.nodes) for iteration in model._predictors for tree in iteration)
+
+
+def judge_by_curves(
+    train_sizes, results, requirement: dict[str, float], unit: str, extrapolate_to: int
+) -> dict[str, Judged]:
+    """Each model's verdict by the comparison's rules (``decide``): its validation curve over the
+    sizes (would more data help?), its mean test MAE at the largest size against the
+    requirement and the mean predictor's.
+
+    Args:
+        train_sizes: the learning curve's training-set sizes, increasing.
+        results: model -> size -> the seeds' fit records (``val_mae``, ``test_mae``,
+            ``baseline_test_mae``, ``result`` a CandidateResult, ``candidate``).
+        requirement: ``decide``'s keywords on the test MAE (``max_error`` or ``max_relative_error``).
+        unit: the target's unit; extrapolate_to: the size the power law is extended to.
+    """
+    largest, judged = train_sizes[-1], {}
+    for m, by_size in results.items():
+        records = by_size[largest]
+        curve = curve_of(
+            train_sizes, [[r["val_mae"] for r in by_size[n]] for n in train_sizes], (extrapolate_to,)
+        )
+        evidence = RegressionEvidence(
+            train_sizes=list(train_sizes),
+            val_errors=curve.val_errors,
+            test_error=float(np.mean([r["test_mae"] for r in records])),
+            baseline_error=float(np.mean([r["baseline_test_mae"] for r in records])),
+            metric="MAE",
+            unit=unit,
+        )
+        result = records[0]["result"]  # the seed-0 fit, its validation and test figures the seeds' means
+        val_mae, test_mae = (float(np.mean([r[key] for r in records])) for key in ("val_mae", "test_mae"))
+        result = replace(result, val={**result.val, "mae": val_mae}, test={**result.test, "mae": test_mae})
+        judged[m] = Judged(records[0]["candidate"], result, curve, decide(evidence, **requirement))
+    return judged

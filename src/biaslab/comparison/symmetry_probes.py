@@ -72,6 +72,7 @@ __all__ = [
     "augmented",
     "candidate_invariance",
     "invariance_word",
+    "invariances",
     "label_survival",
     "probes_for",
     "survival",
@@ -308,6 +309,19 @@ def candidate_invariance(
         return probe.transform(batch, None, generator)[0]
 
     return invariance_error(model, transform, inputs)
+
+
+def invariances(fitted: Fitted, prepared: Prepared, probes, seed: int, rows: int = 256) -> dict[str, float]:
+    """A trained candidate's invariance error under each probe (:func:`candidate_invariance`) on
+    the first ``rows`` validation rows, each probe's draws seeded from ``seed`` and its name."""
+    if not probes:
+        return {}
+    x, mask, _ = prepared.tensors("val")
+    x, mask = x[:rows], None if mask is None else mask[:rows]
+    return {
+        probe.name: candidate_invariance(fitted, probe, x, mask, derive_seed(seed, "invariance", probe.name))
+        for probe in probes
+    }
 
 
 def invariance_word(error: float) -> str:

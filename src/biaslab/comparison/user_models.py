@@ -13,6 +13,7 @@ import importlib.util
 import math
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +21,52 @@ import numpy as np
 import torch
 from torch import nn
 
-from biaslab.comparison.candidates import Candidate, Task
+from biaslab.comparison.candidates import Candidate, Task, candidates_for, slug
 from biaslab.data.user_formats import show, where
 from biaslab.errors import ConfigError
 
-__all__ = ["check_candidate", "check_graph_candidate", "user_candidate"]
+__all__ = ["CHECK_ROWS", "check_candidate", "check_graph_candidate", "chosen_candidates", "user_candidate"]
+
+CHECK_ROWS = 4  # rows a user's factory is tried on before any training
+
+
+def chosen_candidates(data, models=(), own=()) -> list[Candidate]:
+    """The decision guide's candidates for ``data`` (those ``models`` names, all when empty), then
+    the user's own models (``"module:factory"`` specs), each tried on ``CHECK_ROWS`` rows: a
+    broken factory, an unknown name or a molecule the graph models cannot read is one
+    ConfigError line before any training."""
+    offered = candidates_for(data.kind, task=data.task, has_positions=data.positions is not None)
+    chosen = offered
+    if models:
+        by_name = {slug(c.name): c for c in offered}
+        unknown = [m for m in models if slug(m) not in by_name]
+        if unknown:
+            raise ConfigError(
+                f"models={','.join(models)}: no candidate {', '.join(unknown)} for {data.kind} data; "
+                f"choose from {', '.join(c.name for c in offered)}"
+            )
+        chosen = [by_name[slug(m)] for m in dict.fromkeys(models)]
+    mask = None if data.mask is None else data.mask[:CHECK_ROWS]
+    mine = [user_candidate(spec) for spec in own]
+    if data.x is None:  # graphs and molecules: a user's model reads a batch of graphs
+        from biaslab.comparison.graph_store import UNREADABLE_ADVICE, sample_batch, unreadable_molecule
+
+        graph_models = [c.name for c in chosen if c.reads in ("graph", "geometry")] + [c.name for c in mine]
+        unreadable = unreadable_molecule(data) if data.kind == "molecule" and graph_models else None
+        if unreadable:
+            raise ConfigError(
+                f"{unreadable}; {', '.join(graph_models)} read the notes' atom features (H, C, N, O, F): "
+                f"{UNREADABLE_ADVICE}"
+            )
+        reads = "geometry" if data.positions is not None else "graph"
+        mine = [replace(candidate, reads=reads) for candidate in mine]
+        batch = sample_batch(data, CHECK_ROWS) if mine else None
+        for candidate in mine:
+            check_graph_candidate(candidate, batch, data.n_outputs, data.task)
+        return chosen + mine
+    for candidate in mine:
+        check_candidate(candidate, data.x[:CHECK_ROWS], data.n_outputs, data.task, mask)
+    return chosen + mine
 
 
 def user_candidate(spec: str) -> Candidate:

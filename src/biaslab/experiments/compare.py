@@ -12,27 +12,25 @@ with the best validation score is recommended, never the best on test.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from biaslab.comparison.candidates import slug
 from biaslab.comparison.curves import Curve
-from biaslab.comparison.judged import Judged, Requirements, leaderboard, recommendation
-from biaslab.comparison.protocol import CandidateResult, fit_candidate, learning_curve, prepare
-from biaslab.comparison.symmetry_probes import candidate_invariance, survival, with_probe
+from biaslab.comparison.judged import Judged, Requirements, evidence_of, headline, leaderboard, recommendation
+from biaslab.comparison.protocol import CandidateResult, fit_candidate, learning_curve, ood_auroc, prepare
+from biaslab.comparison.symmetry_probes import invariances, survival, with_probe
 from biaslab.comparison.symmetry_report import Finding, SymmetryReport, explain, symmetry_table
+from biaslab.comparison.user_models import chosen_candidates
 from biaslab.config import check_range
 from biaslab.data.demo_sets import demo_set, is_demo_set, load_data
 from biaslab.errors import ConfigError, DivergenceError
-from biaslab.evaluate.decision import Evidence, RegressionEvidence, decide
-from biaslab.evaluate.ood import MSP, auroc
+from biaslab.evaluate.decision import decide
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.scale.context import run_cache
 from biaslab.train.config import ClassifierTraining, training_without
-from biaslab.train.seed import derive_seed
 
-CHECK_ROWS = 4  # rows a user's factory is tried on before any training
 INVARIANCE_ROWS = 256  # validation rows each candidate's invariance is measured on
 SPLIT_WORDS = {
     "random": "random, stratified by class",
@@ -104,47 +102,7 @@ def read_ood(cfg: CompareConfig, data):
 def candidates(cfg: CompareConfig, data) -> list:
     """The guide's candidates for the data (those ``models`` names), then the user's models,
     each user model tried on a few rows."""
-    from biaslab.comparison.candidates import candidates_for
-    from biaslab.comparison.user_models import check_candidate, check_graph_candidate, user_candidate
-
-    offered = candidates_for(data.kind, task=data.task, has_positions=data.positions is not None)
-    chosen = offered
-    if cfg.models:
-        by_name = {slug(c.name): c for c in offered}
-        unknown = [m for m in cfg.models if slug(m) not in by_name]
-        if unknown:
-            raise ConfigError(
-                f"models={','.join(cfg.models)}: no candidate {', '.join(unknown)} for {data.kind} data; "
-                f"choose from {', '.join(c.name for c in offered)}"
-            )
-        chosen = [by_name[slug(m)] for m in dict.fromkeys(cfg.models)]
-    mask = None if data.mask is None else data.mask[:CHECK_ROWS]
-    own = [user_candidate(spec) for spec in cfg.model or ()]
-    if data.x is None:  # graphs and molecules: a user's model reads a batch of graphs
-        from biaslab.comparison.graph_store import UNREADABLE_ADVICE, sample_batch, unreadable_molecule
-
-        graph_models = [c.name for c in chosen if c.reads in ("graph", "geometry")] + [c.name for c in own]
-        unreadable = unreadable_molecule(data) if data.kind == "molecule" and graph_models else None
-        if unreadable:
-            raise ConfigError(
-                f"{unreadable}; {', '.join(graph_models)} read the notes' atom features (H, C, N, O, F): "
-                f"{UNREADABLE_ADVICE}"
-            )
-
-        reads = "geometry" if data.positions is not None else "graph"
-        own = [replace(candidate, reads=reads) for candidate in own]
-        batch = sample_batch(data, CHECK_ROWS) if own else None
-        for candidate in own:
-            check_graph_candidate(candidate, batch, data.n_outputs, data.task)
-        return chosen + own
-    for candidate in own:
-        check_candidate(candidate, data.x[:CHECK_ROWS], data.n_outputs, data.task, mask)
-    return chosen + own
-
-
-def slug(name: str) -> str:
-    """A candidate's name in metric keys and training tags: ``CNN + augmentation`` -> ``cnn-augmentation``."""
-    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "model"
+    return chosen_candidates(data, cfg.models, cfg.model or ())
 
 
 @experiment(
@@ -180,12 +138,12 @@ def run(ctx) -> None:
             ctx.echo(f"{name}: diverged")
             continue
         result, curve = CandidateResult.from_scores(out["scores"]), Curve.from_dict(out["curve"])
-        decision = decide(_evidence(task, result, curve, out["ood_auroc"]), **cfg.require.for_task(task))
+        decision = decide(evidence_of(task, result, curve, out["ood_auroc"]), **cfg.require.for_task(task))
         judged[name] = Judged(candidate, result, curve, decision, ood_auroc=out["ood_auroc"])
         _metrics(ctx, tag, task, result, curve)
         if out["ood_auroc"] is not None:
             ctx.metric(**{f"{tag}_ood_auroc": round(out["ood_auroc"], 6)})
-        ctx.echo(f"{name}: {_headline(task, result)}; {decision.verdict}")
+        ctx.echo(f"{name}: {headline(task, result)}; {decision.verdict}")
 
     ctx.table("Leaderboard", *leaderboard(task, judged, len(seeds)), timing_columns=["train seconds"])
     _curves_figure(ctx, task, judged, cfg.require)
@@ -250,27 +208,14 @@ def fit_compare(task, name: str) -> dict:
     except DivergenceError as exc:
         return {"diverged": str(exc)}
     ood = _ood_inputs(cfg, task.seed_for("split"))
-    ood_auroc = None if ood is None else _ood_auroc(result, prepared, *ood)
     probes = _probes(cfg, data, prepared)
     return {
         "scores": result.scores(),
         "curve": curve.as_dict(),
-        "ood_auroc": ood_auroc,
-        "invariance": _invariance(task, result.fitted, prepared, probes, _reference(chosen)[1]),
-    }
-
-
-def _invariance(task, fitted, prepared, probes, reference_tag: str) -> dict[str, float]:
-    """The symmetry verifier's error of a trained candidate under each probe, on the first
-    validation rows, the draws seeded per probe."""
-    if not probes:
-        return {}
-    x, mask, _ = prepared.tensors("val")
-    x, mask = x[:INVARIANCE_ROWS], None if mask is None else mask[:INVARIANCE_ROWS]
-    seed = task.seed_for(reference_tag)
-    return {
-        probe.name: candidate_invariance(fitted, probe, x, mask, derive_seed(seed, "invariance", probe.name))
-        for probe in probes
+        "ood_auroc": None if ood is None else ood_auroc(result, prepared, *ood),
+        "invariance": invariances(
+            result.fitted, prepared, probes, task.seed_for(_reference(chosen)[1]), INVARIANCE_ROWS
+        ),
     }
 
 
@@ -330,39 +275,6 @@ def _symmetries(ctx, prepared, probes, outcomes, judged, reference_tag):
     ctx.table("Symmetries of your data", columns, rows)
     ctx.table("Which prior fits, and why", ["finding"], [[sentence] for sentence in explain(report)])
     return report
-
-
-def _ood_auroc(result, prepared, x, mask) -> float:
-    """How well the candidate's confidence flags the OOD inputs among the test rows: the AUROC of
-    the max-softmax-probability detector (Hendrycks & Gimpel 2017), the one every classifier has."""
-    detector = MSP()
-    inside = detector.score(result.fitted.outputs_on(prepared, "test"))
-    outside = detector.score(result.fitted.outputs(x, mask))
-    return auroc(inside, outside)
-
-
-def _evidence(task, result, curve, ood_auroc=None):
-    if task == "classify":
-        return Evidence(
-            train_sizes=curve.sizes,
-            val_errors=curve.val_errors,
-            accuracy=result.test["accuracy"],
-            ece=result.test["ece_after_temperature"],
-            ood_auroc=ood_auroc,
-        )
-    return RegressionEvidence(
-        train_sizes=curve.sizes,
-        val_errors=curve.val_errors,
-        test_error=result.test["mae"],
-        baseline_error=result.test["baseline_mae"],
-        metric="MAE",
-    )
-
-
-def _headline(task, result) -> str:
-    if task == "classify":
-        return f"test accuracy {result.test['accuracy']:.3f}"
-    return f"test MAE {result.test['mae']:.4g} (mean predictor {result.test['baseline_mae']:.4g})"
 
 
 def _metrics(ctx, tag, task, result, curve) -> None:

@@ -22,25 +22,23 @@ GG-NN + set2set 0.097 eV (Gilmer et al. 2017), Chemprop D-MPNN ~0.106 eV; chemic
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 import torch
 
-from biaslab.comparison.curves import curve_of
 from biaslab.comparison.fitting import errors
-from biaslab.comparison.judged import Judged, recommendation
+from biaslab.comparison.judged import recommendation
 from biaslab.comparison.protocol import CandidateResult, fit_candidate
-from biaslab.comparison.qm9 import QM9_CANDIDATES, prepare_qm9, qm9_candidates
+from biaslab.comparison.qm9 import QM9_CANDIDATES, judge_by_curves, prepare_qm9, qm9_candidates, tree_nodes
 from biaslab.config import check_range
 from biaslab.data.molecule_splits import random_split, scaffold_split
 from biaslab.data.qm9 import TARGETS, TargetName, load_qm9
 from biaslab.errors import ConfigError
-from biaslab.evaluate.decision import RegressionEvidence, decide
 from biaslab.evaluate.scaling import fit_power_law
 from biaslab.evaluate.symmetry import invariance_error, on_field, random_isometry
-from biaslab.hardware import cpu_name
+from biaslab.hardware import device_description
 from biaslab.nn.molecules import MOLECULE_MODELS
 from biaslab.registry import experiment
 from biaslab.report import plots_molecules
@@ -157,7 +155,7 @@ class QM9Config:
 def run(ctx) -> None:
     cfg: QM9Config = ctx.cfg
     device = torch.device(ctx.device)
-    ctx.metric(device=str(device), hardware=_hardware(device))
+    ctx.metric(device=str(device), hardware=device_description(device))
 
     # 1. Data: QM9 featurised (cached) and the split; each fit builds its molecules' graphs.
     data, split = _split_of(cfg, ctx.seed_for("split"), ctx.seed_for("evaluation rows"))
@@ -253,24 +251,11 @@ def _fit(ctx, cfg: QM9Config, candidate, prepared, seed: int, n: int) -> dict:
         "baseline_test_mae": result.test["baseline_mae"],
         "epochs": fitted.model.n_iter_ if trees else len(fitted.history),
         "best_epoch": fitted.model.n_iter_ if trees else result.best_epoch,
-        "parameters": _tree_nodes(fitted.model) if trees else result.parameters,
+        "parameters": tree_nodes(fitted.model) if trees else result.parameters,
         "train_seconds": result.train_seconds,
         "scores": result.scores(),  # without the fitted model, which stays in the task
         **extra,
     }
-
-
-def _tree_nodes(model) -> int:
-    """Nodes of all fitted trees (scikit-learn keeps them in ``_predictors``: one list per iteration)."""
-    return sum(len(tree.nodes) for iteration in model._predictors for tree in iteration)
-
-
-def _hardware(device: torch.device) -> str:
-    if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
-    if device.type == "mps":
-        return "Apple GPU (MPS)"
-    return f"{cpu_name()}, {torch.get_num_threads()} threads (CPU)"
 
 
 def _report(ctx, cfg: QM9Config, fits: list[dict], skipped, split, device) -> None:
@@ -292,7 +277,9 @@ def _report(ctx, cfg: QM9Config, fits: list[dict], skipped, split, device) -> No
         for m in results
         if len(cfg.train_sizes) >= 2
     }
-    judged = _judged(cfg, results)
+    judged = judge_by_curves(
+        cfg.train_sizes, results, cfg.requirement(), TARGETS[cfg.target].unit, extrapolate_to=FULL_TRAIN
+    )
     rows = []
     for m, by_size in results.items():
         records = by_size[largest]
@@ -355,31 +342,6 @@ def _report(ctx, cfg: QM9Config, fits: list[dict], skipped, split, device) -> No
     _claims(ctx, cfg, summary, laws)
     sentence = recommendation("regress", judged)
     ctx.table("Recommendation", ["recommendation"], [[sentence]])
-
-
-def _judged(cfg: QM9Config, results) -> dict[str, Judged]:
-    """Each model's verdict by the comparison's rules (``decide``): its validation curve over the
-    sizes (would more data help?), its mean test MAE at the largest size against the
-    requirement and the mean predictor's."""
-    largest, judged = cfg.train_sizes[-1], {}
-    for m, by_size in results.items():
-        records = by_size[largest]
-        curve = curve_of(
-            cfg.train_sizes, [[r["val_mae"] for r in by_size[n]] for n in cfg.train_sizes], (FULL_TRAIN,)
-        )
-        evidence = RegressionEvidence(
-            train_sizes=list(cfg.train_sizes),
-            val_errors=curve.val_errors,
-            test_error=float(np.mean([r["test_mae"] for r in records])),
-            baseline_error=float(np.mean([r["baseline_test_mae"] for r in records])),
-            metric="MAE",
-            unit=TARGETS[cfg.target].unit,
-        )
-        result = records[0]["result"]  # the seed-0 fit, its validation and test figures the seeds' means
-        val_mae, test_mae = (float(np.mean([r[key] for r in records])) for key in ("val_mae", "test_mae"))
-        result = replace(result, val={**result.val, "mae": val_mae}, test={**result.test, "mae": test_mae})
-        judged[m] = Judged(records[0]["candidate"], result, curve, decide(evidence, **cfg.requirement()))
-    return judged
 
 
 def _requirement_text(cfg: QM9Config, unit: str) -> str:

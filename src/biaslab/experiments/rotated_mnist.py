@@ -25,6 +25,7 @@ from biaslab.evaluate.shift import SHIFT_KINDS, domain_auc, predicted_label_shif
 from biaslab.nn import CNN, MLP
 from biaslab.registry import experiment
 from biaslab.report import plots
+from biaslab.scale.context import run_cache
 from biaslab.train.config import ClassifierTraining
 from biaslab.train.recipes import fit_classifier
 
@@ -62,6 +63,28 @@ def shift_study(n: int, seed: int) -> dict[str, dict[str, float]]:
     return out
 
 
+@run_cache
+def _splits(cfg: RotatedConfig, seed: int):
+    """The digits as images (N, 1, 28, 28), standardized: read once per process."""
+    return mnist_splits_for(cfg.data, seed, standardize=True, flatten=False)
+
+
+def fit_model(task, name: str) -> dict:
+    """The MLP or the CNN trained on upright digits (a task): its test accuracy at each angle."""
+    cfg: RotatedConfig = task.cfg
+    splits = _splits(cfg, task.seed_for("split"))
+    if name == "MLP":
+        model = task.init_model(lambda: MLP((784, 256, 10)), "mlp")
+    else:
+        model = task.init_model(
+            lambda: CNN(1, (32, 64), 10, dims=2, pool="max", global_pool=None, input_size=28), "cnn"
+        )
+    fit = fit_classifier(model, splits, cfg.train, task.training(name.lower()))
+    turned = partial(rotate, fill=float(splits.x_train.min()))  # a blank pixel, after standardization
+    per_angle = accuracy_under_transform(fit.trainer.model, splits.x_test, splits.y_test, turned, cfg.angles)
+    return {"accuracy": list(per_angle.values())}
+
+
 @experiment(
     name="rotated-mnist",
     day=5,
@@ -74,25 +97,10 @@ def shift_study(n: int, seed: int) -> dict[str, dict[str, float]]:
 )
 def run(ctx) -> None:
     cfg: RotatedConfig = ctx.cfg
-    # images (N, 1, 28, 28), standardized
-    splits = mnist_splits_for(cfg.data, ctx.seed_for("split"), standardize=True, flatten=False)
-    background = float(splits.x_train.min())  # a blank pixel, after standardization
-    models = {
-        "MLP": ctx.init_model(lambda: MLP((784, 256, 10)), "mlp"),
-        "CNN": ctx.init_model(
-            lambda: CNN(1, (32, 64), 10, dims=2, pool="max", global_pool=None, input_size=28), "cnn"
-        ),
-    }
-    accuracy: dict[str, list[float]] = {}
-    for name, model in models.items():
-        fit = fit_classifier(model, splits, cfg.train, ctx.training(name.lower()))
-        turned = partial(rotate, fill=background)
-        accuracy[name] = list(
-            accuracy_under_transform(
-                fit.trainer.model, splits.x_test, splits.y_test, turned, cfg.angles
-            ).values()
-        )
-        ctx.metric(**{f"{name.lower()}_accuracy_{int(a)}deg": v for a, v in zip(cfg.angles, accuracy[name])})
+    fits = ctx.tasks(fit_model, ["MLP", "CNN"])  # each model's training a task
+    accuracy: dict[str, list[float]] = {name: fit["accuracy"] for name, fit in fits.items()}
+    for name, per_angle in accuracy.items():
+        ctx.metric(**{f"{name.lower()}_accuracy_{int(a)}deg": v for a, v in zip(cfg.angles, per_angle)})
     ctx.table(
         "Test accuracy against the rotation of the test digits",
         ["angle (degrees)", *accuracy],
@@ -147,6 +155,8 @@ def run(ctx) -> None:
         "Test accuracy of the MLP and the CNN, both trained on upright digits, against the rotation of "
         "the test digits (the dotted line is chance).",
     )
+    splits = _splits(cfg, ctx.seed_for("split"))
+    background = float(splits.x_train.min())  # a blank pixel, after standardization
     examples = np.stack([rotate(splits.x_test[:8], a, fill=background).numpy() for a in cfg.angles])
     pixels = (examples - background) / (examples.max() - background)  # back to [0, 1] for display
     ctx.figure(
