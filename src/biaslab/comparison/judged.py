@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from biaslab.config import check_range
-from biaslab.evaluate.decision import Evidence, RegressionEvidence
 
 if TYPE_CHECKING:
     from biaslab.comparison.candidates import Candidate
@@ -169,6 +168,8 @@ def evidence_of(task: str, result: CandidateResult, curve: Curve, ood_auroc: flo
     """What ``decide`` reads of one candidate: its validation learning curve and its test figures
     (a classifier's accuracy, ECE after temperature scaling and, with OOD inputs, its OOD AUROC; a
     regression's MAE beside the mean predictor's)."""
+    from biaslab.evaluate.decision import Evidence, RegressionEvidence  # torch: not for a config's check
+
     if task == "classify":
         return Evidence(
             train_sizes=curve.sizes,

@@ -21,7 +21,6 @@ from biaslab.comparison.judged import Judged, Requirements, evidence_of, headlin
 from biaslab.comparison.protocol import CandidateResult, fit_candidate, learning_curve, ood_auroc, prepare
 from biaslab.comparison.symmetry_probes import invariances, survival, with_probe
 from biaslab.comparison.symmetry_report import Finding, SymmetryReport, explain, symmetry_table
-from biaslab.comparison.user_models import chosen_candidates
 from biaslab.config import check_range
 from biaslab.data.demo_sets import demo_set, is_demo_set, load_data
 from biaslab.errors import ConfigError, DivergenceError
@@ -102,6 +101,8 @@ def read_ood(cfg: CompareConfig, data):
 def candidates(cfg: CompareConfig, data) -> list:
     """The guide's candidates for the data (those ``models`` names), then the user's models,
     each user model tried on a few rows."""
+    from biaslab.comparison.user_models import chosen_candidates  # torch: not at a config's check
+
     return chosen_candidates(data, cfg.models, cfg.model or ())
 
 
