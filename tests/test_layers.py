@@ -21,7 +21,7 @@ ROOT = Path(biaslab.__file__).resolve().parent
 LAYERS = [
     {"errors", "fileio", "formatting", "hardware", "locking", "results", "version"},
     {"scratch", "nn", "data", "config"},
-    {"train", "evaluate", "generative"},
+    {"train", "evaluate", "generative", "physics"},
     {"comparison"},
     {"runs", "registry", "catalog", "config_slices", "loggers"},
     {"report", "scale"},

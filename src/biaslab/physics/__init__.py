@@ -1,0 +1,1 @@
+"""Physics in a model's data, architecture and loss: a detector's response and its unfolding."""
