@@ -96,3 +96,45 @@ def test_bad_input_is_one_clear_error():
         iterative_bayesian_unfolding(np.ones(3), R, prior=np.array([1.0, 0.0, 1.0]))
     with pytest.raises(ValueError, match="paired"):
         response_matrix(np.ones(3), np.ones(4), np.arange(3.0), np.arange(3.0))
+
+
+def test_the_binned_distance_is_scipys_wasserstein_on_the_bin_centres():
+    from scipy.stats import wasserstein_distance
+
+    from biaslab.physics.unfolding import binned_wasserstein
+
+    rng = np.random.default_rng(3)
+    edges = np.linspace(0, 10, 21)
+    a, b = rng.integers(0, 50, 20).astype(float), rng.integers(0, 50, 20).astype(float)
+    centres = (edges[:-1] + edges[1:]) / 2
+    assert binned_wasserstein(a, b, edges) == pytest.approx(
+        wasserstein_distance(centres, centres, a, b), rel=1e-12
+    )
+    assert binned_wasserstein(a, 3 * a, edges) == pytest.approx(0.0, abs=1e-15)  # shapes, not totals
+
+
+def test_the_spectrum_and_the_smearing_have_their_stated_moments():
+    from biaslab.physics.unfolding import gaussian_smearing, spectrum
+
+    x = spectrum(200_000, seed=4, slope=2.0, peak_fraction=0.0, upper=50.0)
+    assert x.min() >= 0 and x.mean() == pytest.approx(2.0, rel=0.01)  # an exponential of mean 2
+    peaked = spectrum(200_000, seed=5, peak_fraction=1.0, peak=4.0, width=0.4)
+    assert peaked.mean() == pytest.approx(4.0, abs=0.01) and peaked.std() == pytest.approx(0.4, rel=0.01)
+    at_five = np.full(200_000, 5.0)
+    y = gaussian_smearing(at_five, seed=6, floor=0.3, relative=0.1)
+    assert (y - at_five).std() == pytest.approx(0.8, rel=0.01)  # 0.3 + 0.1 · 5
+    assert np.array_equal(spectrum(100, seed=7), spectrum(100, seed=7))
+
+
+def test_a_resampled_simulation_follows_the_unfolded_spectrum_and_keeps_its_pairs():
+    from biaslab.physics.unfolding import resampled_to, spectrum
+
+    edges = np.linspace(0, 10, 21)
+    simulated = spectrum(100_000, seed=8, slope=2.4, peak_fraction=0.1)
+    target = spectrum(50_000, seed=9, slope=2.0, peak_fraction=0.2)
+    rows = resampled_to(simulated, target, edges, seed=10)
+    assert rows.shape == simulated.shape and rows.min() >= 0 and rows.max() < len(simulated)
+    drawn = np.histogram(simulated[rows], edges)[0] / len(rows)
+    wanted = np.histogram(target, edges)[0] / len(target)
+    assert np.abs(drawn - wanted).max() < 0.01  # the target's shares, to sampling error
+    assert np.array_equal(rows, resampled_to(simulated, target, edges, seed=10))
