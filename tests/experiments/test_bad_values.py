@@ -89,6 +89,12 @@ CASES = [
     ("autoencoder-uses", ["noise_std=0"], ["noise_std=0.0", "> 0 and <= 10"]),
     ("autoencoder-uses", ["latent_dim=1000"], ["latent_dim=1000", "1..784"]),
     ("autoencoder-uses", ["n_ood=20000"], ["n_ood=20000", "10,000 images"]),
+    # -- flows-unfolding: the flows' sizes, the unfolding's samples, bins and passes
+    ("flows-unfolding", ["layers=0"], ["layers=0", "1..64"]),
+    ("flows-unfolding", ["n_measured=5"], ["n_measured=5", "100.."]),
+    ("flows-unfolding", ["bins=1"], ["bins=1", "2..1000"]),
+    ("flows-unfolding", ["unfold_passes=0"], ["unfold_passes=0", "1..20"]),
+    ("flows-unfolding", ["unfold_batch_size=200000"], ["unfold_batch_size=200000", "must be in 1.."]),
     ("diffusion-spiral", ["ddim_steps=20,50"], ["ddim_steps=(20, 50)", "decreasing"]),
     ("diffusion-spiral", ["ddim_steps=2000"], ["ddim_steps=2000", "timesteps=1000"]),
     ("diffusion-spiral", ["noise=2"], ["noise=2.0", "0..1", "radius"]),

@@ -44,6 +44,13 @@ from biaslab.train.config import LossTraining
 GRID = 401  # points per axis of the grid the 2-D density is integrated on
 SIMULATION = {"slope": 2.4, "peak_fraction": 0.1}  # the simulation's spectrum
 NATURE = {"slope": 2.0, "peak_fraction": 0.2}  # the data's truth, which the unfolding must find
+METRIC_KEYS = {
+    "measured (smeared)": "measured",
+    "simulation (the prior)": "prior",
+    "iterative Bayesian unfolding": "ibu",
+    "cINN, one pass": "cinn_one_pass",
+    "cINN": "cinn",
+}
 
 
 @dataclass(frozen=True)
@@ -76,7 +83,7 @@ class FlowsConfig:
         check_range(self, "unfold_epochs", 1, 10_000)
         check_range(self, "unfold_passes", 1, 20)
         check_range(self, "draws_per_event", 1, 1000)
-        check_range(self, "unfold_batch_size", 1, self.n_simulated)
+        check_range(self, "unfold_batch_size", 1, self.n_simulated, f"n_simulated={self.n_simulated} pairs")
         check_range(self, "floors", 1, 100)
         check_batch_fits(self)
 
@@ -200,7 +207,7 @@ def _unfolding(ctx, cfg: FlowsConfig) -> None:
         for name, h in histogram.items()
         if name != "truth"
     }
-    ctx.metric(unfolding_floor=floor, **{f"distance_{_key(n)}": d for n, d in distance.items()})
+    ctx.metric(unfolding_floor=floor, **{f"distance_{METRIC_KEYS[n]}": d for n, d in distance.items()})
     ctx.table(
         "Distance to the data's truth spectrum (1-Wasserstein between histograms, in the value's unit)",
         ["estimate", "distance", "x the noise floor"],
@@ -277,7 +284,3 @@ def _cinn_unfold(ctx, cfg: FlowsConfig, sim_truth, sim_measured, measured, edges
         passes.append(drawn[:, 0].cpu().numpy() * truth_std + truth_mean)
         rows = resampled_to(sim_truth, passes[-1], edges, ctx.seed_for("reweighting", str(k)))
     return passes, histories
-
-
-def _key(name: str) -> str:
-    return name.split(" (")[0].replace(" ", "_").lower()

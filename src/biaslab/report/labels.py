@@ -165,6 +165,17 @@ LAB_TERMS: dict[str, dict[str, Term | str]] = {
         "ddim_50": "DDIM, 50 steps",
         "ddim_20": "DDIM, 20 steps",
     },
+    "flows-unfolding": {
+        "flow_test_nll": "Test NLL of the flow (nats per point)",
+        "gaussian_test_nll": "Test NLL of the best Gaussian (nats per point)",
+        "flow_density_mass": "Mass of the flow's density on the grid",
+        "unfolding_floor": "Noise floor of the distance to the truth",
+        "distance_measured": "Distance to the truth, smeared measurement",
+        "distance_prior": "Distance to the truth, the simulation's spectrum",
+        "distance_ibu": "Distance to the truth, iterative Bayesian unfolding",
+        "distance_cinn_one_pass": "Distance to the truth, cINN after one pass",
+        "distance_cinn": "Distance to the truth, cINN after every pass",
+    },
     "gaussians": {
         "mle": "maximum-likelihood fit",
         "mle_mean_gap_stderrs": "Largest gap of the fitted mean to the truth, in standard errors",
