@@ -89,6 +89,12 @@ CASES = [
     ("autoencoder-uses", ["noise_std=0"], ["noise_std=0.0", "> 0 and <= 10"]),
     ("autoencoder-uses", ["latent_dim=1000"], ["latent_dim=1000", "1..784"]),
     ("autoencoder-uses", ["n_ood=20000"], ["n_ood=20000", "10,000 images"]),
+    # -- physics-loss: the training states, the energies, the penalty, the rollouts
+    ("physics-loss", ["train_energy=0"], ["train_energy=0.0", "g L"]),
+    ("physics-loss", ["beyond_energy=0.2"], ["beyond_energy=0.2", "above train_energy"]),
+    ("physics-loss", ["weight=-1"], ["weight=-1.0", "0..1e+06"]),
+    ("physics-loss", ["dt=0"], ["dt=0.0"]),
+    ("physics-loss", ["train_sizes=4"], ["train_sizes=4", "8..1000000"]),
     # -- flows-unfolding: the flows' sizes, the unfolding's samples, bins and passes
     ("flows-unfolding", ["layers=0"], ["layers=0", "1..64"]),
     ("flows-unfolding", ["n_measured=5"], ["n_measured=5", "100.."]),

@@ -50,6 +50,31 @@ def test_the_penalty_step_trains_a_field_toward_conservation():
     assert losses[10.0] < 0.5 * losses[0.0]
 
 
+def test_the_penalty_reads_collocation_states_when_given():
+    # Conserving where it was trained (near rest), not at the collocation states far away.
+    def field(x):
+        return PENDULUM.derivative(x) + torch.stack([torch.zeros_like(x[:, 1]), x[:, 1] ** 3], dim=1)
+
+    near, far = STATES * 1e-3, STATES * 3
+    model = _Wrapped(field)
+    batch = (near, field(near))
+    alone = dynamics_step(PENDULUM.energy, 1.0)(model, batch, torch.Generator().manual_seed(0))
+    beyond = dynamics_step(PENDULUM.energy, 1.0, far)(model, batch, torch.Generator().manual_seed(0))
+    assert alone.terms["penalty"] < 1e-12 < beyond.terms["penalty"]
+    rows = torch.randint(len(far), (len(near),), generator=torch.Generator().manual_seed(0))
+    expected = conservation_penalty(field, PENDULUM.energy, far[rows])
+    assert beyond.terms["penalty"].item() == pytest.approx(expected.item(), rel=1e-12)
+
+
+class _Wrapped(nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x)
+
+
 def test_bad_weights_are_one_clear_error():
     with pytest.raises(ValueError, match=">= 0"):
         dynamics_step(PENDULUM.energy, -1.0)

@@ -49,10 +49,18 @@ def conservation_penalty(field, quantity: Quantity, states: torch.Tensor) -> tor
     return energy_rate(field, quantity, states).pow(2).mean()
 
 
-def dynamics_step(quantity: Quantity | None = None, weight: float = 0.0):
+def dynamics_step(
+    quantity: Quantity | None = None, weight: float = 0.0, collocation: torch.Tensor | None = None
+):
     """A Trainer step fitting ``model`` (states (B, D) -> derivatives (B, D)) to batches
     ``(x, dx/dt)`` by the mean squared error, plus ``weight`` x the conservation penalty of
-    ``quantity`` on the batch's states (none when ``weight`` is 0)."""
+    ``quantity`` (none when ``weight`` is 0): on the batch's states, or on B ``collocation``
+    states drawn by the trainer's generator each step (states without labels, e.g. beyond the
+    data: the penalty needs none).
+
+    Shapes:
+        collocation (M, D) or None.
+    """
     if weight < 0:
         raise ValueError(f"weight={weight}: a penalty's weight is >= 0")
     if weight > 0 and quantity is None:
@@ -64,7 +72,11 @@ def dynamics_step(quantity: Quantity | None = None, weight: float = 0.0):
         fit = F.mse_loss(predicted, target)
         if weight == 0:
             return StepOutput(fit, {"fit": fit.detach()}, predicted.detach(), target)
-        penalty = conservation_penalty(model, quantity, x)
+        where = x
+        if collocation is not None:
+            rows = torch.randint(len(collocation), (len(x),), generator=generator)  # (B,)
+            where = collocation[rows].to(x.device, x.dtype)
+        penalty = conservation_penalty(model, quantity, where)
         return StepOutput(fit + weight * penalty, {"fit": fit.detach(), "penalty": penalty.detach()},
                           predicted.detach(), target)  # fmt: skip
 

@@ -222,6 +222,14 @@ LAB_TERMS: dict[str, dict[str, Term | str]] = {
         "finite_differences": "finite differences",
     },
     "mnist1d": {"normal": "digits in order", "shuffled": "shuffled positions"},
+    "physics-loss": {
+        "plain": "plain field",
+        "energy_conserving": "energy-conserving field",
+        "inside_mse": measure("derivative MSE inside the training energies"),
+        "beyond_mse": measure("derivative MSE beyond the training energies"),
+        "drift": measure("energy drift at the rollouts' end"),
+        "rate": measure("mean squared energy rate"),
+    },
     "sequences": {"gradient_first_over_last": measure("gradient at the first step over the last")},
     "symmetries": {"max_error_where_claimed": "Largest symmetry error where the symmetry is claimed"},
     "vae": {
