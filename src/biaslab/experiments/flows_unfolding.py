@@ -172,6 +172,10 @@ def _unfolding(ctx, cfg: FlowsConfig) -> None:
     """2. The data's truth from its measured values: iterative Bayesian unfolding and a cINN."""
     edges = np.linspace(0.0, 10.0, cfg.bins + 1)
     measured_edges = np.linspace(-3.0, 14.0, 2 * cfg.bins + 1)
+
+    def counts(values: np.ndarray, draws: int = 1) -> np.ndarray:
+        return np.histogram(values, edges)[0] / draws  # (bins,) events per truth bin
+
     sim_truth = spectrum(cfg.n_simulated, ctx.seed_for("simulation"), **SIMULATION)
     sim_measured = gaussian_smearing(sim_truth, ctx.seed_for("simulation smearing"))
     truth = spectrum(cfg.n_measured, ctx.seed_for("nature"), **NATURE)  # never shown to the methods
@@ -179,23 +183,23 @@ def _unfolding(ctx, cfg: FlowsConfig) -> None:
 
     # Iterative Bayesian unfolding: the simulation's response and spectrum (the prior).
     R = response_matrix(sim_truth, sim_measured, edges, measured_edges)  # (2 bins, bins)
-    prior = np.histogram(sim_truth, edges)[0] * len(measured) / len(sim_truth)
+    prior = counts(sim_truth) * len(measured) / len(sim_truth)
     ibu = iterative_bayesian_unfolding(np.histogram(measured, measured_edges)[0], R, prior, cfg.iterations)
 
     passes, histories = _cinn_unfold(ctx, cfg, sim_truth, sim_measured, measured, edges)
 
     # Distances to the truth, beside two independent truth samples of the same size (the floor).
     histogram = {
-        "truth": np.histogram(truth, edges)[0].astype(float),
-        "measured (smeared)": np.histogram(measured, edges)[0].astype(float),
+        "truth": counts(truth),
+        "measured (smeared)": counts(measured),
         "simulation (the prior)": prior,
         "iterative Bayesian unfolding": ibu,
-        "cINN, one pass": np.histogram(passes[0], edges)[0] / cfg.draws_per_event,
-        "cINN": np.histogram(passes[-1], edges)[0] / cfg.draws_per_event,  # after every pass
+        "cINN, one pass": counts(passes[0], cfg.draws_per_event),
+        "cINN": counts(passes[-1], cfg.draws_per_event),  # after every pass
     }
 
     def truth_histogram(seed: int) -> np.ndarray:
-        return np.histogram(spectrum(len(truth), seed, **NATURE), edges)[0].astype(float)
+        return counts(spectrum(len(truth), seed, **NATURE))
 
     floor = float(np.mean([
         binned_wasserstein(truth_histogram(ctx.seed_for("floor", str(k), "a")),

@@ -111,6 +111,8 @@ def run(ctx) -> None:
         checked_in_quick=False,
     )
     sizes = list(cfg.train_sizes)
+    pendulum, *_, starts, _ = _states(cfg, ctx.seed_for("states"))
+    true_path = _energy_path(pendulum.derivative, pendulum, starts.double(), cfg)  # the same for every fit
     ctx.figure(
         "data_efficiency",
         plots.curves(
@@ -127,9 +129,9 @@ def run(ctx) -> None:
     ctx.figure(
         "energy_in_rollouts",
         plots.curves(
-            fits["plain", largest]["times"],
+            [round(k * cfg.dt, 6) for k in range(len(true_path))][_shown(cfg)],
             {m: fits[m, largest]["energy_path"] for m in MODELS}
-            | {"true pendulum": fits["plain", largest]["true_path"]},
+            | {"true pendulum": true_path[_shown(cfg)].tolist()},
             "time (s)",
             "median energy / initial energy",
         ),
@@ -173,34 +175,33 @@ def fit_field(task, model: str, n: int) -> dict:
     field = task.init_model(lambda: MLP((2, cfg.hidden, cfg.hidden, 2), activation="tanh"), "field")
     weight = cfg.weight if model == "energy-conserving" else 0.0
     step = dynamics_step(pendulum.energy, weight, unlabelled)
-    history = (
-        task.training(f"{model}-{n}")
-        .trainer(field, cfg.train, step=step)
-        .fit((x[:n], noisy[:n]), val=(inside, pendulum.derivative(inside)))
-    )
+    trainer = task.training(f"{model}-{n}").trainer(field, cfg.train, step=step)
+    trainer.fit((x[:n], noisy[:n]), val=(inside, pendulum.derivative(inside)))
     field = field.cpu().eval()
     with torch.no_grad():
         inside_mse = float(((field(inside) - pendulum.derivative(inside)) ** 2).mean())
         beyond_mse = float(((field(beyond) - pendulum.derivative(beyond)) ** 2).mean())
-        steps = round(cfg.rollout_seconds / cfg.dt)
-        learned = rollout(field, starts, cfg.dt, steps)  # (steps + 1, S, 2)
-        true = rollout(pendulum.derivative, starts.double(), cfg.dt, steps)
     rate = float(conservation_penalty(field, pendulum.energy, inside).detach())
-    energy = pendulum.energy(learned.reshape(-1, 2)).reshape(steps + 1, -1).double()  # (steps + 1, S)
-    relative = (energy / energy[0]).median(dim=1).values  # (steps + 1,)
-    true_relative = (
-        (pendulum.energy(true.reshape(-1, 2)).reshape(steps + 1, -1) / pendulum.energy(true[0]))
-        .median(dim=1)
-        .values
-    )
-    every = max(1, steps // 200)  # at most ~200 points a curve
+    relative = _energy_path(field, pendulum, starts, cfg)
     return {
         "inside_mse": inside_mse,
         "beyond_mse": beyond_mse,
         "rate": rate,
         "drift": float((relative[-1] - 1).abs()),
-        "times": [round(k * cfg.dt, 6) for k in range(0, steps + 1, every)],
-        "energy_path": relative[::every].tolist(),
-        "true_path": true_relative[::every].tolist(),
-        "history": history,
+        "energy_path": relative[_shown(cfg)].tolist(),
     }
+
+
+def _energy_path(field, pendulum: Pendulum, starts: torch.Tensor, cfg: PhysicsLossConfig) -> torch.Tensor:
+    """The energy along RK4 rollouts of ``field`` from ``starts``, each relative to its start's,
+    the median over the starts: (steps + 1,) float64."""
+    steps = round(cfg.rollout_seconds / cfg.dt)
+    with torch.no_grad():
+        path = rollout(field, starts, cfg.dt, steps)  # (steps + 1, S, 2)
+    energy = pendulum.energy(path.reshape(-1, 2)).reshape(steps + 1, -1).double()  # (steps + 1, S)
+    return (energy / energy[0]).median(dim=1).values
+
+
+def _shown(cfg: PhysicsLossConfig) -> slice:
+    """The rollout steps a figure shows: at most ~200 points a curve."""
+    return slice(None, None, max(1, round(cfg.rollout_seconds / cfg.dt) // 200))
