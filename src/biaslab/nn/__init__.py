@@ -7,6 +7,7 @@ from biaslab.nn.attention import MultiHeadAttention, scaled_dot_product_attentio
 from biaslab.nn.blocks import GNN, SequenceClassifier, SequenceTagger
 from biaslab.nn.conv import CNN, conv_operation_count, conv_output_size, conv_parameter_count, receptive_field
 from biaslab.nn.graph import GATConv, GCNConv, MessagePassing, MPNNConv, SAGEConv
+from biaslab.nn.group_conv import C4CNN, C4GroupConv, C4LiftingConv
 from biaslab.nn.mlp import MLP, count_parameters, device_of, linear_parameter_count, mlp_memory_bytes
 from biaslab.nn.recurrent import GRU, LSTM, RNN, ElmanCell, GRUCell, LSTMCell, chrono_init
 from biaslab.nn.sets import DeepSets, DeepSetsLayer
@@ -19,12 +20,15 @@ from biaslab.nn.transformer import (
 )
 
 __all__ = [
+    "C4CNN",
     "CNN",
     "GNN",
     "GRU",
     "LSTM",
     "MLP",
     "RNN",
+    "C4GroupConv",
+    "C4LiftingConv",
     "DeepSets",
     "DeepSetsLayer",
     "ElmanCell",

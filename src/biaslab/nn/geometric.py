@@ -22,7 +22,7 @@ from torch import nn
 from biaslab.nn._scatter import check_edge_index, check_node_features, scatter
 from biaslab.nn.mlp import MLP
 
-__all__ = ["EGNNConv", "complete_graph_edges"]
+__all__ = ["EGNN", "EGNNConv", "PairDistanceNet", "complete_graph_edges"]
 
 
 class EGNNConv(nn.Module):
@@ -93,3 +93,73 @@ def complete_graph_edges(batch: torch.Tensor) -> torch.Tensor:
     target = starts.index_select(0, batch.index_select(0, source)) + local  # (P,)
     keep = source != target
     return torch.stack([source[keep], target[keep]])  # (2, P − N)
+
+
+def _flattened(points: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Configurations (B, n, 3) as one graph batch: positions (B n, 3) and the graph of each node."""
+    if points.dim() != 3 or points.size(-1) != 3:
+        raise ValueError(f"expected point clouds of shape (B, n, 3), got {tuple(points.shape)}")
+    batch = torch.arange(points.size(0), device=points.device).repeat_interleave(points.size(1))  # (B n,)
+    return points.reshape(-1, 3), batch  # (B, n, 3) -> (B n, 3)
+
+
+class EGNN(nn.Module):
+    """An E(3)- and permutation-invariant function of a point cloud of identical particles: EGNN
+    layers on the complete graph of each cloud, then a sum over the particles (an extensive
+    quantity, an energy, is a sum of contributions).
+
+        h_i⁰ = e (one learned vector: the particles are identical)
+        (h, x) ← EGNNConv(h, x) ``layers`` times;      y = Σ_i φ_out(h_i)
+
+    Args:
+        hidden: the width of h and of every φ (default 32).
+        layers: EGNN layers (default 3).
+        update_coords: move the coordinates between layers (default True; False: an invariant
+            distance-based message-passing network).
+
+    Shapes:
+        ``points`` ``(B, n, 3)`` -> ``(B,)``.
+    """
+
+    def __init__(self, hidden: int = 32, layers: int = 3, update_coords: bool = True):
+        super().__init__()
+        self.embedding = nn.Parameter(torch.randn(hidden) / hidden**0.5)
+        # the last layer's coordinates would be read by nothing: it updates the features only
+        self.layers = nn.ModuleList(
+            EGNNConv(hidden, update_coords=update_coords and k < layers - 1) for k in range(layers)
+        )
+        self.readout = MLP((hidden, hidden, 1), "silu")
+
+    def forward(self, points: torch.Tensor) -> torch.Tensor:
+        pos, batch = _flattened(points)  # (B n, 3), (B n,)
+        h = self.embedding.expand(pos.size(0), -1)  # (B n, hidden)
+        edge_index = complete_graph_edges(batch)
+        for layer in self.layers:
+            h, pos = layer(h, pos, edge_index)
+        per_particle = self.readout(h)  # (B n, 1)
+        return per_particle.reshape(points.shape[:2]).sum(dim=1)  # (B n, 1) -> (B, n) -> (B,)
+
+
+class PairDistanceNet(nn.Module):
+    """The invariant distance-based model with the physics' own form: a learned pair potential
+    summed over the pairs, y = Σ_{i<j} φ(‖x_i − x_j‖) with φ an MLP of the distance. Invariant
+    under E(3) and permutations by construction; it can represent exactly the energies of a pair
+    potential and nothing else.
+
+    Args:
+        hidden: the width of φ's two hidden layers (default 64).
+
+    Shapes:
+        ``points`` ``(B, n, 3)`` -> ``(B,)``.
+    """
+
+    def __init__(self, hidden: int = 64):
+        super().__init__()
+        self.potential = MLP((1, hidden, hidden, 1), "silu")
+
+    def forward(self, points: torch.Tensor) -> torch.Tensor:
+        _flattened(points)  # the shape check
+        first, second = torch.triu_indices(points.size(1), points.size(1), offset=1, device=points.device)
+        distance = (points[:, first] - points[:, second]).norm(dim=-1)  # (B, P)
+        per_pair = self.potential(distance.reshape(-1, 1))  # (B P, 1)
+        return per_pair.reshape(distance.shape).sum(dim=1)  # (B P, 1) -> (B, P) -> (B,)
