@@ -95,6 +95,16 @@ CASES = [
     ("physics-loss", ["weight=-1"], ["weight=-1.0", "0..1e+06"]),
     ("physics-loss", ["dt=0"], ["dt=0.0"]),
     ("physics-loss", ["train_sizes=4"], ["train_sizes=4", "8..1000000"]),
+    # -- equivariance: the step budget, the clusters, the models
+    ("equivariance", ["steps=0"], ["steps=0", "1..10000000"]),
+    ("equivariance", ["particles=1"], ["particles=1", "2..64"]),
+    ("equivariance", ["train_sizes=32", "batch_size=64"], ["batch_size=64", "train_sizes=32"]),
+    ("equivariance", ["epochs=5"], ["epochs", "steps"]),
+    # -- symmetry-three-ways: the digits, the penalty weights, the budget
+    ("symmetry-three-ways", ["digits=3"], ["digits=3", "at least two different digits"]),
+    ("symmetry-three-ways", ["weights=0"], ["weights=0", "> 0"]),
+    ("symmetry-three-ways", ["train_sizes=5"], ["train_sizes=5", "10..60000"]),
+    ("symmetry-three-ways", ["steps=0"], ["steps=0", "1..10000000"]),
     # -- flows-unfolding: the flows' sizes, the unfolding's samples, bins and passes
     ("flows-unfolding", ["layers=0"], ["layers=0", "1..64"]),
     ("flows-unfolding", ["n_measured=5"], ["n_measured=5", "100.."]),

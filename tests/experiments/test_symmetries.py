@@ -24,8 +24,19 @@ def test_claimed_symmetries_hold_and_others_break(row):
 
 def test_the_table_covers_the_issue_cases():
     names = " | ".join(c.name for c in CASES)
-    for needle in ("circular", "Deep Sets", "GCN", "GAT", "MPNN", "no positions", "sinusoidal", "MLP"):
+    for needle in (
+        "circular",
+        "Deep Sets",
+        "GCN",
+        "GAT",
+        "MPNN",
+        "no positions",
+        "sinusoidal",
+        "MLP",
+        "EGNN",
+    ):
         assert needle in names
     claimed = {(c.name, t) for c in CASES for t in c.claimed}
     assert ("self-attention, no positions", "permutation") in claimed
+    assert ("EGNN layer (features, coordinates)", "3-D rotation + translation") in claimed
     assert not [t for c in CASES if c.name.startswith("MLP") for t in c.claimed]  # an MLP has none

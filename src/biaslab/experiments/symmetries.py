@@ -3,7 +3,9 @@
 Each primitive of ``biaslab.nn`` is built with random weights (a symmetry of the architecture
 holds for every weight setting, so no training is needed) and fed inputs transformed by a
 cyclic shift, a quarter-turn rotation, a permutation of the elements (set members, graph nodes,
-sequence tokens) or a reversal of the order. ``evaluate.equivariance_error`` measures
+sequence tokens), a reversal of the order, or a rotation and translation of points in 3-D (an EGNN
+layer's coordinates: its features stay put, its new coordinates move with the points).
+``evaluate.equivariance_error`` measures
 |f(T x) − T f(x)| / |f(x)| (or |f(T x) − f(x)| for a model with one output per input): rounding
 level (~1e-7) where the architecture has the symmetry, order 1 where it does not.
 """
@@ -24,6 +26,7 @@ from biaslab.evaluate.symmetry import (
     identity,
     permute,
     permute_nodes,
+    random_isometry,
     random_permutation,
     reverse,
     rotate90,
@@ -40,13 +43,15 @@ from biaslab.nn import (
     TransformerConfig,
     TransformerEncoder,
 )
+from biaslab.nn.geometric import EGNNConv, complete_graph_edges
 from biaslab.nn.recurrent import GRU
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.train.steps import move_to
 
+E3 = "3-D rotation + translation"
 EXACT, BROKEN = 1e-5, 1e-2  # an exact symmetry is at rounding level; a broken one is order 1
-TRANSFORMS = ("cyclic shift", "rotation by 90°", "permutation", "reversal")
+TRANSFORMS = ("cyclic shift", "rotation by 90°", "permutation", "reversal", E3)
 
 
 @dataclass(frozen=True)
@@ -73,7 +78,8 @@ class Case:
 
     name: str
     model: Callable
-    kind: str  # "sequence" (N, T, C), "image" (N, C, H, W) or "graph" (x, edge_index[, edge_attr])
+    kind: str  # "sequence" (N, T, C), "image" (N, C, H, W), "graph" (x, edge_index[, edge_attr])
+    # or "points" (h, pos, edge_index): node features and 3-D coordinates
     per_element: bool  # True: one output per element (equivariance); False: one per input (invariance)
     claimed: tuple[str, ...]  # the transforms the architecture claims a symmetry under
 
@@ -108,11 +114,23 @@ def build_cases(cfg: SymmetriesConfig, device: str = "cpu") -> list[Case]:
         Case("GAT layer", GATConv(c, 4, heads=2), "graph", True, node_perm),
         Case("MPNN layer (edge features)", MPNNConv(c, 8, edge_dim=2), "graph", True, node_perm),
         Case("GCN + sum pooling", GNN(c, 8, 5, pool="add"), "graph", False, node_perm),
+        Case("EGNN layer (features, coordinates)", _joined(EGNNConv(c)), "points", True, ("permutation", E3)),
     ]
-    for module in (cnn, cnn_zeros, cnn_2d, attention, positional, gru, flat_mlp, *(c.model for c in cases)):
+    models = [getattr(c.model, "layer", c.model) for c in cases]
+    for module in (cnn, cnn_zeros, cnn_2d, attention, positional, gru, flat_mlp, *models):
         if isinstance(module, nn.Module):
             module.to(device)  # in place: the functions above call these very modules
     return cases
+
+
+def _joined(layer: EGNNConv):
+    """An EGNN layer's invariant features h' and equivariant coordinates x', side by side (N, C + 3)."""
+
+    def forward(h, pos, edge_index):
+        return torch.cat(layer(h, pos, edge_index), dim=-1)
+
+    forward.layer = layer  # for build_cases to move it to the device
+    return forward
 
 
 def _flat(mlp: MLP, length: int, channels: int):
@@ -126,6 +144,13 @@ def transforms_for(case: Case, cfg: SymmetriesConfig, gen: torch.Generator) -> d
     if case.kind == "graph":
         perm = random_permutation(cfg.nodes, gen)
         return {"permutation": (permute_nodes(perm), out(permute(perm, dim=0)))}
+    if case.kind == "points":  # on a complete graph, relabelling the nodes leaves the edge list as it is
+        perm, move = random_permutation(cfg.nodes, gen), random_isometry(3, gen)
+        moved = lambda y: torch.cat([y[:, :-3], move(y[:, -3:])], dim=-1)  # noqa: E731  h' kept, x' moved
+        return {
+            "permutation": (lambda g: (g[0][perm], g[1][perm], g[2]), permute(perm, dim=0)),
+            E3: (lambda g: (g[0], move(g[1]), g[2]), moved),
+        }
     if case.kind == "image":
         shift = cyclic_shift((3, -2), dims=(-2, -1))
         return {"cyclic shift": (shift, out(shift)), "rotation by 90°": (rotate90(1), out(rotate90(1)))}
@@ -139,6 +164,10 @@ def transforms_for(case: Case, cfg: SymmetriesConfig, gen: torch.Generator) -> d
 
 
 def inputs_for(case: Case, cfg: SymmetriesConfig, gen: torch.Generator):
+    if case.kind == "points":
+        h = torch.randn(cfg.nodes, cfg.channels, generator=gen)
+        pos = torch.randn(cfg.nodes, 3, generator=gen)
+        return (h, pos, complete_graph_edges(torch.zeros(cfg.nodes, dtype=torch.long)))
     if case.kind == "graph":
         x = torch.randn(cfg.nodes, cfg.channels, generator=gen)
         edge_index = torch.randint(0, cfg.nodes, (2, cfg.edges), generator=gen)

@@ -107,6 +107,7 @@ MODIFIERS = {
 PARAMETERS = {
     "eps": "ε = {}", "degree": "degree {}", "shift": "shift {} px", "n": "n = {}", "t": "T = {}",
     "lr": "learning rate {}", "epoch": "epoch {}", "k": "k = {}", "deg": "{}°", "features": "{} features",
+    "lambda": "λ = {}",
 }  # fmt: skip
 
 # Names of models, detectors, data sets and the like: qualifiers after the measure.
@@ -164,6 +165,12 @@ LAB_TERMS: dict[str, dict[str, Term | str]] = {
         "two_spiral_samples": "fresh data samples (the floor)",
         "ddim_50": "DDIM, 50 steps",
         "ddim_20": "DDIM, 20 steps",
+    },
+    "equivariance": {
+        "deep_sets": "Deep Sets",
+        "pair_distances": "pair-distance model",
+        "test_error": measure("test error (MSE / variance)"),
+        "seconds": measure("training time (s)"),
     },
     "flows-unfolding": {
         "flow_test_nll": "Test NLL of the flow (nats per point)",
@@ -231,6 +238,15 @@ LAB_TERMS: dict[str, dict[str, Term | str]] = {
         "rate": measure("mean squared energy rate"),
     },
     "sequences": {"gradient_first_over_last": measure("gradient at the first step over the last")},
+    "symmetry-three-ways": {
+        "plain": "plain CNN",
+        "augmented": "CNN with augmentation",
+        "penalty": "CNN with the invariance penalty",
+        "group_cnn": "group CNN",
+        "accuracy": measure("accuracy on upright test digits"),
+        "turned_accuracy": measure("accuracy on turned test digits"),
+        "invariance": measure("invariance error of the logits"),
+    },
     "symmetries": {"max_error_where_claimed": "Largest symmetry error where the symmetry is claimed"},
     "vae": {
         "elbo": measure("negative ELBO (nats per image)"),
