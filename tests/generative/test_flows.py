@@ -123,3 +123,15 @@ def test_a_flow_fitted_by_likelihood_reaches_a_correlated_gaussians_entropy():
     with torch.no_grad():
         nll = -flow.log_prob(held_out).mean().item()
     assert nll == pytest.approx(target.entropy().item(), abs=0.05)  # the best any model can do
+
+
+def test_bounded_values_map_to_the_real_line_and_back():
+    from biaslab.generative.flows import from_unbounded, to_unbounded
+
+    x = torch.tensor([0.3, 2.0, 9.9], dtype=torch.float64)
+    u = to_unbounded(x, 0.0, 10.0)
+    torch.testing.assert_close(u, torch.log(x / (10.0 - x)), rtol=1e-12, atol=0)  # logit(x / 10)
+    torch.testing.assert_close(from_unbounded(u, 0.0, 10.0), x, rtol=1e-12, atol=0)
+    far = from_unbounded(torch.tensor([-50.0, 50.0], dtype=torch.float64), 0.0, 10.0)
+    assert 0.0 <= far.min() and far.max() <= 10.0  # any latent value lands inside
+    assert torch.isfinite(to_unbounded(torch.tensor([0.0, 10.0]), 0.0, 10.0)).all()

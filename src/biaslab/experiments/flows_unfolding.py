@@ -27,7 +27,7 @@ import torch
 from biaslab.config import check_batch_fits, check_range
 from biaslab.data.splits import GeneratedSizes
 from biaslab.data.synthetic import spiral
-from biaslab.generative.flows import RealNVP, flow_step
+from biaslab.generative.flows import RealNVP, flow_step, from_unbounded, to_unbounded
 from biaslab.generative.gaussian import fit_gaussian, gaussian_log_density
 from biaslab.physics.unfolding import (
     binned_wasserstein,
@@ -260,18 +260,21 @@ def _unfolding(ctx, cfg: FlowsConfig) -> None:
 
 
 def _cinn_unfold(ctx, cfg: FlowsConfig, sim_truth, sim_measured, measured, edges):
-    """A cINN's unfolding: p(truth, noise | measured) learned from the simulated pairs (the truth
-    padded by an independent N(0, 1) to the two dimensions a coupling needs), ``draws_per_event``
+    """A cINN's unfolding: p(truth, noise | measured) learned from the simulated pairs (the truth,
+    mapped from its bins' range onto the real line by a logit so that no draw leaves it, padded
+    by an independent N(0, 1) to the two dimensions a coupling needs), ``draws_per_event``
     draws from each measured event's posterior, the padding dropped (their histogram divided by
     the draws is the estimate: the drawing's own noise averages out). A single pass inherits the
     simulation's spectrum as its prior; each further pass resamples the simulated pairs so that
     their truth follows the last unfolding and trains on (Backes et al. 2022, the iterative cINN;
     the idea of D'Agostini's iterations). Returns each pass's unfolded truth values
     (draws · n_measured,) and training history."""
-    truth_mean, truth_std = float(sim_truth.mean()), float(sim_truth.std())
+    low, high = float(edges[0]), float(edges[-1])  # the truth's support: draws must stay inside
+    unbounded = to_unbounded(torch.from_numpy(sim_truth), low, high).numpy()  # logit: the real line
+    truth_mean, truth_std = float(unbounded.mean()), float(unbounded.std())
     measured_mean, measured_std = float(sim_measured.mean()), float(sim_measured.std())
     pad = np.random.default_rng(ctx.seed_for("padding")).normal(size=len(sim_truth))
-    x = torch.tensor(np.stack([(sim_truth - truth_mean) / truth_std, pad], axis=1), dtype=torch.float32)
+    x = torch.tensor(np.stack([(unbounded - truth_mean) / truth_std, pad], axis=1), dtype=torch.float32)
     c = torch.tensor((sim_measured - measured_mean) / measured_std, dtype=torch.float32)[:, None]
     condition = torch.tensor((measured - measured_mean) / measured_std, dtype=torch.float32)[:, None]
     # x (S, 2) the standardized truth and its padding; c (S, 1) and condition (n, 1) measured values
@@ -285,6 +288,6 @@ def _cinn_unfold(ctx, cfg: FlowsConfig, sim_truth, sim_measured, measured, edges
         histories.append(trainer.fit((x[train], c[train]), val=(x[val], c[val])))
         repeated = condition.repeat(cfg.draws_per_event, 1).to(ctx.device)  # (draws · n, 1)
         drawn = cinn.sample(len(repeated), repeated, seed=ctx.seed_for("unfold", str(k)))  # (draws · n, 2)
-        passes.append(drawn[:, 0].cpu().numpy() * truth_std + truth_mean)
+        passes.append(from_unbounded(drawn[:, 0].cpu().double() * truth_std + truth_mean, low, high).numpy())
         rows = resampled_to(sim_truth, passes[-1], edges, ctx.seed_for("reweighting", str(k)))
     return passes, histories

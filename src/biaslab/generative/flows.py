@@ -25,6 +25,10 @@ flow models p(x | c). Unfolding a detector (Bellagente et al. 2020, "Invertible 
 partons to detector and back again") trains f(x_truth; c = x_detector) on simulated pairs; then
 z ~ N(0, I) inverted given a measured event draws truth-level values for it.
 
+**Bounded data** (Dinh et al. 2017, sec. 4.1, the logit of pixel values): a flow's samples cover
+the whole real line, so values that live in [a, b) (a spectrum that starts at zero) are modelled
+as u = logit((x − a)/(b − a)) and mapped back by x = a + (b − a)·σ(u): no draw falls outside.
+
 Direction convention: ``forward`` maps data to latent (what the likelihood evaluates);
 ``inverse`` and ``sample`` map latent to data.
 """
@@ -39,7 +43,7 @@ from torch import nn
 from biaslab.nn.mlp import device_of
 from biaslab.train.steps import StepOutput
 
-__all__ = ["AffineCoupling", "RealNVP", "flow_step"]
+__all__ = ["AffineCoupling", "RealNVP", "flow_step", "from_unbounded", "to_unbounded"]
 
 LOG_2PI = math.log(2 * math.pi)
 
@@ -184,3 +188,14 @@ def flow_step(conditional: bool = False):
         return StepOutput(nll.mean(), {"nll": nll.mean().detach()})
 
     return step
+
+
+def to_unbounded(x: torch.Tensor, low: float, high: float, eps: float = 1e-6) -> torch.Tensor:
+    """u = logit((x − low)/(high − low)), values in [low, high) onto the real line (sec. 4.1); the
+    share is clamped to [eps, 1 − eps] so that an end point maps to a finite u."""
+    return torch.logit((x - low) / (high - low), eps=eps)
+
+
+def from_unbounded(u: torch.Tensor, low: float, high: float) -> torch.Tensor:
+    """x = low + (high − low)·σ(u): the inverse of :func:`to_unbounded`, always in [low, high]."""
+    return low + (high - low) * torch.sigmoid(u)
