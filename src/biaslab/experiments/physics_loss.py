@@ -8,7 +8,9 @@ on unlabelled states that reach beyond the training energies (it needs no labels
 rolled out by RK4 from held-out initial states for many periods; the energy of a good model stays
 put, a model that only fits the data drifts. Measured: the derivative error on held-out states,
 inside the training energies and beyond them (extrapolation), the energy drift of long rollouts,
-and both against the number of training states (data efficiency).
+and both against the number of training states (data efficiency). The penalty is no cure beyond
+the data: the field f = 0 conserves the energy too, so where no data hold the field's speed the
+penalty can slow it; the lab measures that speed against the true pendulum's.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from biaslab.scale.context import run_cache
 from biaslab.train.config import LossTraining
 
 MODELS = ("plain", "energy-conserving")
-SCALARS = ("inside_mse", "beyond_mse", "drift", "rate")  # what each fit measures, in the table's order
+SCALARS = ("inside_mse", "beyond_mse", "beyond_speed", "drift", "rate")  # each fit's, in the table's order
 DRIFT_TOLERANCE = 0.05  # the relative energy change a conserving model may show by the rollout's end
 
 
@@ -86,9 +88,9 @@ def run(ctx) -> None:
     rows = [[model, n, *(f"{fit[k]:.4g}" for k in SCALARS)] for (model, n), fit in fits.items()]
     ctx.table(
         "Each field by its training states: derivative MSE on held-out states inside and beyond the "
-        "training energies, median relative energy change at the end of the rollouts, mean squared "
-        "energy rate on the held-out states",
-        ["model", "training states", "MSE inside", "MSE beyond", "energy drift", "energy rate²"],  # SCALARS
+        "training energies, the median speed beyond them over the true pendulum's, median relative "
+        "energy change at the end of the rollouts, mean squared energy rate on the held-out states",
+        ["model", "training states", "MSE inside", "MSE beyond", "speed beyond", "energy drift", "rate²"],
         rows,
     )
     plain, conserving = fits["plain", largest], fits["energy-conserving", largest]
@@ -102,12 +104,15 @@ def run(ctx) -> None:
         checked_in_quick=False,
     )
     ctx.claim(
-        "The physics term helps beyond the data: a lower derivative error on states more energetic "
-        "than any trained on",
-        source="the seeds' slides (physics as a prior: extrapolation)",
-        expected="energy-conserving MSE beyond < plain MSE beyond",
-        measured=f"energy-conserving {conserving['beyond_mse']:.4g}, plain {plain['beyond_mse']:.4g}",
-        passed=conserving["beyond_mse"] < plain["beyond_mse"],
+        "Conservation alone does not teach the field beyond the data: f = 0 conserves the energy too, so "
+        "where no data hold the field's speed the penalty slows it; on states more energetic than any "
+        "trained on the penalised field moves slower than the true pendulum, and slower than the plain fit",
+        source="the seeds' slides (a physics term γΩ in the loss); biaslab's target",
+        expected="energy-conserving speed beyond / true speed < 1 and < plain's (median over the states)",
+        measured=f"energy-conserving {conserving['beyond_speed']:.3f}, plain {plain['beyond_speed']:.3f} "
+        f"(derivative MSE beyond: energy-conserving {conserving['beyond_mse']:.4g}, plain "
+        f"{plain['beyond_mse']:.4g})",
+        passed=conserving["beyond_speed"] < min(1.0, plain["beyond_speed"]),
         checked_in_quick=False,
     )
     sizes = list(cfg.train_sizes)
@@ -181,11 +186,13 @@ def fit_field(task, model: str, n: int) -> dict:
     with torch.no_grad():
         inside_mse = float(((field(inside) - pendulum.derivative(inside)) ** 2).mean())
         beyond_mse = float(((field(beyond) - pendulum.derivative(beyond)) ** 2).mean())
+        speed = field(beyond).norm(dim=1) / pendulum.derivative(beyond).norm(dim=1)  # (n,) over the true
     rate = float(conservation_penalty(field, pendulum.energy, inside).detach())
     relative = _energy_path(field, pendulum, starts, cfg)
     return {
         "inside_mse": inside_mse,
         "beyond_mse": beyond_mse,
+        "beyond_speed": float(speed.median()),
         "rate": rate,
         "drift": float((relative[-1] - 1).abs()),
         "energy_path": relative[_shown(cfg)].tolist(),

@@ -234,6 +234,7 @@ LAB_TERMS: dict[str, dict[str, Term | str]] = {
         "energy_conserving": "energy-conserving field",
         "inside_mse": measure("derivative MSE inside the training energies"),
         "beyond_mse": measure("derivative MSE beyond the training energies"),
+        "beyond_speed": measure("speed beyond the training energies over the true speed (median)"),
         "drift": measure("energy drift at the rollouts' end"),
         "rate": measure("mean squared energy rate"),
     },
