@@ -151,3 +151,15 @@ def test_restarts_keep_the_initialisation_best_on_validation_and_test_it_alone()
     torch.manual_seed(derive_seed(kept_r, f"lab-{kept_r}", "init"))
     by_hand = fit_classifier(build(), splits, config, TrainSetup(tag=f"lab-{kept_r}", seed=kept_r))
     assert by_hand.test == own.test
+
+
+def test_for_steps_repeats_a_small_set_whole_and_counts_the_epochs():
+    from biaslab.train.recipes import for_steps
+
+    x, y = torch.arange(30.0).reshape(10, 3), torch.arange(10)
+    (xr, yr), epochs = for_steps((x, y), steps=100, batch_size=8, epoch_rows=64)
+    assert xr.shape == (70, 3) and yr.shape == (70,)  # ⌈64 / 10⌉ = 7 copies
+    assert torch.equal(xr[:10], x) and torch.equal(xr[60:], x) and torch.equal(yr[30:40], y)
+    assert epochs == 12  # ⌈100 · 8 / 70⌉: 12 epochs of ⌈70 / 8⌉ batches ≈ the steps asked for
+    (big,), one = for_steps((torch.zeros(5000, 2),), steps=1, batch_size=8, epoch_rows=64)
+    assert big.shape == (5000, 2) and one == 1  # a set larger than an epoch is not repeated

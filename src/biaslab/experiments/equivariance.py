@@ -21,7 +21,6 @@ training time.
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 
@@ -38,6 +37,7 @@ from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.scale.context import run_cache
 from biaslab.train.config import LossTraining, training_without
+from biaslab.train.recipes import for_steps
 
 MODELS = ("MLP", "Deep Sets", "pair distances", "EGNN")
 INVARIANT = ("pair distances", "EGNN")  # the models with E(3) built in
@@ -49,7 +49,6 @@ BUILT_IN = {  # the symmetries each architecture has by construction
     "EGNN": SYMMETRIES,
 }
 EXACT, BROKEN = 1e-5, 1e-2  # rounding level in float32; order 1
-EPOCH_ROWS = 4096  # a smaller training set is repeated to this many rows an epoch
 
 StepsTraining = training_without(
     "StepsTraining", LossTraining, epochs="every fit takes the same number of optimizer steps (steps)"
@@ -205,14 +204,7 @@ def fit_energy(task, model: str, n: int) -> dict:
     cfg: EquivarianceConfig = task.cfg
     x, y, x_test, y_test, (mean, std) = _clusters(cfg, task.seed_for("clusters"))
     net = task.init_model(lambda: _build(model, cfg), model.lower().replace(" ", "-"))
-    # A small set repeated to at least EPOCH_ROWS rows an epoch (a pass per copy, shuffled
-    # together): the same steps for every n without thousands of one-step epochs.
-    copies = math.ceil(EPOCH_ROWS / n)
-    x_epoch, y_epoch = (
-        x[:n].repeat(copies, 1, 1),
-        y[:n].repeat(copies),
-    )  # (copies n, particles, 3), (copies n,)
-    epochs = max(1, math.ceil(cfg.steps * cfg.train.batch_size / len(x_epoch)))
+    (x_epoch, y_epoch), epochs = for_steps((x[:n], y[:n]), cfg.steps, cfg.train.batch_size)  # equal steps
     trainer = task.training(f"{model}-{n}".replace(" ", "-")).trainer(
         net, cfg.train.training(epochs=epochs), loss_fn=nn.functional.mse_loss
     )

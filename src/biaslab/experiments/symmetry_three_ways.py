@@ -20,7 +20,6 @@ orientations; parameters and training time (compute); and each against the train
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 
@@ -37,10 +36,9 @@ from biaslab.report import plots
 from biaslab.scale.context import run_cache
 from biaslab.train.config import ClassifierTraining, training_without
 from biaslab.train.invariance import augmented_step, invariance_step
-from biaslab.train.recipes import predict
+from biaslab.train.recipes import for_steps, predict
 
 EXACT, NOT_EXACT = 1e-5, 1e-3  # rounding level in float32; a hundred times above it
-EPOCH_ROWS = 4096  # a smaller training set is repeated to this many rows an epoch
 PROBE = 1000  # test digits the invariance error and the agreement read
 
 StepsTraining = training_without(
@@ -250,13 +248,7 @@ def fit_model(task, model: str, n: int) -> dict:
         step = augmented_step()
     elif model.startswith("penalty"):
         step = invariance_step(float(model.split("=")[1]))
-    # A small set repeated to at least EPOCH_ROWS rows an epoch: the same steps for every n.
-    copies = math.ceil(EPOCH_ROWS / n)
-    x_epoch, y_epoch = (
-        x[:n].repeat(copies, 1, 1, 1),
-        y[:n].repeat(copies),
-    )  # (copies n, 1, 28, 28), (copies n,)
-    epochs = max(1, math.ceil(cfg.steps * cfg.train.batch_size / len(x_epoch)))
+    (x_epoch, y_epoch), epochs = for_steps((x[:n], y[:n]), cfg.steps, cfg.train.batch_size)  # equal steps
     trainer = task.training(f"{model}-{n}".replace(" ", "-").replace("λ=", "")).trainer(
         net, cfg.train.training(epochs=epochs), step=step
     )

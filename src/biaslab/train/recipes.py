@@ -10,6 +10,7 @@ logger. The test split is evaluated once, after training, and never used for a c
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
@@ -272,6 +273,24 @@ def fit_learning_curve(
         for name, data in also_on.items():
             curve.errors_on[name].append(1.0 - fit.trainer.evaluate(data)["accuracy"])
     return curve
+
+
+def for_steps(
+    tensors: Sequence[torch.Tensor], steps: int, batch_size: int, epoch_rows: int = 4096
+) -> tuple[tuple[torch.Tensor, ...], int]:
+    """A training set of any size made to train for about ``steps`` optimizer steps: its rows
+    repeated whole until an epoch holds at least ``epoch_rows`` (one shuffled pass over the
+    copies; a tiny set does not spend its steps in thousands of one-batch epochs), and the epochs
+    that give ``steps`` batches of ``batch_size`` (at least one). Learning curves at an equal step
+    budget compare the data, not the optimisation.
+
+    Shapes:
+        each tensor ``(n, ...)`` -> ``(c n, ...)``, c = ⌈epoch_rows / n⌉; epochs = ⌈steps · batch / (c n)⌉.
+    """
+    n = len(tensors[0])
+    copies = math.ceil(epoch_rows / n)
+    repeated = tuple(t.repeat(copies, *(1,) * (t.dim() - 1)) for t in tensors)  # (copies n, ...) each
+    return repeated, max(1, math.ceil(steps * batch_size / (copies * n)))
 
 
 def fit_node_classifier(
