@@ -39,6 +39,7 @@ from biaslab.evaluate.ood import (
     ood_scores,
 )
 from biaslab.evaluate.robustness import accuracy_under_transform
+from biaslab.evaluate.sharpness import hessian_vector_product, sharpness, top_hessian_eigenvalue
 from biaslab.evaluate.shift import SHIFT_KINDS, domain_auc, predicted_label_shift, shift_scenario
 from biaslab.evaluate.splits import SplitIndices, k_fold, stratified_split
 from biaslab.evaluate.symmetry import equivariance_error, invariance_error
@@ -77,6 +78,7 @@ __all__ = [
     "fgsm",
     "fpr_at_95_tpr",
     "gradient_by_step",
+    "hessian_vector_product",
     "invariance_error",
     "k_fold",
     "knn_accuracy",
@@ -93,6 +95,8 @@ __all__ = [
     "predicted_label_shift",
     "reliability_bins",
     "roc_auc",
+    "sharpness",
     "shift_scenario",
     "stratified_split",
+    "top_hessian_eigenvalue",
 ]

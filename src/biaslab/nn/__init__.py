@@ -1,7 +1,7 @@
 """PyTorch primitives, one inductive bias per file: ``mlp`` (none), ``conv`` (locality and
 translation equivariance), ``recurrent`` (order), ``sets`` and ``graph`` (permutation symmetry),
 ``attention`` / ``transformer`` (learned, content-dependent relevance); ``blocks`` assembles
-models from them."""
+models from them; ``normalization`` (batch norm, layer norm) standardises activations."""
 
 from biaslab.nn.attention import MultiHeadAttention, scaled_dot_product_attention
 from biaslab.nn.blocks import GNN, SequenceClassifier, SequenceTagger
@@ -9,6 +9,7 @@ from biaslab.nn.conv import CNN, conv_operation_count, conv_output_size, conv_pa
 from biaslab.nn.graph import GATConv, GCNConv, MessagePassing, MPNNConv, SAGEConv
 from biaslab.nn.group_conv import C4CNN, C4GroupConv, C4LiftingConv
 from biaslab.nn.mlp import MLP, count_parameters, device_of, linear_parameter_count, mlp_memory_bytes
+from biaslab.nn.normalization import BatchNorm, LayerNorm
 from biaslab.nn.recurrent import GRU, LSTM, RNN, ElmanCell, GRUCell, LSTMCell, chrono_init
 from biaslab.nn.sets import DeepSets, DeepSetsLayer
 from biaslab.nn.transformer import (
@@ -27,6 +28,7 @@ __all__ = [
     "LSTM",
     "MLP",
     "RNN",
+    "BatchNorm",
     "C4GroupConv",
     "C4LiftingConv",
     "DeepSets",
@@ -37,6 +39,7 @@ __all__ = [
     "GCNConv",
     "GRUCell",
     "LSTMCell",
+    "LayerNorm",
     "LearnedPositionalEncoding",
     "MPNNConv",
     "MessagePassing",
