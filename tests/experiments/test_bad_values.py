@@ -95,6 +95,10 @@ CASES = [
     ("physics-loss", ["weight=-1"], ["weight=-1.0", "0..1e+06"]),
     ("physics-loss", ["dt=0"], ["dt=0.0"]),
     ("physics-loss", ["train_sizes=4"], ["train_sizes=4", "8..1000000"]),
+    # -- depth: the depths, the width, the budget
+    ("depth", ["depths=0"], ["depths=0", "1..1000"]),
+    ("depth", ["width=0"], ["width=0", "1..4096"]),
+    ("depth", ["epochs=3"], ["epochs", "steps"]),
     # -- equivariance: the step budget, the clusters, the models
     ("equivariance", ["steps=0"], ["steps=0", "1..10000000"]),
     ("equivariance", ["particles=1"], ["particles=1", "2..64"]),

@@ -107,7 +107,7 @@ MODIFIERS = {
 PARAMETERS = {
     "eps": "ε = {}", "degree": "degree {}", "shift": "shift {} px", "n": "n = {}", "t": "T = {}",
     "lr": "learning rate {}", "epoch": "epoch {}", "k": "k = {}", "deg": "{}°", "features": "{} features",
-    "lambda": "λ = {}",
+    "lambda": "λ = {}", "depth": "depth {}",
 }  # fmt: skip
 
 # Names of models, detectors, data sets and the like: qualifiers after the measure.
@@ -165,6 +165,12 @@ LAB_TERMS: dict[str, dict[str, Term | str]] = {
         "two_spiral_samples": "fresh data samples (the floor)",
         "ddim_50": "DDIM, 50 steps",
         "ddim_20": "DDIM, 20 steps",
+    },
+    "depth": {
+        "plain": "plain stack",
+        "residual": "residual stack",
+        "residual_batchnorm": "residual + batch norm",
+        "residual_layernorm": "residual + layer norm",
     },
     "equivariance": {
         "deep_sets": "Deep Sets",
