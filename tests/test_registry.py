@@ -40,7 +40,7 @@ def test_day_one_experiments_in_order():
     day1 = [e.name for e in EXPERIMENTS if e.day == 1]
     assert day1 == ["xor", "mnist-mlp", "hidden-pca", "autoencoder-2d"]
     day2 = [e.name for e in EXPERIMENTS if e.day == 2]
-    assert day2 == ["gradients", "manual-backprop", "adam-vs-sgd", "lr-sweep", "depth"]
+    assert day2 == ["gradients", "manual-backprop", "adam-vs-sgd", "lr-sweep", "depth", "sharpness"]
 
 
 def test_names_unique_and_cli_safe():

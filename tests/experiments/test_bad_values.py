@@ -99,6 +99,10 @@ CASES = [
     ("depth", ["depths=0"], ["depths=0", "1..1000"]),
     ("depth", ["width=0"], ["width=0", "1..4096"]),
     ("depth", ["epochs=3"], ["epochs", "steps"]),
+    # -- sharpness: the batch sizes, the probe
+    ("sharpness", ["batch_sizes=8000"], ["batch_sizes=8000", "the size of the training set"]),
+    ("sharpness", ["probe=0"], ["probe=0", "1..1000000"]),
+    ("sharpness", ["batch_size=64"], ["batch_size", "batch_sizes"]),
     # -- equivariance: the step budget, the clusters, the models
     ("equivariance", ["steps=0"], ["steps=0", "1..10000000"]),
     ("equivariance", ["particles=1"], ["particles=1", "2..64"]),

@@ -107,7 +107,7 @@ MODIFIERS = {
 PARAMETERS = {
     "eps": "ε = {}", "degree": "degree {}", "shift": "shift {} px", "n": "n = {}", "t": "T = {}",
     "lr": "learning rate {}", "epoch": "epoch {}", "k": "k = {}", "deg": "{}°", "features": "{} features",
-    "lambda": "λ = {}", "depth": "depth {}",
+    "lambda": "λ = {}", "depth": "depth {}", "batch": "batch {}",
 }  # fmt: skip
 
 # Names of models, detectors, data sets and the like: qualifiers after the measure.
@@ -245,6 +245,14 @@ LAB_TERMS: dict[str, dict[str, Term | str]] = {
         "rate": measure("mean squared energy rate"),
     },
     "sequences": {"gradient_first_over_last": measure("gradient at the first step over the last")},
+    "sharpness": {
+        "sharpness": measure("largest Hessian eigenvalue of the training loss"),
+        "test_error": measure("test error"),
+        "gap": measure("generalisation gap (training minus test accuracy)"),
+        "rank_sharpness": "Spearman correlation of the batch size and the largest Hessian eigenvalue",
+        "rank_test_error": "Spearman correlation of the batch size and the test error",
+        "rank_gap": "Spearman correlation of the batch size and the generalisation gap",
+    },
     "symmetry-three-ways": {
         "plain": "plain CNN",
         "augmented": "CNN with augmentation",

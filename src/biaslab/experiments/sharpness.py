@@ -1,0 +1,175 @@
+"""Day 2 - flat and sharp minima: the batch size, the sharpness where training ends, and the test.
+
+One MLP is trained by plain SGD at one learning rate with batch sizes from 16 to 2,048, each for
+the same number of epochs (so a small batch takes many more, noisier steps). Where each training
+ends, the sharpness of the training loss is measured: the largest eigenvalue of its Hessian, by
+power iteration on Hessian-vector products (``evaluate.sharpness``; H is never formed). SGD's noise
+keeps a small-batch run out of narrow valleys, while gradient descent on large batches sharpens
+until λ_max nears the stability limit 2/η (Keskar et al. 2017; Cohen et al. 2021). Measured per
+batch size: λ_max, the training and test accuracy and loss, the generalisation gap, and the rank
+correlations of the batch size with λ_max and with the test error.
+
+Read with care: at equal epochs the large batches have taken few steps and have not fitted the
+training set, so their gap (training minus test accuracy) is smaller, not larger; and a small
+batch that drives the training loss to near zero also flattens the Hessian of the cross-entropy.
+Keskar et al. compared minima of equal training accuracy; this lab compares equal epochs, as the
+seeds' claim does, and shows the gap and the training loss beside the test error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from scipy.stats import spearmanr
+
+from biaslab.config import check_range
+from biaslab.data.mnist import QUICK_SIZES, MnistSizes, mnist_splits_for
+from biaslab.errors import ConfigError
+from biaslab.evaluate.sharpness import sharpness
+from biaslab.nn import MLP
+from biaslab.registry import experiment
+from biaslab.report import plots
+from biaslab.scale.context import run_cache
+from biaslab.train.config import ClassifierTraining, training_without
+from biaslab.train.trainer import accuracy
+
+SHOWN = ("train_accuracy", "test_accuracy", "gap", "train_loss", "test_loss")  # table columns after λ_max
+CORRELATION = 0.8  # biaslab's target for the rank correlations
+
+BatchTraining = training_without(
+    "BatchTraining", ClassifierTraining, batch_size="each training takes one of batch_sizes"
+)
+
+
+@dataclass(frozen=True)
+class SharpnessConfig:
+    """The digits, the batch sizes, the shared SGD training and the power iteration."""
+
+    data: MnistSizes = MnistSizes(n_train=4096, n_val=1000, n_test=5000)
+    # a frozen dataclass, which ruff cannot see through training_without
+    train: BatchTraining = BatchTraining(epochs=30, optimizer="sgd", lr=0.05)  # noqa: RUF009
+    batch_sizes: tuple[int, ...] = (16, 32, 64, 128, 256, 512, 1024, 2048)
+    hidden: int = 128
+    probe: int = 2048  # training digits the Hessian of the training loss is taken on
+    iterations: int = 100  # of the power iteration at most
+
+    def __post_init__(self):
+        check_range(self, "batch_sizes", 1, 1_000_000)
+        check_range(self, "hidden", 1, 4096)
+        check_range(self, "probe", 1, 1_000_000)
+        check_range(self, "iterations", 1, 100_000)
+        size, description = self.data.training_set()
+        if max(self.batch_sizes) > size:
+            raise ConfigError(
+                f"batch_sizes={','.join(map(str, self.batch_sizes))}: each must be <= {size}, the size of "
+                f"the training set ({description}); lower the batch sizes or enlarge the training set"
+            )
+
+
+@experiment(
+    name="sharpness",
+    day=2,
+    step=6,
+    config=SharpnessConfig,
+    requires=("mnist",),
+    title="Flat and sharp minima: the batch size and the Hessian's largest eigenvalue",
+    summary="one MLP trained by SGD with batches of 16 to 2,048 at equal epochs: λ_max of the Hessian "
+    "where training ends, and the test error",
+    quick={**QUICK_SIZES, "epochs": 1, "batch_sizes": (32, 256), "probe": 256, "iterations": 10},
+)
+def run(ctx) -> None:
+    cfg: SharpnessConfig = ctx.cfg
+    sizes = list(cfg.batch_sizes)
+    fits = ctx.tasks(fit_batch, sizes)
+    for b, fit in fits.items():
+        ctx.metric(**{f"batch{b}_{k}": fit[k] for k in ("sharpness", "test_error", "gap")})
+    ctx.table(
+        f"Where each training ends ({cfg.train.epochs} epochs of plain SGD, learning rate {cfg.train.lr:g}): "
+        "the largest Hessian eigenvalue of the training loss, accuracies and losses, the generalisation "
+        f"gap (training minus test accuracy); 2/η = {2 / cfg.train.lr:g} is gradient descent's limit",
+        ["batch size", "λ_max", "training accuracy", "test accuracy", "gap", "training loss", "test loss"],
+        [[b, f"{f['sharpness']:.4g}", *(f"{f[k]:.4f}" for k in SHOWN)] for b, f in fits.items()],
+    )
+    lam = [fits[b]["sharpness"] for b in sizes]
+    err = [fits[b]["test_error"] for b in sizes]
+    gap = [fits[b]["gap"] for b in sizes]
+    rho_sharp, rho_test = _rank(sizes, lam), _rank(sizes, err)
+    ctx.metric(rank_sharpness=rho_sharp, rank_test_error=rho_test, rank_gap=_rank(sizes, gap))
+    ctx.claim(
+        "Larger batches end in sharper minima at equal epochs: the batch size and the Hessian's largest "
+        "eigenvalue rise together",
+        source="Keskar et al. 2017; notes, Day 2 (flat and sharp minima); biaslab's target",
+        expected=f"Spearman correlation of batch size and λ_max >= {CORRELATION}",
+        measured=f"{rho_sharp:.3f} (λ_max {lam[0]:.3g} at batch {sizes[0]}, {lam[-1]:.3g} at {sizes[-1]})",
+        passed=rho_sharp >= CORRELATION,
+        checked_in_quick=False,
+    )
+    ctx.claim(
+        "... and generalise worse: the test error rises with the batch size",
+        source="Keskar et al. 2017; notes, Day 2 (SGD's noise as implicit regularisation); biaslab's target",
+        expected=f"Spearman correlation of batch size and test error >= {CORRELATION}",
+        measured=f"{rho_test:.3f} (test error {err[0]:.4f} at batch {sizes[0]}, {err[-1]:.4f} at "
+        f"{sizes[-1]}; the gap's correlation {_rank(sizes, gap):.3f})",
+        passed=rho_test >= CORRELATION,
+        checked_in_quick=False,
+    )
+    ctx.figure(
+        "sharpness_by_batch",
+        plots.curves(
+            sizes, {"λ_max": lam}, "batch size", "largest Hessian eigenvalue", logx=True, log_y=True
+        ),
+        f"The largest eigenvalue of the training loss's Hessian where each training ends, against the batch "
+        f"size ({cfg.train.epochs} epochs each).",
+    )
+    ctx.figure(
+        "error_by_batch",
+        plots.curves(
+            sizes,
+            {"test error": err, "generalisation gap": gap},
+            "batch size",
+            "share of digits",
+            logx=True,
+        ),
+        "Test error and the generalisation gap (training minus test accuracy) against the batch size.",
+    )
+
+
+def _rank(x, y) -> float:
+    return float(spearmanr(x, y).statistic)
+
+
+@run_cache
+def _splits(cfg: SharpnessConfig, seed: int):
+    return mnist_splits_for(cfg.data, seed, standardize=True)
+
+
+def fit_batch(task, batch_size: int) -> dict:
+    """The MLP trained with one batch size (a task): λ_max where it ends, its accuracies and losses."""
+    cfg: SharpnessConfig = task.cfg
+    splits = _splits(cfg, task.seed_for("split"))
+    model = task.init_model(lambda: MLP((784, cfg.hidden, 10)), "mlp")  # the same weights for every batch
+    trainer = task.training(f"batch-{batch_size}").trainer(
+        model, cfg.train.training(batch_size=batch_size), metrics={"accuracy": accuracy}
+    )
+    trainer.fit((splits.x_train, splits.y_train))
+    train = trainer.evaluate((splits.x_train, splits.y_train))
+    test = trainer.evaluate((splits.x_test, splits.y_test))
+    model = model.cpu().eval()
+    probe = (splits.x_train[: cfg.probe], splits.y_train[: cfg.probe])
+    lam = sharpness(
+        model,
+        torch.nn.functional.cross_entropy,
+        *probe,
+        iterations=cfg.iterations,
+        generator=task.seed_for("power"),
+    )
+    return {
+        "sharpness": lam,
+        "train_accuracy": train["accuracy"],
+        "test_accuracy": test["accuracy"],
+        "gap": train["accuracy"] - test["accuracy"],
+        "train_loss": train["loss"],
+        "test_loss": test["loss"],
+        "test_error": 1 - test["accuracy"],
+    }
