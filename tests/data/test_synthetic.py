@@ -96,3 +96,19 @@ def test_polynomial_features():
 def test_bad_arguments_raise(call):
     with pytest.raises(BiaslabError):
         call()
+
+
+def test_the_teacher_is_fixed_by_its_seed_and_the_data_by_theirs():
+    import numpy as np
+
+    from biaslab.data.synthetic import teacher_regression
+
+    x, y = teacher_regression(50, seed=1, teacher_seed=7, inputs=4, hidden=3)
+    teacher = np.random.default_rng(7)
+    w, v = teacher.normal(size=(3, 4)), teacher.normal(size=3)
+    by_hand = [
+        sum(v[j] * np.tanh(w[j] @ row / 2.0) for j in range(3)) / np.sqrt(3) for row in x.astype(float)
+    ]
+    np.testing.assert_allclose(y, by_hand, rtol=1e-5, atol=1e-6)
+    x2, _ = teacher_regression(50, seed=2, teacher_seed=7, inputs=4, hidden=3)
+    assert not np.allclose(x, x2) and x.shape == (50, 4) and y.dtype == np.float32

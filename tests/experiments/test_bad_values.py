@@ -99,6 +99,14 @@ CASES = [
     ("depth", ["depths=0"], ["depths=0", "1..1000"]),
     ("depth", ["width=0"], ["width=0", "1..4096"]),
     ("depth", ["epochs=3"], ["epochs", "steps"]),
+    # -- scaling-laws: the sweeps and the budget
+    ("scaling-laws", ["widths=4,8"], ["widths=(4, 8)", "at least 3 distinct values"]),
+    (
+        "scaling-laws",
+        ["train_sizes=64,128,256", "batch_size=128"],
+        ["batch_size=128", "smallest training set"],
+    ),
+    ("scaling-laws", ["steps=0"], ["steps=0", "1..10000000"]),
     # -- sharpness: the batch sizes, the probe
     ("sharpness", ["batch_sizes=8000"], ["batch_sizes=8000", "the size of the training set"]),
     ("sharpness", ["probe=0"], ["probe=0", "1..1000000"]),

@@ -10,7 +10,7 @@ import numpy as np
 
 from biaslab.errors import BiaslabError
 
-__all__ = ["noisy_polynomial", "polynomial_features", "spiral", "two_spirals", "xor"]
+__all__ = ["noisy_polynomial", "polynomial_features", "spiral", "teacher_regression", "two_spirals", "xor"]
 
 
 def _check_n(n: int, minimum: int = 1) -> None:
@@ -162,3 +162,25 @@ def polynomial_features(x: np.ndarray, degree: int) -> np.ndarray:
     for k in range(1, int(degree) + 1):
         features[:, k] = features[:, k - 1] * x
     return features
+
+
+def teacher_regression(
+    n: int, seed: int, teacher_seed: int = 0, inputs: int = 16, hidden: int = 64
+) -> tuple[np.ndarray, np.ndarray]:
+    """A student-teacher task: x ~ N(0, I_inputs) and y = teacher(x), a fixed random two-layer tanh
+    network (the teacher's weights from ``teacher_seed``, the same for every draw of data),
+
+        y = v · tanh(W x / √inputs) / √hidden,     W ~ N(0, 1)^(hidden, inputs),  v ~ N(0, 1)^hidden,
+
+    noise-free, so a student's test loss has no floor but its own limits (data, size, training):
+    the setting of scaling-law studies.
+
+    Shapes:
+        -> x (n, inputs) float32, y (n,) float32.
+    """
+    _check_n(n)
+    teacher = np.random.default_rng(teacher_seed)
+    w, v = teacher.normal(size=(hidden, inputs)), teacher.normal(size=hidden)
+    x = np.random.default_rng(seed).normal(size=(n, inputs))
+    y = np.tanh(x @ w.T / np.sqrt(inputs)) @ v / np.sqrt(hidden)  # (n, hidden) -> (n,)
+    return x.astype(np.float32), y.astype(np.float32)

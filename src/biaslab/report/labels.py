@@ -107,7 +107,7 @@ MODIFIERS = {
 PARAMETERS = {
     "eps": "ε = {}", "degree": "degree {}", "shift": "shift {} px", "n": "n = {}", "t": "T = {}",
     "lr": "learning rate {}", "epoch": "epoch {}", "k": "k = {}", "deg": "{}°", "features": "{} features",
-    "lambda": "λ = {}", "depth": "depth {}", "batch": "batch {}",
+    "lambda": "λ = {}", "depth": "depth {}", "batch": "batch {}", "width": "width {}",
 }  # fmt: skip
 
 # Names of models, detectors, data sets and the like: qualifiers after the measure.
@@ -245,6 +245,13 @@ LAB_TERMS: dict[str, dict[str, Term | str]] = {
         "rate": measure("mean squared energy rate"),
     },
     "sequences": {"gradient_first_over_last": measure("gradient at the first step over the last")},
+    "scaling-laws": {
+        "data": "data sweep",
+        "parameters": "parameter sweep",
+        "test_loss": measure("test loss (MSE)"),
+        "exponent": measure("power-law exponent"),
+        "r_squared": measure("R² of the power law"),
+    },
     "sharpness": {
         "sharpness": measure("largest Hessian eigenvalue of the training loss"),
         "test_error": measure("test error"),

@@ -1,0 +1,153 @@
+"""Day 4 (the inductive-bias slides) - scaling laws: the test loss against the data and against the model's
+size, as power laws.
+
+A student MLP learns a fixed random teacher network from noise-free examples
+(``data.synthetic.teacher_regression``), so nothing but the data, the size and the training limit
+its test loss. Two sweeps, every fit the same number of Adam steps (``train.recipes.for_steps``):
+the training set from a few hundred to tens of thousands of examples at a wide student, and the
+student's width (hence its parameters) at the largest training set. Each curve is fitted as
+L ≈ a·x^k on log-log axes (``evaluate.scaling``), and its exponent is shown beside the form Kaplan
+et al. 2020 measured for language models, L ∝ N^−0.076 in parameters and D^−0.095 in data: the same
+form, a different task, so the exponents are compared, not matched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from biaslab.config import check_range
+from biaslab.data.synthetic import teacher_regression
+from biaslab.errors import ConfigError
+from biaslab.evaluate.scaling import fit_power_law
+from biaslab.nn import MLP, count_parameters
+from biaslab.registry import experiment
+from biaslab.report import plots
+from biaslab.scale.context import run_cache
+from biaslab.train.config import LossTraining, training_without
+from biaslab.train.recipes import for_steps
+
+KAPLAN = {"parameters": -0.076, "data": -0.095}  # Kaplan et al. 2020, language models
+MIN_R_SQUARED = 0.9  # biaslab's target for a power law's fit on log-log axes
+
+StepsTraining = training_without(
+    "StepsTraining", LossTraining, epochs="every fit takes the same number of optimizer steps (steps)"
+)
+
+
+@dataclass(frozen=True)
+class ScalingConfig:
+    """The teacher task, the two sweeps and the training budget shared by every fit."""
+
+    # a frozen dataclass, which ruff cannot see through training_without
+    train: StepsTraining = StepsTraining(batch_size=128, lr=3e-3, schedule="onecycle")  # noqa: RUF009
+    steps: int = 3000
+    train_sizes: tuple[int, ...] = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
+    widths: tuple[int, ...] = (2, 4, 8, 16, 32, 64, 128)
+    width: int = 256  # the student's width in the data sweep
+    inputs: int = 16
+    teacher_hidden: int = 64
+    n_test: int = 8192
+
+    def __post_init__(self):
+        check_range(self, "steps", 1, 10_000_000)
+        check_range(self, "train_sizes", 2, 10_000_000)
+        check_range(self, "widths", 1, 100_000)
+        check_range(self, "width", 1, 100_000)
+        check_range(self, "inputs", 1, 10_000)
+        check_range(self, "teacher_hidden", 1, 100_000)
+        check_range(self, "n_test", 10, 10_000_000)
+        for key in ("train_sizes", "widths"):
+            if len(set(getattr(self, key))) < 3:
+                raise ConfigError(f"{key}={getattr(self, key)}: a power law needs at least 3 distinct values")
+        if self.train.batch_size > min(self.train_sizes):
+            raise ConfigError(
+                f"batch_size={self.train.batch_size}: must be <= {min(self.train_sizes)}, the smallest "
+                f"training set (train_sizes); lower batch_size or enlarge the training set"
+            )
+
+
+@experiment(
+    name="scaling-laws",
+    day=4,
+    step=10,
+    config=ScalingConfig,
+    title="Scaling laws: the test loss against data and parameters",
+    summary="a student MLP learns a random teacher: test loss against the training set and the width, "
+    "fitted as power laws beside Kaplan et al.'s",
+    quick={"steps": 20, "train_sizes": (128, 256, 512), "widths": (2, 4, 8), "width": 16, "n_test": 256},
+)
+def run(ctx) -> None:
+    cfg: ScalingConfig = ctx.cfg
+    largest = max(cfg.train_sizes)
+    keys = [("data", n) for n in cfg.train_sizes] + [("parameters", w) for w in cfg.widths]
+    fits = ctx.tasks(fit_student, keys)
+    sweeps = {
+        "data": ([n for n in cfg.train_sizes], [fits["data", n]["test_loss"] for n in cfg.train_sizes]),
+        "parameters": (
+            [fits["parameters", w]["parameters"] for w in cfg.widths],
+            [fits["parameters", w]["test_loss"] for w in cfg.widths],
+        ),
+    }
+    for (sweep, value), fit in fits.items():
+        ctx.metric(**{f"{sweep}_{'n' if sweep == 'data' else 'width'}{value}_test_loss": fit["test_loss"]})
+    laws = {sweep: fit_power_law(x, y) for sweep, (x, y) in sweeps.items()}
+    ctx.metric(**{f"{s}_exponent": law.exponent for s, law in laws.items()})
+    ctx.metric(**{f"{s}_r_squared": law.r_squared for s, law in laws.items()})
+    ctx.table(
+        "Power laws L ≈ a·x^k fitted to the test loss (mean squared error) on log-log axes, beside Kaplan "
+        "et al. 2020's exponents for language models",
+        ["sweep", "range", "exponent k", "R²", "Kaplan et al. (language models)"],
+        [
+            [s, f"{min(x):,}-{max(x):,}", f"{laws[s].exponent:.3f}", f"{laws[s].r_squared:.3f}", KAPLAN[s]]
+            for s, (x, _) in sweeps.items()
+        ],
+    )
+    for sweep, name in (("data", "training examples"), ("parameters", "parameters")):
+        law, (x, y) = laws[sweep], sweeps[sweep]
+        ctx.claim(
+            f"The test loss falls as a power law in the {name}",
+            source="Kaplan et al. 2020 (the form); the seeds' inductive-bias slides; biaslab's target",
+            expected=f"exponent < 0 and R² >= {MIN_R_SQUARED} on log-log axes over {min(x):,}-{max(x):,}",
+            measured=f"exponent {law.exponent:.3f}, R² {law.r_squared:.3f} (Kaplan et al.: {KAPLAN[sweep]})",
+            passed=law.exponent < 0 and law.r_squared >= MIN_R_SQUARED,
+            checked_in_quick=False,
+        )
+        ctx.figure(
+            f"loss_against_{sweep}",
+            plots.power_law(x, y, law, min(x), name, "test loss (MSE)"),
+            f"Test loss against the {name} (log-log), "
+            + (f"width {cfg.width}" if sweep == "data" else f"{largest:,} training examples")
+            + f", every fit {cfg.steps} Adam steps; the line is the fitted power law.",
+        )
+
+
+@run_cache
+def _task(cfg: ScalingConfig, seed: int, teacher_seed: int):
+    """The training examples (the largest set; smaller ones are its prefixes) and the test set."""
+    x, y = teacher_regression(max(cfg.train_sizes), seed, teacher_seed, cfg.inputs, cfg.teacher_hidden)
+    x_test, y_test = teacher_regression(cfg.n_test, seed + 1, teacher_seed, cfg.inputs, cfg.teacher_hidden)
+    return torch.from_numpy(x), torch.from_numpy(y), torch.from_numpy(x_test), torch.from_numpy(y_test)
+
+
+def fit_student(task, sweep: str, value: int) -> dict:
+    """One student (a task): ``value`` training examples at the sweep's width, or the width
+    ``value`` on the largest training set; its test loss and parameter count."""
+    cfg: ScalingConfig = task.cfg
+    x, y, x_test, y_test = _task(cfg, task.seed_for("data"), task.seed_for("teacher"))
+    n, width = (value, cfg.width) if sweep == "data" else (max(cfg.train_sizes), value)
+    student = task.init_model(
+        lambda: torch.nn.Sequential(MLP((cfg.inputs, width, width, 1), "tanh"), torch.nn.Flatten(0)),
+        "student",
+        str(width),
+    )
+    (x_epoch, y_epoch), epochs = for_steps((x[:n], y[:n]), cfg.steps, cfg.train.batch_size)
+    trainer = task.training(f"{sweep}-{value}").trainer(
+        student, cfg.train.training(epochs=epochs), loss_fn=torch.nn.functional.mse_loss
+    )
+    trainer.fit((x_epoch, y_epoch))
+    student = student.cpu().eval()
+    with torch.no_grad():
+        test_loss = float(torch.nn.functional.mse_loss(student(x_test), y_test))
+    return {"test_loss": test_loss, "parameters": count_parameters(student)}
