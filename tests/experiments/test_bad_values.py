@@ -111,6 +111,10 @@ CASES = [
     ("sharpness", ["batch_sizes=8000"], ["batch_sizes=8000", "the size of the training set"]),
     ("sharpness", ["probe=0"], ["probe=0", "1..1000000"]),
     ("sharpness", ["batch_size=64"], ["batch_size", "batch_sizes"]),
+    # -- embeddings: the modulus, the pairs
+    ("embeddings", ["modulus=30"], ["modulus=30", "prime"]),
+    ("embeddings", ["train_share=1"], ["train_share=1.0", "a share of the pairs"]),
+    ("embeddings", ["modulus=5", "batch_size=128"], ["batch_size=128", "training pairs"]),
     # -- equivariance: the step budget, the clusters, the models
     ("equivariance", ["steps=0"], ["steps=0", "1..10000000"]),
     ("equivariance", ["particles=1"], ["particles=1", "2..64"]),

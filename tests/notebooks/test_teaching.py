@@ -42,7 +42,7 @@ PLAIN_FORMULA = re.compile(
 # The LaTeX commands the notebooks use, all known to MathJax (a new one is added here on purpose).
 COMMANDS = set(
     """
-    alpha beta gamma delta epsilon eta theta kappa lambda mu pi rho sigma phi omega psi Pi Sigma Omega
+    alpha beta gamma delta epsilon eta theta kappa lambda mu pi rho sigma phi omega psi Pi Sigma Omega bmod
     approx cdot cdots det dot exp frac hat in infty le ldots leftarrow ln log mapsto max mid min nabla odot
     partial pm prod sim sin cos sqrt star sum tanh times to top bar
     mathbb mathbf mathcal mathrm text underbrace left right big Big lVert rVert Vert quad qquad

@@ -172,6 +172,13 @@ LAB_TERMS: dict[str, dict[str, Term | str]] = {
         "residual_batchnorm": "residual + batch norm",
         "residual_layernorm": "residual + layer norm",
     },
+    "embeddings": {
+        "trained": "trained table",
+        "initialisation": "table at initialisation",
+        "neighbours": measure("share of residues whose nearest row is n ± c"),
+        "projected": measure("share whose nearest point in the 2-D projection is n ± c"),
+        "median_rank": measure("median analogy rank"),
+    },
     "equivariance": {
         "deep_sets": "Deep Sets",
         "pair_distances": "pair-distance model",

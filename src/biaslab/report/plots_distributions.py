@@ -65,3 +65,18 @@ def point_clouds(panels: dict[str, np.ndarray], limit: float | None = None, size
         ax.set_yticks([])
         ax.set_title(title, fontsize=TITLE_PT)
     return fig
+
+
+def labelled_points(points: np.ndarray, labels, joins: list[tuple[int, int]] = ()):
+    """2-D points, each with its label written beside it, and grey lines joining the given pairs
+    (e.g. an embedding table projected on two axes, each residue n joined to n + c)."""
+    fig, (ax,) = subplots(1, size=(5.5, 5.0))
+    for i, j in joins:
+        ax.plot(*points[[i, j]].T, "-", color="grey", lw=0.8, alpha=0.6)
+    ax.plot(points[:, 0], points[:, 1], "o", color="C0", ms=5)
+    for (x, y), label in zip(points, labels):
+        ax.annotate(str(label), (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
+    ax.set_aspect("equal")
+    ax.set_xlabel("first principal component")
+    ax.set_ylabel("second principal component")
+    return fig
