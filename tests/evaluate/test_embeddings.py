@@ -36,3 +36,24 @@ def test_a_random_table_ranks_the_answer_about_halfway():
 def test_bad_shapes_are_refused():
     with pytest.raises(ValueError, match=r"\(Q, 4\)"):
         analogy_ranks(torch.zeros(3, 2), torch.zeros(2, 3, dtype=torch.long))
+
+
+def test_a_circle_is_found_at_its_frequency_and_answers_every_rotation_analogy_first():
+    from biaslab.evaluate.embeddings import cyclic_plane, rotation_analogy_ranks
+
+    p, f = 13, 5
+    n = torch.arange(p, dtype=torch.float64)
+    gen = torch.Generator().manual_seed(2)
+    mixing = torch.linalg.qr(torch.randn(6, 6, dtype=torch.float64, generator=gen))[0][:, :2]  # (6, 2)
+    circle = torch.stack([torch.cos(2 * torch.pi * f * n / p), torch.sin(2 * torch.pi * f * n / p)], dim=1)
+    table = circle @ mixing.T + 0.01 * torch.randn(p, 6, dtype=torch.float64, generator=gen) + 3.0
+    frequency, points = cyclic_plane(table)
+    assert frequency == f
+    radius = points.norm(dim=1)
+    assert radius.std() / radius.mean() < 0.05  # on a circle
+    a, b, c = torch.randint(0, p, (3, 300), generator=gen)
+    questions = torch.stack([a, (a + 1 + b % (p - 1)) % p, c, (c + 1 + b % (p - 1)) % p], dim=1)
+    keep = (questions[:, 3:] != questions[:, :3]).all(dim=1) & (questions[:, 0] != questions[:, 2])
+    assert rotation_analogy_ranks(points, questions[keep]).max() == 1
+    shuffled = rotation_analogy_ranks(points[torch.randperm(p, generator=gen)], questions[keep]).double()
+    assert shuffled.mean() > 3  # the same points in a random order answer no better than chance-ish

@@ -3,10 +3,13 @@
 An embedding is a lookup, E[i] = onehot(i) · E (``nn.embedding``; checked here to the last bit).
 A model reads two residues a, b modulo a prime p through one shared table and learns (a + b) mod p
 from part of the p² pairs; the rest are held out. Nothing tells it that the residues are ordered
-or cyclic, yet the sum makes them so: the trained rows arrange by a fixed step c (each residue's
-nearest row is n ± c), a 2-D projection (PCA) of the table shows the cycle, and offsets carry over
-(a is to a + k as b is to b + k: the rank of the answer by ``evaluate.embeddings.analogy_ranks``).
-Each measurement is also taken on the table at initialisation, which has no structure.
+or cyclic, yet the sum makes them so. A network that adds modulo p places the residues around
+circles, n at the angle 2π f n / p for a few frequencies f (Nanda et al. 2023): on the plane of the
+table's dominant frequency (``evaluate.embeddings.cyclic_plane``) the residues follow each other by
+a fixed step, and adding k is a turn, so "a is to a + k as b is to b + k" is answered by rotation.
+Word2vec's vector offset (Mikolov et al. 2013), which assumes straight lines, is measured beside it,
+as is the whole table's nearest-row order. Each measurement is also taken on the table at
+initialisation, which has no structure.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import torch
 
 from biaslab.config import check_range
 from biaslab.errors import ConfigError
-from biaslab.evaluate.embeddings import analogy_ranks
+from biaslab.evaluate.embeddings import analogy_ranks, cyclic_plane, rotation_analogy_ranks
 from biaslab.nn.embedding import SymbolPairModel
 from biaslab.registry import experiment
 from biaslab.report import plots_distributions
@@ -102,21 +105,23 @@ def run(ctx) -> None:
         "trained": _structure(table, questions, p),
         "at initialisation": _structure(initial, questions, p),
     }
-    scores = {f"{k.split()[-1]}_{m}": v for k, s in measured.items() for m, v in s.items() if m != "step"}
-    ctx.metric(test_accuracy=test_accuracy, **scores)  # trained_neighbours, initialisation_median_rank, ...
+    shown = ("neighbours", "median_rank", "frequency", "plane_neighbours", "rotation_rank")
+    ctx.metric(test_accuracy=test_accuracy)
+    ctx.metric(**{f"{k.split()[-1]}_{m}": s[m] for k, s in measured.items() for m in shown})  # trained_...
     ctx.table(
-        f"The table's structure, trained and at initialisation (p = {p}; chance accuracy {1 / p:.3f})",
+        f"The table's structure, trained and at initialisation (p = {p}). Whole table: the share of "
+        "residues whose nearest row (cosine) is n ± c, and the median rank of the answer to "
+        "a : a + k :: b : b + k by the vector offset; on the plane of its dominant frequency f: the same "
+        "share, and the median rank by rotation",
         [
             "table",
-            "neighbour step c",
-            "nearest row is n ± c",
-            "the same in the 2-D projection",
-            "median analogy rank",
+            "nearest row n ± c",
+            "offset analogy rank",
+            "f",
+            "nearest on the plane n ± c",
+            "rotation rank",
         ],
-        [
-            [k, s["step"], f"{s['neighbours']:.3f}", f"{s['projected']:.3f}", s["median_rank"]]
-            for k, s in measured.items()
-        ],
+        [_row(k, s) for k, s in measured.items()],
     )
     trained, random = measured["trained"], measured["at initialisation"]
     ctx.claim(
@@ -128,32 +133,43 @@ def run(ctx) -> None:
         checked_in_quick=False,
     )
     ctx.claim(
-        "The task orders the table: each residue's nearest row is n ± c for one step c, where the table at "
-        "initialisation shows no such order",
-        source="notes, Day 1 (embeddings learn the task's structure); biaslab's target",
-        expected="share with nearest row n ± c >= 0.8 trained, <= 0.3 at initialisation",
-        measured=f"trained {trained['neighbours']:.3f} (c = {trained['step']}), "
-        f"at initialisation {random['neighbours']:.3f}",
-        passed=trained["neighbours"] >= 0.8 and random["neighbours"] <= 0.3,
+        "The task orders the table around a circle: on the plane of its dominant frequency each residue's "
+        "nearest neighbour is n ± c for one step c, where the table at initialisation shows no such order",
+        source="notes, Day 1 (embeddings learn the task's structure); Nanda et al. 2023; biaslab's target",
+        expected="share with nearest point n ± c >= 0.8 trained, <= 0.3 at initialisation",
+        measured=f"trained {trained['plane_neighbours']:.3f} (f = {trained['frequency']}, c = "
+        f"{trained['plane_step']}), at initialisation {random['plane_neighbours']:.3f} (whole table, by "
+        f"cosine: trained {trained['neighbours']:.3f})",
+        passed=trained["plane_neighbours"] >= 0.8 and random["plane_neighbours"] <= 0.3,
         checked_in_quick=False,
     )
     ctx.claim(
-        "Offsets carry over: a is to a + k as b is to b + k, the answer ranked near the top",
-        source="Mikolov et al. 2013 (the vector offset); biaslab's target",
+        "Adding k turns the circle: a is to a + k as b is to b + k, answered by turning b by the angle "
+        "from a to a + k, the answer ranked near the top",
+        source="Mikolov et al. 2013 (analogies by rank); Nanda et al. 2023 (addition as rotation); "
+        "biaslab's target",
         expected=f"median rank of the answer <= 3 trained (of {p - 3} candidates; a random table about half)",
-        measured=f"trained {trained['median_rank']}, at initialisation {random['median_rank']}",
-        passed=trained["median_rank"] <= 3,
+        measured=f"trained {trained['rotation_rank']}, at initialisation {random['rotation_rank']} (by the "
+        f"vector offset instead: trained {trained['median_rank']})",
+        passed=trained["rotation_rank"] <= 3,
         checked_in_quick=False,
     )
-    projected = _projection(table)
+    _, points = cyclic_plane(table)
     ctx.figure(
-        "projection",
+        "circle",
         plots_distributions.labelled_points(
-            projected, range(p), [(n, (n + trained["step"]) % p) for n in range(p)]
+            points.numpy(), range(p), [(n, (n + trained["plane_step"]) % p) for n in range(p)]
         ),
-        f"The trained table projected on its two principal components, each residue labelled; lines join n "
-        f"to n + {trained['step']} (the neighbour step).",
+        f"The trained table projected on the plane of its dominant frequency f = {trained['frequency']}, "
+        f"each residue labelled; lines join n to n + {trained['plane_step']}.",
     )
+
+
+def _row(table: str, s: dict) -> list:
+    """One table's row of the structure table."""
+    whole = f"{s['neighbours']:.3f} (c = {s['step']})"
+    plane = f"{s['plane_neighbours']:.3f} (c = {s['plane_step']})"
+    return [table, whole, s["median_rank"], s["frequency"], plane, s["rotation_rank"]]
 
 
 def _analogies(p: int, count: int, seed: int) -> torch.Tensor:
@@ -167,28 +183,31 @@ def _analogies(p: int, count: int, seed: int) -> torch.Tensor:
     return torch.from_numpy(rows[keep])
 
 
-def _projection(table: torch.Tensor) -> np.ndarray:
-    """The rows on the table's first two principal components: (V, 2)."""
-    centred = table.double() - table.double().mean(dim=0)
-    _, _, v = torch.linalg.svd(centred, full_matrices=False)
-    return (centred @ v[:2].T).numpy()
-
-
 def _structure(table: torch.Tensor, questions: torch.Tensor, p: int) -> dict:
-    """The neighbour step c, the share of residues whose nearest row (cosine) is n ± c, the same
-    in the 2-D projection (by distance), and the median analogy rank."""
+    """In the whole table: the neighbour step c (the most common), the share of residues whose
+    nearest row (cosine) is n ± c, the median offset-analogy rank. On the dominant frequency's
+    plane: the frequency, the share whose nearest point is n ± c' (c' that plane's own step), the
+    median rotation-analogy rank."""
     unit = table / table.norm(dim=1, keepdim=True)
     similarity = unit @ unit.T
     similarity.fill_diagonal_(-torch.inf)
-    nearest = similarity.argmax(dim=1)  # (p,)
-    steps = [min((m - n) % p, (n - m) % p) for n, m in enumerate(nearest.tolist())]
-    step = Counter(steps).most_common(1)[0][0]
-    flat = torch.from_numpy(_projection(table))
-    distance = torch.cdist(flat, flat).fill_diagonal_(torch.inf)
-    flat_steps = [min((m - n) % p, (n - m) % p) for n, m in enumerate(distance.argmin(dim=1).tolist())]
+    step, neighbours = _steps(similarity.argmax(dim=1), p)
+    frequency, points = cyclic_plane(table)
+    distance = torch.cdist(points, points).fill_diagonal_(torch.inf)
+    plane_step, plane_neighbours = _steps(distance.argmin(dim=1), p)
     return {
         "step": step,
-        "neighbours": float(np.mean([s == step for s in steps])),
-        "projected": float(np.mean([s == step for s in flat_steps])),
+        "neighbours": neighbours,
         "median_rank": int(analogy_ranks(table, questions).median()),
+        "frequency": frequency,
+        "plane_step": plane_step,
+        "plane_neighbours": plane_neighbours,
+        "rotation_rank": int(rotation_analogy_ranks(points, questions).median()),
     }
+
+
+def _steps(nearest: torch.Tensor, p: int) -> tuple[int, float]:
+    """The most common step ±c from each residue n to its nearest one, and the share taking it."""
+    steps = [min((m - n) % p, (n - m) % p) for n, m in enumerate(nearest.tolist())]
+    step = Counter(steps).most_common(1)[0][0]
+    return step, float(np.mean([s == step for s in steps]))

@@ -176,8 +176,10 @@ LAB_TERMS: dict[str, dict[str, Term | str]] = {
         "trained": "trained table",
         "initialisation": "table at initialisation",
         "neighbours": measure("share of residues whose nearest row is n ± c"),
-        "projected": measure("share whose nearest point in the 2-D projection is n ± c"),
-        "median_rank": measure("median analogy rank"),
+        "median_rank": measure("median analogy rank by the vector offset"),
+        "frequency": measure("dominant frequency of the table"),
+        "plane_neighbours": measure("share whose nearest point on the dominant frequency's plane is n ± c"),
+        "rotation_rank": measure("median analogy rank by rotation"),
     },
     "equivariance": {
         "deep_sets": "Deep Sets",
