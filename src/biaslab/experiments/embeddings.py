@@ -85,7 +85,8 @@ def run(ctx) -> None:
     model = ctx.init_model(lambda: SymbolPairModel(p, cfg.dim, cfg.hidden, p), "model")
     initial = model.embedding.weight.detach().clone()
     index = torch.arange(p)
-    lookup_gap = float((model.embedding(index) - model.embedding.as_one_hot_product(index)).abs().max())
+    with torch.no_grad():
+        lookup_gap = float((model.embedding(index) - model.embedding.as_one_hot_product(index)).abs().max())
     ctx.claim(
         "An embedding is a lookup: E[i] equals onehot(i) · E",
         source="notes, Day 1 (embeddings as learned lookup tables)",
