@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from biaslab.evaluate.embeddings import analogy_ranks
+from biaslab.evaluate.embeddings import analogy_ranks, cosine_neighbours
 
 
 def test_the_ranks_equal_a_loop_over_the_candidates():
@@ -57,3 +57,8 @@ def test_a_circle_is_found_at_its_frequency_and_answers_every_rotation_analogy_f
     assert rotation_analogy_ranks(points, questions[keep]).max() == 1
     shuffled = rotation_analogy_ranks(points[torch.randperm(p, generator=gen)], questions[keep]).double()
     assert shuffled.mean() > 3  # the same points in a random order answer no better than chance-ish
+
+
+def test_cosine_neighbours_skip_the_row_itself():
+    table = torch.tensor([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [-1.0, 0.0]])
+    assert cosine_neighbours(table, 1)[:, 0].tolist() == [1, 0, 1, 2]

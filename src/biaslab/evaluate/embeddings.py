@@ -22,7 +22,23 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["analogy_ranks", "cyclic_plane", "rotation_analogy_ranks"]
+__all__ = ["analogy_ranks", "cosine_neighbours", "cyclic_plane", "rotation_analogy_ranks"]
+
+
+def _unit_rows(table: torch.Tensor) -> torch.Tensor:
+    return table / table.norm(dim=1, keepdim=True).clamp_min(1e-12)  # (V, D), each row of length 1
+
+
+def cosine_neighbours(table: torch.Tensor, k: int = 1) -> torch.Tensor:
+    """For each row, the ``k`` other rows nearest by cosine similarity.
+
+    Shapes:
+        ``table`` ``(V, D)`` -> ``(V, k)`` int64.
+    """
+    unit = _unit_rows(table)
+    similarity = unit @ unit.T  # (V, V)
+    similarity.fill_diagonal_(-torch.inf)  # a symbol is not its own neighbour
+    return similarity.topk(k, dim=1).indices
 
 
 def analogy_ranks(table: torch.Tensor, questions: torch.Tensor) -> torch.Tensor:
@@ -37,7 +53,7 @@ def analogy_ranks(table: torch.Tensor, questions: torch.Tensor) -> torch.Tensor:
             f"expected a table (V, D) and questions (Q, 4), got {tuple(table.shape)} and "
             f"{tuple(questions.shape)}"
         )
-    unit = table / table.norm(dim=1, keepdim=True).clamp_min(1e-12)  # (V, D)
+    unit = _unit_rows(table)
     a, b, c, d = questions.unbind(1)
     query = unit[b] - unit[a] + unit[c]  # (Q, D)
     similarity = (query / query.norm(dim=1, keepdim=True).clamp_min(1e-12)) @ unit.T  # (Q, V)

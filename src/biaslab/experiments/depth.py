@@ -23,15 +23,11 @@ from biaslab.nn.residual import BLOCKS, DeepMLP
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.scale.context import run_cache
-from biaslab.train.config import ClassifierTraining, training_without
+from biaslab.train.config import ClassifierStepsTraining
 from biaslab.train.recipes import for_steps
 from biaslab.train.trainer import accuracy
 
 PROBE = 512  # training digits the gradient at initialisation is measured on
-
-StepsTraining = training_without(
-    "StepsTraining", ClassifierTraining, epochs="every fit takes the same number of optimizer steps (steps)"
-)
 
 
 @dataclass(frozen=True)
@@ -40,7 +36,7 @@ class DepthConfig:
 
     data: MnistSizes = MnistSizes(n_train=10_000, n_val=2000, n_test=2000)
     # a frozen dataclass, which ruff cannot see through training_without
-    train: StepsTraining = StepsTraining(batch_size=128, lr=1e-3)  # noqa: RUF009
+    train: ClassifierStepsTraining = ClassifierStepsTraining(batch_size=128, lr=1e-3)  # noqa: RUF009
     steps: int = 600  # Adam steps of every fit
     depths: tuple[int, ...] = (2, 5, 10, 20, 50)  # layers between the stem and the head
     width: int = 64

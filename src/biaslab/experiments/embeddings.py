@@ -22,17 +22,13 @@ import torch
 
 from biaslab.config import check_range
 from biaslab.errors import ConfigError
-from biaslab.evaluate.embeddings import analogy_ranks, cyclic_plane, rotation_analogy_ranks
+from biaslab.evaluate.embeddings import analogy_ranks, cosine_neighbours, cyclic_plane, rotation_analogy_ranks
 from biaslab.nn.embedding import SymbolPairModel
 from biaslab.registry import experiment
 from biaslab.report import plots_distributions
-from biaslab.train.config import ClassifierTraining, training_without
+from biaslab.train.config import ClassifierStepsTraining
 from biaslab.train.recipes import for_steps
 from biaslab.train.trainer import accuracy
-
-StepsTraining = training_without(
-    "StepsTraining", ClassifierTraining, epochs="the training takes a number of optimizer steps (steps)"
-)
 
 
 @dataclass(frozen=True)
@@ -40,7 +36,9 @@ class EmbeddingsConfig:
     """The modulus, the share of pairs trained on, the model and its budget."""
 
     # a frozen dataclass, which ruff cannot see through training_without
-    train: StepsTraining = StepsTraining(batch_size=128, optimizer="adamw", lr=3e-3, weight_decay=1.0)  # noqa: RUF009
+    train: ClassifierStepsTraining = ClassifierStepsTraining(  # noqa: RUF009
+        batch_size=128, optimizer="adamw", lr=3e-3, weight_decay=1.0
+    )
     modulus: int = 31
     train_share: float = 0.6  # of the p² pairs
     dim: int = 32
@@ -189,10 +187,7 @@ def _structure(table: torch.Tensor, questions: torch.Tensor, p: int) -> dict:
     nearest row (cosine) is n ± c, the median offset-analogy rank. On the dominant frequency's
     plane: the frequency, the share whose nearest point is n ± c' (c' that plane's own step), the
     median rotation-analogy rank."""
-    unit = table / table.norm(dim=1, keepdim=True)
-    similarity = unit @ unit.T
-    similarity.fill_diagonal_(-torch.inf)
-    step, neighbours = _steps(similarity.argmax(dim=1), p)
+    step, neighbours = _steps(cosine_neighbours(table)[:, 0], p)
     frequency, points = cyclic_plane(table)
     distance = torch.cdist(points, points).fill_diagonal_(torch.inf)
     plane_step, plane_neighbours = _steps(distance.argmin(dim=1), p)

@@ -36,7 +36,7 @@ from biaslab.physics.particles import Morse, pair_energy, random_clusters
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.scale.context import run_cache
-from biaslab.train.config import LossTraining, training_without
+from biaslab.train.config import LossStepsTraining
 from biaslab.train.recipes import for_steps
 
 MODELS = ("MLP", "Deep Sets", "pair distances", "EGNN")
@@ -50,17 +50,13 @@ BUILT_IN = {  # the symmetries each architecture has by construction
 }
 EXACT, BROKEN = 1e-5, 1e-2  # rounding level in float32; order 1
 
-StepsTraining = training_without(
-    "StepsTraining", LossTraining, epochs="every fit takes the same number of optimizer steps (steps)"
-)
-
 
 @dataclass(frozen=True)
 class EquivarianceConfig:
     """The clusters, the training budget shared by every fit, and the models' widths."""
 
     # a frozen dataclass, which ruff cannot see through training_without
-    train: StepsTraining = StepsTraining(batch_size=64, lr=1e-2, schedule="onecycle")  # noqa: RUF009
+    train: LossStepsTraining = LossStepsTraining(batch_size=64, lr=1e-2, schedule="onecycle")  # noqa: RUF009
     steps: int = 3000  # optimizer steps of every fit, whatever its training size
     train_sizes: tuple[int, ...] = (64, 256, 1024, 4096)  # training clusters; the largest is the headline
     particles: int = 6

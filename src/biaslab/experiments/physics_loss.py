@@ -185,8 +185,9 @@ def fit_field(task, model: str, n: int) -> dict:
     field = field.cpu().eval()
     with torch.no_grad():
         inside_mse = float(((field(inside) - pendulum.derivative(inside)) ** 2).mean())
-        beyond_mse = float(((field(beyond) - pendulum.derivative(beyond)) ** 2).mean())
-        speed = field(beyond).norm(dim=1) / pendulum.derivative(beyond).norm(dim=1)  # (n,) over the true
+        learned, true = field(beyond), pendulum.derivative(beyond)  # (n, 2) each
+        beyond_mse = float(((learned - true) ** 2).mean())
+        speed = learned.norm(dim=1) / true.norm(dim=1)  # (n,) over the true pendulum's
     rate = float(conservation_penalty(field, pendulum.energy, inside).detach())
     relative = _energy_path(field, pendulum, starts, cfg)
     return {

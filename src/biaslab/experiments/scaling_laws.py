@@ -25,15 +25,11 @@ from biaslab.nn import MLP, count_parameters
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.scale.context import run_cache
-from biaslab.train.config import LossTraining, training_without
+from biaslab.train.config import LossStepsTraining
 from biaslab.train.recipes import for_steps
 
 KAPLAN = {"parameters": -0.076, "data": -0.095}  # Kaplan et al. 2020, language models
 MIN_R_SQUARED = 0.9  # biaslab's target for a power law's fit on log-log axes
-
-StepsTraining = training_without(
-    "StepsTraining", LossTraining, epochs="every fit takes the same number of optimizer steps (steps)"
-)
 
 
 @dataclass(frozen=True)
@@ -41,7 +37,7 @@ class ScalingConfig:
     """The teacher task, the two sweeps and the training budget shared by every fit."""
 
     # a frozen dataclass, which ruff cannot see through training_without
-    train: StepsTraining = StepsTraining(batch_size=128, lr=3e-3, schedule="onecycle")  # noqa: RUF009
+    train: LossStepsTraining = LossStepsTraining(batch_size=128, lr=3e-3, schedule="onecycle")  # noqa: RUF009
     steps: int = 3000
     train_sizes: tuple[int, ...] = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
     widths: tuple[int, ...] = (2, 4, 8, 16, 32, 64, 128)

@@ -34,16 +34,12 @@ from biaslab.nn.group_conv import C4CNN
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.scale.context import run_cache
-from biaslab.train.config import ClassifierTraining, training_without
+from biaslab.train.config import ClassifierStepsTraining
 from biaslab.train.invariance import augmented_step, invariance_step
 from biaslab.train.recipes import for_steps, predict
 
 EXACT, NOT_EXACT = 1e-5, 1e-3  # rounding level in float32; a hundred times above it
 PROBE = 1000  # test digits the invariance error and the agreement read
-
-StepsTraining = training_without(
-    "StepsTraining", ClassifierTraining, epochs="every fit takes the same number of optimizer steps (steps)"
-)
 
 
 @dataclass(frozen=True)
@@ -52,7 +48,7 @@ class ThreeWaysConfig:
 
     data: MnistSizes = MnistSizes(n_val=2000)
     # a frozen dataclass, which ruff cannot see through training_without
-    train: StepsTraining = StepsTraining(batch_size=128, lr=1e-2, schedule="onecycle")  # noqa: RUF009
+    train: ClassifierStepsTraining = ClassifierStepsTraining(batch_size=128, lr=1e-2, schedule="onecycle")  # noqa: RUF009
     steps: int = 800  # optimizer steps of every fit, whatever its training size
     train_sizes: tuple[int, ...] = (200, 1000, 5000)  # training digits; the largest is the headline
     weights: tuple[float, ...] = (0.1, 1.0, 10.0)  # the penalty's λ, swept

@@ -13,8 +13,6 @@ given: what structure the rows show (neighbours, directions, a circle) is learne
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import nn
 
@@ -63,17 +61,6 @@ class Embedding(nn.Module):
 
     def extra_repr(self) -> str:
         return f"{self.symbols}, {self.dim}"
-
-    def cosine_neighbours(self, k: int = 1) -> torch.Tensor:
-        """For each symbol, the ``k`` other symbols whose rows are nearest by cosine similarity.
-
-        Shapes:
-            -> ``(V, k)`` int64.
-        """
-        unit = self.weight.detach() / self.weight.detach().norm(dim=1, keepdim=True).clamp_min(math.ulp(1.0))
-        similarity = unit @ unit.T  # (V, V)
-        similarity.fill_diagonal_(-math.inf)  # a symbol is not its own neighbour
-        return similarity.topk(k, dim=1).indices
 
 
 class SymbolPairModel(nn.Module):

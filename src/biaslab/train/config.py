@@ -269,3 +269,10 @@ def make_scheduler(cfg: TrainConfig, optimizer: torch.optim.Optimizer, total_ste
         milestones = [total_steps // 2, (3 * total_steps) // 4]
         return sched.MultiStepLR(optimizer, milestones=milestones, gamma=0.1)
     return None
+
+
+# The training parts of labs whose fits each take a set number of optimizer steps (their own
+# ``steps`` key, turned into epochs by ``train.recipes.for_steps``), whatever their data's size.
+_BY_STEPS = "every fit takes the same number of optimizer steps (steps)"
+ClassifierStepsTraining = training_without("ClassifierStepsTraining", ClassifierTraining, epochs=_BY_STEPS)
+LossStepsTraining = training_without("LossStepsTraining", LossTraining, epochs=_BY_STEPS)
