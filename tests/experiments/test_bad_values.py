@@ -107,6 +107,12 @@ CASES = [
         ["batch_size=128", "smallest training set"],
     ),
     ("scaling-laws", ["steps=0"], ["steps=0", "1..10000000"]),
+    # -- regularization: the strengths, early stopping's patience, the proximal steps' plain SGD
+    ("regularization", ["l1=0"], ["l1=0.0", "> 0"]),
+    ("regularization", ["dropout=1"], ["dropout=1.0", "a probability"]),
+    ("regularization", ["patience=0"], ["patience=0", "early-stopping"]),
+    ("regularization", ["momentum=0.9"], ["momentum=0.9", "plain gradient steps"]),
+    ("regularization", ["max_shift=0"], ["max_shift=0", "1..13"]),
     # -- sharpness: the batch sizes, the probe
     ("sharpness", ["batch_sizes=8000"], ["batch_sizes=8000", "the size of the training set"]),
     ("sharpness", ["probe=0"], ["probe=0", "1..1000000"]),

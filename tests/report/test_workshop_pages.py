@@ -85,4 +85,4 @@ def test_the_workshops_index_fits_1280_pixels_in_chromium(quick_workshop):
     from tests.report.test_index_browser import assert_links_inside, chromium_or_skip
 
     chromium_or_skip()
-    assert_links_inside(quick_workshop / "index.html", 1280, rows=33)
+    assert_links_inside(quick_workshop / "index.html", 1280, rows=34)

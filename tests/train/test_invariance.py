@@ -59,3 +59,20 @@ def test_training_with_the_penalty_shrinks_the_invariance_error():
         return max(invariance_error(model, rotate90(k), X) for k in (1, 2, 3))
 
     assert error_after(10.0) < 0.5 * error_after(0.0)
+
+
+def test_each_image_is_shifted_by_its_own_draw_within_the_bound():
+    from biaslab.data.transforms import translate, translate_each
+    from biaslab.train.invariance import random_shifts
+
+    images = torch.randn(40, 1, 8, 8, generator=torch.Generator().manual_seed(2))
+    moved = random_shifts(images, torch.Generator().manual_seed(4), max_shift=2)
+    offsets = torch.randint(-2, 3, (40, 2), generator=torch.Generator().manual_seed(4))  # the same draws
+    for i in range(40):
+        assert torch.equal(moved[i], translate(images[i], int(offsets[i, 0]), int(offsets[i, 1])))
+    assert offsets.abs().max() == 2 and len(torch.unique(offsets, dim=0)) > 10
+    assert torch.equal(random_shifts(images, torch.Generator().manual_seed(4), max_shift=0), images)
+    with pytest.raises(ValueError, match="max_shift"):
+        random_shifts(images, torch.Generator(), max_shift=-1)
+    with pytest.raises(ValueError, match="offsets must have shape"):
+        translate_each(images, torch.zeros(3, 2, dtype=torch.long))

@@ -38,8 +38,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from biaslab.data.transforms import jitter
 from biaslab.nn import CNN, MLP, DeepSets, SequenceClassifier, TransformerConfig, TransformerEncoder
+from biaslab.train.invariance import random_shifts as shifted_each
 
 __all__ = [
     "HIDDEN",
@@ -125,10 +125,9 @@ def random_shifts(x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
 
     Edge fill rather than a constant: after the protocol standardizes each channel, a blank
     pixel is no longer 0, and the border's own value is right for any scaling. Made with
-    :func:`biaslab.data.transforms.jitter` on the batch padded by its edges (``replicate``), then
-    cropped back, so no fill value ever reaches the kept frame. The offsets are drawn from a seed
-    taken from ``generator``: the same generator state gives the same batch, and the call
-    advances it.
+    :func:`biaslab.train.invariance.random_shifts` (offsets drawn from ``generator``, which the
+    call advances) on the batch padded by its edges (``replicate``), then cropped back, so no
+    fill value ever reaches the kept frame.
 
     Shapes:
         ``(N, C, H, W)`` -> the same shape.
@@ -136,9 +135,8 @@ def random_shifts(x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
     if x.dim() != 4:
         raise ValueError(f"random shifts need images (N, C, H, W), got shape {tuple(x.shape)}")
     shift = max(1, min(x.shape[-2:]) // 8)
-    seed = int(torch.randint(2**62, (1,), generator=generator, device=generator.device))
     padded = F.pad(x, (shift, shift, shift, shift), mode="replicate")  # (N, C, H + 2s, W + 2s)
-    return jitter(padded, shift, seed)[..., shift:-shift, shift:-shift]
+    return shifted_each(padded, generator, max_shift=shift)[..., shift:-shift, shift:-shift]
 
 
 class ChannelsFirst(nn.Module):

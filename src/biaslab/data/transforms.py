@@ -78,11 +78,22 @@ def jitter(images: torch.Tensor, max_shift: int, seed: int, fill: float = 0.0) -
         raise ValueError(f"max_shift must be >= 0, got {max_shift}")
     generator = torch.Generator().manual_seed(seed)
     offsets = torch.randint(-max_shift, max_shift + 1, (len(images), 2), generator=generator)  # (N, 2)
+    return translate_each(images, offsets, fill)
+
+
+def translate_each(images: torch.Tensor, offsets: torch.Tensor, fill: float = 0.0) -> torch.Tensor:
+    """Image i shifted by its own whole-pixel offset ``offsets[i] = (dx_i, dy_i)``, as
+    :func:`translate` does (``dx`` right, ``dy`` down, ``fill`` entering the frame).
+
+    Shapes:
+        images ``(N, ..., H, W)``, offsets ``(N, 2)`` integers -> images' shape.
+    """
+    if offsets.shape != (len(images), 2):
+        raise ValueError(f"offsets must have shape ({len(images)}, 2), got {tuple(offsets.shape)}")
     out = torch.empty_like(images)
-    for dx in range(-max_shift, max_shift + 1):
-        for dy in range(-max_shift, max_shift + 1):
-            rows = ((offsets[:, 0] == dx) & (offsets[:, 1] == dy)).nonzero().squeeze(1)  # (n_offset,)
-            out[rows] = translate(images[rows], dx, dy, fill)
+    for dx, dy in torch.unique(offsets, dim=0).tolist():
+        rows = ((offsets[:, 0] == dx) & (offsets[:, 1] == dy)).nonzero().squeeze(1)  # (n_offset,)
+        out[rows] = translate(images[rows], dx, dy, fill)
     return out
 
 

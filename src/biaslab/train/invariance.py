@@ -24,9 +24,10 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+from biaslab.data.transforms import translate_each
 from biaslab.train.steps import StepOutput
 
-__all__ = ["augmented_step", "invariance_penalty", "invariance_step", "random_quarter_turns"]
+__all__ = ["augmented_step", "invariance_penalty", "invariance_step", "random_quarter_turns", "random_shifts"]
 
 Transform = Callable[[torch.Tensor, torch.Generator], torch.Tensor]
 
@@ -43,6 +44,23 @@ def random_quarter_turns(x: torch.Tensor, generator: torch.Generator) -> torch.T
     k = torch.randint(0, 4, (len(x),), generator=generator, device=generator.device).to(x.device)  # (N,)
     turned = torch.stack([torch.rot90(x, r, (-2, -1)) for r in range(4)])  # (4, N, C, H, H)
     return turned[k, torch.arange(len(x), device=x.device)]  # (N, C, H, H): image i turned k_i times
+
+
+def random_shifts(x: torch.Tensor, generator: torch.Generator, max_shift: int = 2) -> torch.Tensor:
+    """Each image shifted by its own whole-pixel offset (dx, dy), each drawn uniformly from
+    ``-max_shift..max_shift`` with ``generator``; pixels that enter the frame are 0
+    (:func:`~biaslab.data.transforms.translate_each`). ``functools.partial(random_shifts, max_shift=m)``
+    is a transform for :func:`augmented_step`.
+
+    Shapes:
+        ``(N, ..., H, W)`` -> the same shape.
+    """
+    if max_shift < 0:
+        raise ValueError(f"max_shift must be >= 0, got {max_shift}")
+    offsets = torch.randint(
+        -max_shift, max_shift + 1, (len(x), 2), generator=generator, device=generator.device
+    )
+    return translate_each(x, offsets.to(x.device))  # offsets (N, 2): image i's (dx, dy)
 
 
 def augmented_step(transform: Transform = random_quarter_turns):

@@ -118,6 +118,8 @@ def fit_classifier(
     test: bool = True,
     on_divergence: str = "raise",
     label_smoothing: float = 0.0,
+    callbacks=(),
+    step=None,
 ) -> FitResult:
     """Train ``model`` by cross-entropy with validation accuracy each epoch; test once at the end.
 
@@ -131,13 +133,20 @@ def fit_classifier(
         label_smoothing: train (and report ``loss``) against targets mixed with the uniform
             distribution by this fraction (default 0: plain cross-entropy); the plain
             cross-entropy is then reported as ``nll`` beside it.
+        callbacks: join the setup's (e.g. a proximal step of a penalty).
+        step: a Trainer step in place of plain cross-entropy (e.g. on augmented inputs); it
+            must return the logits and targets as ``outputs`` and ``targets``.
     """
+    if step is not None and label_smoothing:
+        raise ValueError("label_smoothing applies to the plain cross-entropy; a step computes its own loss")
     metrics = {"accuracy": accuracy}
     loss_fn = None
     if label_smoothing:
         loss_fn = partial(nn.functional.cross_entropy, label_smoothing=label_smoothing)
         metrics["nll"] = nn.functional.cross_entropy
-    trainer = setup.trainer(model, config, loss_fn=loss_fn, metrics=metrics, on_divergence=on_divergence)
+    trainer = setup.trainer(
+        model, config, callbacks, loss_fn=loss_fn, step=step, metrics=metrics, on_divergence=on_divergence
+    )
     history = trainer.fit((splits.x_train, splits.y_train), val=(splits.x_val, splits.y_val))
     result = trainer.evaluate((splits.x_test, splits.y_test)) if test else None
     return FitResult(trainer, history, result)
