@@ -107,6 +107,10 @@ CASES = [
         ["batch_size=128", "smallest training set"],
     ),
     ("scaling-laws", ["steps=0"], ["steps=0", "1..10000000"]),
+    # -- training-claims: the minibatch against the training set, the target loss
+    ("training-claims", ["minibatch=20000"], ["minibatch=20000", "at most the training set"]),
+    ("training-claims", ["target_loss=3"], ["target_loss=3.0", "chance"]),
+    ("training-claims", ["learning_rates=0"], ["learning_rates=0.0", "> 0"]),
     # -- regularization: the strengths, early stopping's patience, the proximal steps' plain SGD
     ("regularization", ["l1=0"], ["l1=0.0", "> 0"]),
     ("regularization", ["dropout=1"], ["dropout=1.0", "a probability"]),

@@ -11,11 +11,13 @@ import time
 from collections.abc import Callable
 
 import torch
+from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
 
 from biaslab.evaluate._checks import check_integer
 from biaslab.nn.attention import scaled_dot_product_attention
 
-__all__ = ["fastest_time", "time_attention"]
+__all__ = ["backward_operations", "fastest_time", "time_attention", "time_forward_backward"]
 
 
 def fastest_time(
@@ -66,3 +68,40 @@ def time_attention(
     q, k, v = (torch.randn(shape, generator=gen).to(device) for _ in range(3))  # (B, T, C)
     with torch.no_grad():
         return fastest_time(lambda: scaled_dot_product_attention(q, k, v), repeats)
+
+
+def time_forward_backward(
+    model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, loss_fn: Callable, repeats: int = 10
+) -> tuple[float, float]:
+    """(forward seconds, backward seconds) of one training step's two halves: the fastest of
+    ``repeats`` forward passes with the loss (autograd recording, as in training) and the fastest
+    of the backward passes that follow each (the gradients set to None first, as the Trainer does).
+    """
+    repeats = check_integer(repeats, "repeats", 1)
+    forward = backward = float("inf")
+    for _ in range(repeats):
+        model.zero_grad(set_to_none=True)
+        wait_for_gpu()
+        start = time.perf_counter()
+        loss = loss_fn(model(inputs), targets)
+        wait_for_gpu()
+        middle = time.perf_counter()
+        loss.backward()
+        wait_for_gpu()
+        forward, backward = min(forward, middle - start), min(backward, time.perf_counter() - middle)
+    return forward, backward
+
+
+def backward_operations(
+    model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, loss_fn: Callable
+) -> tuple[int, int]:
+    """(forward, backward) floating-point operations of one step, as
+    ``torch.utils.flop_counter.FlopCounterMode`` counts them (matrix products and convolutions:
+    2 per multiply-add; elementwise work is not counted)."""
+    model.zero_grad(set_to_none=True)
+    with FlopCounterMode(display=False) as counter:
+        loss = loss_fn(model(inputs), targets)
+    forward = counter.get_total_flops()
+    with FlopCounterMode(display=False) as counter:
+        loss.backward()
+    return forward, counter.get_total_flops()

@@ -261,6 +261,14 @@ LAB_TERMS: dict[str, dict[str, Term | str]] = {
         "exponent": measure("power-law exponent"),
         "r_squared": measure("R² of the power law"),
     },
+    "training-claims": {
+        "mlp": "MLP",
+        "cnn": "CNN",
+        "backward_operations_ratio": measure("backward over forward operations"),
+        "backward_time_ratio": measure("backward over forward time"),
+        "full_batch_examples_ratio": "Full batch over minibatch, examples to the same loss",
+        "full_batch_time_ratio": "Full batch over minibatch, seconds to the same loss",
+    },
     "regularization": {
         "none": "no regulariser",
         "l2": "L2",
