@@ -22,10 +22,11 @@ from biaslab.runs import RunDir, Tally, tally
 COLUMNS = ["day", "lab", "passed", "failed", "notes wrong", "not checked"]
 
 
-def run_in_order(ctx, names: Sequence[str], title: str) -> None:
+def run_in_order(ctx, names: Sequence[str], title: str) -> dict[str, float]:
     """Run the labs ``names`` in order as sub-runs of ``ctx``'s run; record their claims' tally
-    (metrics), their times (timings), a table and the index titled ``title``."""
-    rows, total = [], Tally()
+    (metrics), their times (timings), a table and the index titled ``title``. Returns each
+    lab's seconds."""
+    rows, total, times = [], Tally(), {}
     ctx.echo(f"{ctx.experiment.name}: {len(names)} labs, {ctx.profile} profile, seed {ctx.seed}")
     for name in names:
         lab = RunDir(ctx.run.labs_dir / name)
@@ -51,6 +52,7 @@ def run_in_order(ctx, names: Sequence[str], title: str) -> None:
         total += counts
         rows.append([get(name).day, name, counts.passed, counts.failed, counts.notes_wrong, counts.unjudged])
         ctx.timing(**{name: seconds})
+        times[name] = seconds
         ctx.echo(f"  {name:<16} {format_duration(seconds):>12}   claims {counts.short()}")
     ctx.metric(
         labs=len(names),
@@ -66,6 +68,7 @@ def run_in_order(ctx, names: Sequence[str], title: str) -> None:
     ctx.labs_order = workshop_order()  # the report's table of labs, as the index: the catalogue's order
     index = render_index(ctx.run.labs_dir, out=ctx.run.index_path, order=ctx.labs_order, title=title)
     ctx.metric(index=str(index.relative_to(ctx.run_dir)))
+    return times
 
 
 def _text_table(columns: list[str], rows: list[list]) -> list[str]:

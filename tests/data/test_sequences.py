@@ -3,7 +3,13 @@
 import pytest
 import torch
 
-from biaslab.data.sequences import adding_problem, recall_task, retrieval_task, retrieval_vocabulary
+from biaslab.data.sequences import (
+    adding_problem,
+    recall_task,
+    retrieval_match,
+    retrieval_task,
+    retrieval_vocabulary,
+)
 from biaslab.errors import BiaslabError
 
 
@@ -45,6 +51,31 @@ def test_paired_layout_holds_the_same_pairs_one_token_each():
     assert torch.equal(paired[:, :-1], keys * 5 + values)
     assert torch.equal(paired[:, -1], 7 * 5 + interleaved[:, -1])
     assert int(paired.max()) < retrieval_vocabulary(7, 5) and retrieval_vocabulary(7, 5, paired=False) == 12
+
+
+@pytest.mark.parametrize("paired", [True, False])
+def test_retrieval_match_is_the_position_of_the_queried_key(paired):
+    tokens, y = retrieval_task(300, pairs=4, keys=9, values=5, seed=6, paired=paired)
+    match = retrieval_match(tokens, keys=9, values=5, paired=paired)
+    assert match.shape == (300,) and match.dtype == torch.int64
+    for row in range(300):  # the reference: a search through the row
+        seq = tokens[row].tolist()
+        if paired:
+            want = next(i for i, t in enumerate(seq[:-1]) if t // 5 == seq[-1] - 9 * 5)
+            assert seq[want] % 5 == y[row]  # the pair holds the answer
+        else:
+            want = next(i for i in range(0, len(seq) - 1, 2) if seq[i] == seq[-1])
+            assert seq[want + 1] - 9 == y[row]  # the value follows its key
+        assert match[row] == want
+    assert len(set(match.tolist())) == 4  # the matching pair sits anywhere
+
+
+def test_retrieval_match_refuses_tokens_of_another_layout():
+    tokens, _ = retrieval_task(50, pairs=3, keys=6, values=4, seed=7)
+    with pytest.raises(ValueError, match="exactly once"):
+        retrieval_match(tokens, keys=6, values=5)
+    with pytest.raises(ValueError, match="integer sequences"):
+        retrieval_match(tokens.float(), keys=6, values=4)
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ from biaslab.evaluate.metrics import (
     accuracy_score,
     confusion_matrix,
     log_loss,
+    pca_basis,
     precision_recall_f1,
     roc_auc,
 )
@@ -146,3 +147,19 @@ def test_auroc_is_computed_on_the_whole_set_not_averaged_over_batches():
     # The loss stays the batch-size-weighted mean of the batch losses.
     losses = [((scores[i : i + 4] - y[i : i + 4]) ** 2).mean().item() for i in (0, 4)]
     assert result["loss"] == (losses[0] * 4 + losses[1] * 4) / 8
+
+
+def test_pca_basis_is_the_top_eigenvectors_of_the_covariance():
+    rng = np.random.default_rng(3)
+    x = (
+        rng.normal(size=(300, 6))
+        * np.array([4.0, 3.0, 2.0, 1.0, 0.5, 0.2])
+        @ np.linalg.qr(rng.normal(size=(6, 6)))[0]
+    )
+    x += 5.0  # PCA centres: the mean plays no part
+    basis = pca_basis(x, 3)
+    assert basis.shape == (6, 3)
+    np.testing.assert_allclose(basis.T @ basis, np.eye(3), atol=1e-10)  # orthonormal columns
+    _, vectors = np.linalg.eigh(np.cov(x, rowvar=False))  # the reference, ascending
+    top = vectors[:, ::-1][:, :3]
+    np.testing.assert_allclose(np.abs(np.sum(basis * top, axis=0)), 1.0, atol=1e-8)  # equal up to sign

@@ -173,6 +173,8 @@ CASES = [
     ("rotated-mnist", ["shift_samples=5"], ["shift_samples=5", "20..1000000"]),
     ("ood", ["n_ood=5"], ["n_ood=5", "10..10000", "smallest OOD set"]),
     ("ood", ["knn_k=100", "knn_train=50"], ["knn_train=50", "at least knn_k"]),
+    ("ood", ["cnn_channels=8,0"], ["cnn_channels=8,0", "each value", "1..1024"]),
+    ("ood", ["cnn_channels=4,4,4,4,4"], ["cnn_channels=(4, 4, 4, 4, 4)", "at most 4 blocks"]),
     ("adversarial", ["epsilons=0.3,0.1"], ["epsilons=(0.3, 0.1)", "increasing"]),
     ("adversarial", ["robust_eps=0"], ["robust_eps=0.0", "> 0 and <= 1"]),
     ("decision", ["cnn_channels=8,0"], ["cnn_channels=8,0", "each value", "1..1024"]),
@@ -214,6 +216,9 @@ CASES = [
     ("autoencoder-2d", ["hidden="], ["hidden=", "at least one value"]),
     ("autoencoder-2d", ["hidden=100000,100000"], ["hidden=100000,100000", "autoencoder", "GiB"]),
     ("autoencoder-2d", ["monitor=val_accuracy"], ["monitor='val_accuracy'", "train_loss, val_loss"]),
+    ("autoencoder-2d", ["linear_epochs=0"], ["linear_epochs=0", "1..10000"]),
+    ("autoencoder-2d", ["linear_lr=0"], ["linear_lr=0.0", "> 0"]),
+    ("autoencoder-2d", ["n_train=500"], ["linear_batch_size=1024", "1..500", "n_train=500"]),
     # -- lr-sweep: every rate, distinct rates, the noise fraction
     ("lr-sweep", ["learning_rates=0.1,0"], ["learning_rates=0.1,0.0", "each value must be > 0"]),
     ("lr-sweep", ["learning_rates=0.1,-1"], ["learning_rates=0.1,-1.0", "> 0"]),
@@ -323,7 +328,10 @@ def test_shipped_profiles_are_valid_on_a_small_machine(memory, exp, profile):
         ("mnist-mlp", {"n_train": "none", "n_val": "59744"}),  # 256 training images left
         ("hidden-pca", {"n_train": "5", "batch_size": "5", "n_test": "11", "silhouette_points": "11"}),
         ("hidden-pca", {"hidden": "2", "silhouette_points": "10000"}),
-        ("autoencoder-2d", {"n_test": "62", "n_train": "2", "batch_size": "2", "steps": "2"}),
+        (
+            "autoencoder-2d",
+            {"n_test": "62", "n_train": "2", "batch_size": "2", "linear_batch_size": "2", "steps": "2"},
+        ),
         ("autoencoder-2d", {"steps": "25", "hidden": "8,4,2", "monitor": "train_loss"}),
         ("lr-sweep", {"learning_rates": "1e-300,1e30", "label_noise": "1"}),
         ("gradients", {"x0": "-1e100", "x1": "1e100", "step_size": "1e100"}),

@@ -115,6 +115,44 @@ def test_encoder_shapes_for_tokens_signals_and_pooling():
     torch.testing.assert_close(weights[2].sum(-1), torch.ones(2, 4, 6))
 
 
+def _torch_attention(mha) -> nn.MultiheadAttention:
+    """A ``torch.nn.MultiheadAttention`` holding the parameters of one of our attention modules."""
+    ref = nn.MultiheadAttention(mha.embed_dim, mha.num_heads, batch_first=True, dtype=mha.q_proj.weight.dtype)
+    with torch.no_grad():
+        ref.in_proj_weight.copy_(torch.cat([mha.q_proj.weight, mha.k_proj.weight, mha.v_proj.weight]))
+        ref.in_proj_bias.copy_(torch.cat([mha.q_proj.bias, mha.k_proj.bias, mha.v_proj.bias]))
+        ref.out_proj.weight.copy_(mha.out_proj.weight)
+        ref.out_proj.bias.copy_(mha.out_proj.bias)
+    return ref
+
+
+@pytest.mark.parametrize("positional", [None, "sinusoidal"])
+def test_attention_weights_equal_torch_multihead_attention_on_the_same_parameters(positional):
+    from biaslab.train.recipes import predict
+
+    model = _encoder(
+        vocab_size=13, dim=16, heads=4, layers=2, positional=positional, num_classes=5, pool="last"
+    )
+    with torch.no_grad():  # biases and norms away from their initialisation, so every term counts
+        for name, p in model.named_parameters():
+            if "bias" in name or "ln" in name:
+                p.normal_(std=0.5)
+    tokens = torch.randint(0, 13, (6, 7), generator=torch.Generator().manual_seed(3))
+    weights = model.attention_weights(tokens)
+    assert weights.shape == (6, 2, 4, 7, 7)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(6, 2, 4, 7))
+    with torch.no_grad():
+        h = model.embed(tokens) if model.pos is None else model.pos(model.embed(tokens))  # (B, T, C)
+        for layer, block in enumerate(model.blocks):  # torch's weights on each block's normed input
+            x = block.ln1(h)
+            _, want = _torch_attention(block.attn)(x, x, x, average_attn_weights=False)  # (B, H, T, T)
+            torch.testing.assert_close(weights[:, layer], want, atol=1e-6, rtol=0)
+            h = block(h)
+    torch.testing.assert_close(predict(model, tokens, "attention_weights", batch_size=4), weights)
+    _, listed = model(tokens, return_weights=True)
+    torch.testing.assert_close(torch.stack(listed, 1), weights)
+
+
 def test_without_positions_the_encoder_is_permutation_equivariant():
     x = torch.randn(2, 12, 3, generator=torch.Generator().manual_seed(0))
     tokens = torch.randint(0, 20, (2, 12), generator=torch.Generator().manual_seed(1))

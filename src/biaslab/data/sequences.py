@@ -128,6 +128,40 @@ def retrieval_task(
     return torch.from_numpy(tokens.astype(np.int64)), torch.from_numpy(answers)
 
 
+def retrieval_match(tokens: torch.Tensor, keys: int, values: int, paired: bool = True) -> torch.Tensor:
+    """Where the key the query asks for sits in each :func:`retrieval_task` sequence: the position
+    of the pair token whose key matches the query (``paired=True``), or of the matching key token
+    (``paired=False``; its value follows it). This is the position a content-based lookup must
+    attend to.
+
+    Args:
+        tokens: sequences of :func:`retrieval_task` made with the same ``keys``, ``values`` and
+            ``paired``.
+        keys: the size of the key vocabulary.
+        values: the size of the value vocabulary.
+        paired: the token layout.
+
+    Shapes:
+        tokens (N, P + 1) or (N, 2P + 1) -> (N,) int64 positions in 0..P−1 (paired) or the even
+        positions 0..2P−2 (interleaved).
+    """
+    if tokens.dim() != 2 or tokens.is_floating_point() or tokens.size(1) < 2:
+        raise ValueError(
+            f"tokens must be integer sequences (N, T), T >= 2, got {tokens.dtype} {tuple(tokens.shape)}"
+        )
+    if paired:
+        stored, query, step = tokens[:, :-1] // values, tokens[:, -1] - keys * values, 1  # (N, P), (N,)
+    else:
+        stored, query, step = tokens[:, 0:-1:2], tokens[:, -1], 2
+    hits = stored == query[:, None]  # (N, P)
+    if not (hits.sum(1) == 1).all():
+        raise ValueError(
+            "each sequence must hold its query's key exactly once: are keys, values and paired those "
+            "the tokens were made with?"
+        )
+    return hits.long().argmax(1) * step
+
+
 def retrieval_vocabulary(keys: int, values: int, paired: bool = True) -> int:
     """The number of token ids :func:`retrieval_task` uses with these sizes."""
     return keys * (values + 1) if paired else keys + values

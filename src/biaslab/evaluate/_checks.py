@@ -12,8 +12,10 @@ import math
 import numbers
 
 import numpy as np
+import torch
 
 __all__ = [
+    "as_generator",
     "check_finite_array",
     "check_fraction",
     "check_integer",
@@ -137,3 +139,12 @@ def check_finite_array(x, name: str, ndim: int | None = None, min_len: int = 0) 
 def check_error(value, name: str) -> float:
     """An error in a target's unit (a regression's MAE or RMSE): a finite number >= 0."""
     return check_number(value, name, 0.0, kind="an error (a finite number)")
+
+
+def as_generator(generator) -> torch.Generator:
+    """``generator`` itself, or a fresh CPU ``torch.Generator`` seeded with it (a seed: an
+    integer >= 0): randomness is explicit, never torch's global state."""
+    if isinstance(generator, torch.Generator):
+        return generator
+    seed = check_integer(generator, "generator", 0, why=" (a seed) or a torch.Generator")
+    return torch.Generator().manual_seed(seed)

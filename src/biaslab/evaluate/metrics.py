@@ -206,6 +206,18 @@ def pca_project(
     return [pca.transform(x) for x in apply_to]
 
 
+def pca_basis(fit_on: np.ndarray, n_components: int) -> np.ndarray:
+    """The top ``n_components`` principal directions of ``fit_on`` (centred by its mean), as
+    orthonormal columns, largest variance first.
+
+    Shapes:
+        fit_on (N, D) -> (D, n_components).
+    """
+    from sklearn.decomposition import PCA
+
+    return PCA(n_components=n_components, svd_solver="full").fit(fit_on).components_.T
+
+
 def pca_reconstruction_error(fit_on: np.ndarray, x: np.ndarray, n_components: int) -> float:
     """Mean squared error per entry of ``x`` reconstructed from its top principal components.
 

@@ -39,7 +39,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from biaslab.evaluate._checks import check_integer, check_number
+from biaslab.evaluate._checks import as_generator, check_integer, check_number
 from biaslab.nn.mlp import device_of
 from biaslab.train.steps import move_to
 
@@ -164,14 +164,6 @@ def hessian_vector_product(
     return _hvp(loss_fn, params, _check_vector(vector, params))
 
 
-def _generator(generator: torch.Generator | int) -> torch.Generator:
-    """``generator`` itself, or a fresh CPU one seeded with it: randomness is explicit."""
-    if isinstance(generator, torch.Generator):
-        return generator
-    seed = check_integer(generator, "generator", 0, why=" (a seed) or a torch.Generator")
-    return torch.Generator().manual_seed(seed)
-
-
 def _dot(a: list[torch.Tensor], b: list[torch.Tensor]) -> torch.Tensor:
     return torch.stack([(x * y).sum() for x, y in zip(a, b)]).sum()
 
@@ -209,7 +201,7 @@ def top_hessian_eigenvalue(
     params = _check_params(params)
     iterations = check_integer(iterations, "iterations", 1)
     tol = check_number(tol, "tol", 0.0)
-    gen = _generator(generator)
+    gen = as_generator(generator)
     v = [torch.randn(p.shape, generator=gen, dtype=p.dtype, device=gen.device).to(p.device) for p in params]
     norm = torch.sqrt(_dot(v, v))
     v = [x / norm for x in v]

@@ -30,7 +30,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from biaslab.evaluate._checks import check_integer, check_number
+from biaslab.evaluate._checks import as_generator, check_integer, check_number
 from biaslab.nn.mlp import device_of
 from biaslab.train.steps import move_to
 
@@ -171,13 +171,6 @@ def permute_dense_graph(perm: torch.Tensor) -> Transform:
     return apply
 
 
-def _generator(generator: torch.Generator | int) -> torch.Generator:
-    """``generator`` itself, or a fresh one seeded with it: randomness is explicit."""
-    if isinstance(generator, torch.Generator):
-        return generator
-    return torch.Generator().manual_seed(int(generator))
-
-
 def random_orthogonal(
     dim: int = 3, generator: torch.Generator | int = 0, det: int | None = None
 ) -> torch.Tensor:
@@ -196,7 +189,7 @@ def random_orthogonal(
     dim = check_integer(dim, "dim")
     if det not in (None, 1, -1):
         raise ValueError(f"det must be 1, -1 or None, got {det!r}")
-    generator = _generator(generator)
+    generator = as_generator(generator)
     z = torch.randn(dim, dim, generator=generator, dtype=torch.float64, device=generator.device)
     q, r = torch.linalg.qr(z)
     q = q * torch.where(torch.diagonal(r) < 0, -1.0, 1.0)  # column j times sign(R_jj)
@@ -227,7 +220,7 @@ def random_isometry(
         shift_std: the standard deviation of each coordinate of the translation (0: none).
     """
     shift_std = check_number(shift_std, "shift_std", 0.0)
-    generator = _generator(generator)
+    generator = as_generator(generator)
     matrix = random_orthogonal(dim, generator, det)
     shift = torch.randn(dim, generator=generator, dtype=torch.float64, device=generator.device)
     return Isometry(matrix, shift * shift_std)
@@ -251,7 +244,7 @@ def random_permutation(n: int, generator: torch.Generator | int = 0) -> torch.Te
         generator: a ``torch.Generator`` (the permutation is drawn on its device), or the seed
             of a fresh CPU one (default 0): randomness is explicit, never the global generator.
     """
-    generator = _generator(generator)
+    generator = as_generator(generator)
     while True:
         perm = torch.randperm(n, generator=generator, device=generator.device)
         if n < 2 or not torch.equal(perm, torch.arange(n, device=perm.device)):

@@ -9,28 +9,42 @@ the value paired with the query, wherever that pair sits. A one-layer Transforme
 encoding: the task is about content, not order) learns to let the query attend to the pair whose
 key matches. An MLP of the same size sees the same tokens, one-hot and flattened, and must learn
 the match separately for every slot and key: it stays far from the answer.
+
+Step 3 opens the trained Transformer: its attention weights (``TransformerEncoder.
+attention_weights``) on the test sequences, read at the query, the last position, against the same
+model at initialisation. Measured: the weight each head puts on the pair whose key the query
+matches (``data.sequences.retrieval_match``; uniform attention gives 1/(P + 1)), and how often the
+pair the query reads most, in any head, is that pair. The heads share the work: each reads the
+matching pair for some of the pairs and otherwise rests on the query itself, so a single head
+puts about half its weight on the match while the query's best head puts about 0.9 there.
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from biaslab.config import check_batch_fits, check_range
-from biaslab.data.sequences import retrieval_task, retrieval_vocabulary
+from biaslab.data.sequences import retrieval_match, retrieval_task, retrieval_vocabulary
 from biaslab.data.splits import GeneratedSizes
 from biaslab.errors import ConfigError
 from biaslab.nn import MLP, TransformerConfig, TransformerEncoder, count_parameters
 from biaslab.nn.attention import causal_mask, scaled_dot_product_attention
 from biaslab.registry import experiment
-from biaslab.report import plots
+from biaslab.report import plots, plots_attention
 from biaslab.train.config import ClassifierTraining
-from biaslab.train.recipes import fit_classifier
+from biaslab.train.recipes import fit_classifier, predict
 
 SPLIT_INPUTS = ("x_train", "x_val", "x_test")
 TOY_WORDS = ("the", "cat", "sat", "on", "the", "mat")
+# biaslab's target for the share of test queries whose most-attended pair (the largest weight any
+# head puts on a pair) is the matching one: the lab's accuracy target, since an answer read from the
+# attended pair is right only as often as that pair is the matching one. Chance: 1/P.
+SELECTION = 0.95
+SHOWN_QUERIES = 6  # test sequences drawn in the attention figure
 
 
 @dataclass(frozen=True)
@@ -57,6 +71,15 @@ class SelfAttentionConfig:
 
     def training_set(self) -> tuple[int, str]:
         return self.data.training_set()
+
+
+def query_weights(model: TransformerEncoder, tokens: torch.Tensor) -> torch.Tensor:
+    """The attention of the query (the last position) of the first block, per head, on the CPU.
+
+    Shapes:
+        tokens (N, T) -> (N, H, T): each row sums to 1.
+    """
+    return predict(model, tokens, "attention_weights")[:, 0, :, -1].cpu()  # (N, L, H, T, T) -> (N, H, T)
 
 
 def toy_attention(seed: int) -> dict[str, torch.Tensor]:
@@ -118,6 +141,7 @@ def run(ctx) -> None:
         ),
         "transformer",
     )  # fmt: skip
+    initial = copy.deepcopy(transformer)  # the same model at initialisation, for step 3
     mlp = ctx.init_model(lambda: MLP(((cfg.pairs + 1) * vocabulary, cfg.mlp_hidden, cfg.values)), "mlp")
     results, histories = {}, {}
     for name, model, data in (("Transformer (1 layer)", transformer, tokens), ("MLP", mlp, one_hot)):
@@ -155,4 +179,90 @@ def run(ctx) -> None:
         plots.learning_curves(histories, keys=("train_loss", "val_loss", "val_accuracy")),
         f"Retrieval with {cfg.pairs} pairs, {cfg.keys} keys and {cfg.values} values (chance "
         f"{1 / cfg.values:.3f}): the Transformer against an MLP of similar size.",
+    )
+    match_selection(ctx, cfg, tokens, transformer, initial)
+
+
+def match_selection(ctx, cfg: SelfAttentionConfig, tokens, trained, initial) -> None:
+    """Step 3: where the query looks, trained against initialisation: the weight each head puts on
+    the matching pair, and whether the pair read most (in any head) is the matching one."""
+    length, test = cfg.pairs + 1, tokens.x_test
+    rows, match = torch.arange(len(test)), retrieval_match(test, cfg.keys, cfg.values)
+    weights = {"trained": query_weights(trained, test), "initial": query_weights(initial, test)}  # (N, H, T)
+    on_match = {name: w[rows, :, match] for name, w in weights.items()}  # (N, H): each head's weight there
+    # The pair read most: the largest weight any head puts on each pair (the query's own position aside).
+    selected = {
+        name: float((w[:, :, :-1].amax(1).argmax(1) == match).float().mean()) for name, w in weights.items()
+    }
+    best_head = {name: float(w.amax(1).mean()) for name, w in on_match.items()}  # the query's best head
+    val_match = retrieval_match(tokens.x_val, cfg.keys, cfg.values)
+    val_weights = query_weights(trained, tokens.x_val)[torch.arange(len(val_match)), :, val_match]  # (N, H)
+    head = int(val_weights.mean(0).argmax())  # the head selecting best, chosen on validation
+    one_head, heads = float(on_match["trained"][:, head].mean()), float(on_match["trained"].mean())
+    n_heads = on_match["trained"].size(1)
+    ctx.metric(
+        match_selection=round(selected["trained"], 4),
+        match_selection_initial=round(selected["initial"], 4),
+        match_weight_any_head=round(best_head["trained"], 4),
+        match_weight_any_head_initial=round(best_head["initial"], 4),
+        match_head=head,
+        match_weight=round(one_head, 4),
+        match_weight_heads=round(heads, 4),
+        match_weight_initial=round(float(on_match["initial"].mean()), 4),
+        uniform_weight=round(1 / length, 4),
+    )
+    ctx.table(
+        "Where the query looks (test sequences): each head's mean weight on the matching pair, the "
+        "query's best head's, and (matches) the share of queries whose most-attended pair, in any head, is "
+        "the matching one",
+        [
+            "model",
+            *[f"head {h}" for h in range(n_heads)],
+            "mean over heads",
+            "the query's best head",
+            "matches",
+        ],
+        [
+            [
+                label,
+                *[round(float(v), 3) for v in on_match[name].mean(0)],
+                round(float(on_match[name].mean()), 3),
+                round(best_head[name], 3),
+                round(selected[name], 3),
+            ]
+            for name, label in (("trained", "trained"), ("initial", "at initialisation"))
+        ],
+    )
+    ctx.claim(
+        "The trained Transformer selects by content: the query attends to the pair whose key it matches",
+        source="notes, Day 4 (attention: content-dependent relevance); biaslab's target (the lab's accuracy "
+        "target: an answer read from the attended pair is right only as often as that pair matches)",
+        expected=f"share of test queries whose most-attended pair (the largest weight in any head) is the "
+        f"matching one >= {SELECTION} (chance 1/{cfg.pairs} = {1 / cfg.pairs:.2f})",
+        measured=f"{selected['trained']:.3f} (at initialisation {selected['initial']:.3f}); weight on the "
+        f"matching pair: the query's best head {best_head['trained']:.3f} ({best_head['initial']:.3f} at "
+        f"initialisation; uniform {1 / length:.2f}), head {head} (selecting best on validation) "
+        f"{one_head:.3f}, mean over heads {heads:.3f}",
+        passed=selected["trained"] >= SELECTION,
+        checked_in_quick=False,
+    )
+    shown = test[:SHOWN_QUERIES].tolist()
+    labels = [
+        [*(f"k{t // cfg.values}:v{t % cfg.values}" for t in row[:-1]), f"?k{row[-1] - cfg.keys * cfg.values}"]
+        for row in shown
+    ]
+    panels = {f"at initialisation, head {head}": weights["initial"][:SHOWN_QUERIES, head].numpy()}
+    for h in range(n_heads):
+        selecting = " (selects best)" if h == head else ""
+        panels[f"trained, head {h}{selecting}"] = weights["trained"][:SHOWN_QUERIES, h].numpy()
+    columns = [*(f"pair {p + 1}" for p in range(cfg.pairs)), "query"]
+    ctx.figure(
+        "query_attention",
+        plots_attention.query_attention(panels, labels, match[:SHOWN_QUERIES].tolist(), columns),
+        f"Attention of the query (last position, asking for key ?k) over its sequence of {cfg.pairs} "
+        f"key:value pairs, for {SHOWN_QUERIES} test sequences: the head that selects best on validation "
+        "at initialisation (first), then every head of the trained model. Red: the pair whose key "
+        "matches the query. The heads share the pairs: where one does not read the match it rests on the "
+        f"query itself. Over the test queries the query's best head puts {best_head['trained']:.2f} of its "
+        f"weight on the match ({best_head['initial']:.2f} at initialisation; uniform {1 / length:.2f}).",
     )

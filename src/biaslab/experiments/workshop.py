@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from biaslab.config import check_range
 from biaslab.errors import ConfigError
+from biaslab.formatting import format_duration
 from biaslab.registry import DAY_TITLES, all_experiments, catalog, experiment
 from biaslab.sequence import run_in_order
 
@@ -24,6 +25,9 @@ class WorkshopConfig:
                 f"days={','.join(map(str, self.days))}: no lab belongs to these days "
                 f"(labs exist for days {', '.join(map(str, with_labs))})"
             )
+
+
+LAB_BUDGET_MINUTES = 15  # the longest a lab's default profile may take on a laptop's CPU
 
 
 def _labs(days) -> list:
@@ -45,4 +49,18 @@ def _data_of_labs(cfg: WorkshopConfig) -> list[str]:
 )
 def run(ctx) -> None:
     names = [e.name for e in _labs(ctx.cfg.days)]
-    run_in_order(ctx, names, title=f"biaslab workshop ({ctx.profile} profile, seed {ctx.seed})")
+    times = run_in_order(ctx, names, title=f"biaslab workshop ({ctx.profile} profile, seed {ctx.seed})")
+    slowest = max(times, key=times.get)
+    on_cpu = str(ctx.device) == "cpu"
+    ctx.claim(
+        f"Every lab runs on a CPU in under {LAB_BUDGET_MINUTES} minutes",
+        source="notes, the workshop's promise; biaslab's target",
+        expected=f"the budget: each lab's default run here at most {LAB_BUDGET_MINUTES} minutes, all in "
+        "one run",
+        measured=f"the slowest, {slowest}, took {format_duration(times[slowest])}; all {len(times)} labs "
+        f"{format_duration(sum(times.values()))}"
+        + ("" if on_cpu else f" (on {ctx.device}: not a CPU, not judged)"),
+        passed=max(times.values()) <= 60 * LAB_BUDGET_MINUTES if on_cpu else None,
+        timing=True,
+        checked_in_quick=False,
+    )

@@ -1,7 +1,8 @@
 """The autoencoder: compress to a small code z = f(x), reconstruct x̂ = g(z).
 
-Trained to minimise the reconstruction error ||x - g(f(x))||² (eq. 3.1). With linear f and g it
-spans the same subspace as PCA; non-linear maps can bend the code around the data manifold.
+Trained to minimise the reconstruction error ||x - g(f(x))||² (eq. 3.1). With linear f and g
+(:class:`LinearAutoencoder`) it spans the same subspace as PCA; non-linear maps can bend the code
+around the data manifold.
 """
 
 from __future__ import annotations
@@ -51,6 +52,49 @@ class Autoencoder(nn.Module):
 
     def decode(self, z: torch.Tensor) -> torch.Tensor:
         return torch.sigmoid(self.decoder(z))  # (N, latent_dim) -> (N, D)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.decode(self.encode(x))
+
+
+class LinearAutoencoder(nn.Module):
+    """A linear autoencoder: z = W_e x, x̂ = W_d z, no activation and no bias (for centred inputs).
+
+    Baldi & Hornik 1989: on centred data, every minimum of the squared reconstruction error
+    (there is no other local minimum) has the decoder's columns spanning the top-k principal
+    subspace, so the reconstruction is PCA's. The columns are not the principal components
+    themselves: W_d A and A⁻¹ W_e reconstruct alike for any invertible A. Gradient descent
+    reaches that subspace only at convergence, at a rate set by the eigenvalue gap λ_k − λ_{k+1}.
+
+    Args:
+        input_dim: size of a flattened input (784 for MNIST).
+        latent_dim: size k of the code z (default 2).
+
+    Shapes:
+        input ``(N, input_dim)`` or ``(N, 1, H, W)`` -> output ``(N, input_dim)``; :meth:`encode`
+        -> ``(N, k)``; :meth:`decode` ``(N, k)`` -> ``(N, input_dim)``; ``decoder.weight`` is W_d,
+        ``(input_dim, k)``, whose columns span the code's subspace.
+    """
+
+    def __init__(self, input_dim: int = 784, latent_dim: int = 2):
+        super().__init__()
+        if input_dim < 1 or not 1 <= latent_dim <= input_dim:
+            raise ValueError(
+                f"need 1 <= latent_dim <= input_dim, got latent_dim={latent_dim}, input_dim={input_dim}"
+            )
+        self.input_dim, self.latent_dim = input_dim, latent_dim
+        self.encoder = nn.Linear(input_dim, latent_dim, bias=False)  # W_e (k, D)
+        self.decoder = nn.Linear(latent_dim, input_dim, bias=False)  # W_d (D, k)
+
+    def reset_parameters(self) -> None:
+        self.encoder.reset_parameters()
+        self.decoder.reset_parameters()
+
+    def encode(self, x: torch.Tensor) -> torch.Tensor:
+        return self.encoder(x.flatten(1))  # (N, D) -> (N, k)
+
+    def decode(self, z: torch.Tensor) -> torch.Tensor:
+        return self.decoder(z)  # (N, k) -> (N, D)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.decode(self.encode(x))

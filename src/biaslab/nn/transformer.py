@@ -345,6 +345,20 @@ class TransformerEncoder(nn.Module):
         out = self.head(h) if self.head is not None else h
         return (out, all_weights) if return_weights else out
 
+    def attention_weights(
+        self, x: torch.Tensor, key_padding_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Every block's attention weights as one tensor (those :meth:`forward` returns with
+        ``return_weights``, stacked), so ``train.recipes.predict(model, x, "attention_weights")``
+        reads them in batches.
+
+        Shapes:
+            x as for :meth:`forward` -> ``(B, L, H, T, T)``: block l, head h, query t, key s (T
+            counts the CLS token, first, when ``pool="cls"``); each row sums to 1.
+        """
+        _, weights = self(x, key_padding_mask, return_weights=True)
+        return torch.stack(weights, dim=1)
+
     def _pool(self, h: torch.Tensor, key_padding_mask: torch.Tensor | None) -> torch.Tensor:
         pool = self.config.pool
         if pool is None:

@@ -144,7 +144,17 @@ LAB_TERMS: dict[str, dict[str, Term | str]] = {
         "pgd_robust": "PGD, after adversarial training",
         "adversarial_training_gain": "Accuracy gained under PGD by adversarial training",
     },
-    "autoencoder-2d": {"improvement": measure("MSE improvement over PCA")},
+    "autoencoder-2d": {
+        "improvement": measure("MSE improvement over PCA"),
+        "linear_ae": "linear autoencoder",
+        "linear_ae_largest_angle": "Largest principal angle of the linear autoencoder's plane to PCA-2's (°)",
+        "linear_ae_smallest_angle": (
+            "Smallest principal angle of the linear autoencoder's plane to PCA-2's (°)"
+        ),
+        "linear_ae_largest_angle_initial": (
+            "Largest principal angle of the linear autoencoder's plane to PCA-2's at initialisation (°)"
+        ),
+    },
     "calibration": {"before": "before temperature scaling", "after": "after temperature scaling"},
     "autoencoder-uses": {"max": "max logit", "ae": "autoencoder reconstruction error"},
     "bias-variance": {
@@ -252,6 +262,23 @@ LAB_TERMS: dict[str, dict[str, Term | str]] = {
         "beyond_speed": measure("speed beyond the training energies over the true speed (median)"),
         "drift": measure("energy drift at the rollouts' end"),
         "rate": measure("mean squared energy rate"),
+    },
+    "self-attention": {
+        "match_head": "Head that selects best (chosen on validation sequences)",
+        "match_weight": "Test weight of the query on its matching key, the selecting head",
+        "match_weight_heads": "Test weight of the query on its matching key, mean over heads",
+        "match_weight_initial": (
+            "Test weight of the query on its matching key, mean over heads, at initialisation"
+        ),
+        "match_weight_any_head": "Test weight of the query on its matching key, the query's best head",
+        "match_weight_any_head_initial": (
+            "Test weight of the query on its matching key, the query's best head, at initialisation"
+        ),
+        "match_selection": "Share of test queries whose most-attended pair (any head) is the matching one",
+        "match_selection_initial": (
+            "Share of test queries whose most-attended pair (any head) is the matching one, at initialisation"
+        ),
+        "uniform_weight": "Uniform attention weight 1/(pairs + 1)",
     },
     "sequences": {"gradient_first_over_last": measure("gradient at the first step over the last")},
     "scaling-laws": {
