@@ -1,5 +1,6 @@
 """TrainConfig's checks: every field, the relations between them, and the memory estimate."""
 
+import math
 from dataclasses import dataclass
 
 import pytest
@@ -154,3 +155,18 @@ def test_precision_follows_the_device(monkeypatch):
     assert train_config.autocast_dtype("bf16", "cpu") is torch.bfloat16
     with pytest.raises(ConfigError, match="choose one of fp32, bf16, fp16"):
         train_config.TrainConfig(precision="fp8")
+
+
+def test_a_one_cycle_schedule_runs_however_few_the_steps():
+    from biaslab.train.config import make_scheduler
+
+    for steps in range(1, 12):
+        for warmup in (0.05, 0.25, 0.3, 0.9):
+            optimizer = torch.optim.SGD(torch.nn.Linear(1, 1).parameters(), lr=0.1)
+            schedule = make_scheduler(TrainConfig(schedule="onecycle", warmup=warmup), optimizer, steps)
+            rates = []
+            for _ in range(steps):
+                optimizer.step()
+                schedule.step()
+                rates.append(optimizer.param_groups[0]["lr"])
+            assert all(math.isfinite(r) and r >= 0 for r in rates), (steps, warmup, rates)

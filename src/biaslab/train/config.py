@@ -257,11 +257,15 @@ def make_scheduler(cfg: TrainConfig, optimizer: torch.optim.Optimizer, total_ste
     if cfg.schedule == "cosine":
         return sched.CosineAnnealingLR(optimizer, T_max=max(total_steps, 1))
     if cfg.schedule == "onecycle":
+        total = max(total_steps, 2)
+        # torch's warm-up ends at step pct·total − 1 and divides by that length: a warm-up of at
+        # most one step (4 steps at warmup 0.25) would divide by zero, so it gets one and a half
+        warmup = cfg.warmup if cfg.warmup * total > 1 else 1.5 / total
         return sched.OneCycleLR(
             optimizer,
             max_lr=cfg.lr,
-            total_steps=max(total_steps, 2),
-            pct_start=cfg.warmup,
+            total_steps=total,
+            pct_start=warmup,
             anneal_strategy="cos",
             cycle_momentum=cfg.optimizer == "sgd" and cfg.momentum > 0,
         )
