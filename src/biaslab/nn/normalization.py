@@ -44,7 +44,31 @@ from torch import nn
 __all__ = ["BatchNorm", "LayerNorm"]
 
 
-class BatchNorm(nn.Module):
+class _Normalization(nn.Module):
+    """What both norms share: ``features``, ``eps``, and the learned scale γ and shift β (ones
+    and zeros, or none without ``affine``). A subclass calls ``reset_parameters()`` once its own
+    state exists."""
+
+    def __init__(self, features: int, eps: float, affine: bool):
+        super().__init__()
+        if features < 1:
+            raise ValueError(f"features must be at least 1, got {features}")
+        self.features, self.eps, self.affine = int(features), float(eps), affine
+        if affine:
+            self.weight = nn.Parameter(torch.empty(self.features))  # γ
+            self.bias = nn.Parameter(torch.empty(self.features))  # β
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def reset_parameters(self) -> None:
+        """γ = 1, β = 0: the identity after normalisation."""
+        if self.affine:
+            nn.init.ones_(self.weight)
+            nn.init.zeros_(self.bias)
+
+
+class BatchNorm(_Normalization):
     """Batch normalisation over every dimension except dim 1 (see the module docstring).
 
     Equal to ``torch.nn.BatchNorm1d`` / ``BatchNorm2d`` / ``BatchNorm3d`` with
@@ -67,21 +91,8 @@ class BatchNorm(nn.Module):
     """
 
     def __init__(self, features: int, eps: float = 1e-5, momentum: float = 0.1, affine: bool = True):
-        super().__init__()
-        if features < 1:
-            raise ValueError(f"features must be at least 1, got {features}")
-        self.features, self.eps, self.momentum, self.affine = (
-            int(features),
-            float(eps),
-            float(momentum),
-            affine,
-        )
-        if affine:
-            self.weight = nn.Parameter(torch.empty(self.features))  # γ
-            self.bias = nn.Parameter(torch.empty(self.features))  # β
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        super().__init__(features, eps, affine)
+        self.momentum = float(momentum)
         self.register_buffer("running_mean", torch.zeros(self.features))
         self.register_buffer("running_var", torch.ones(self.features))
         self.register_buffer("num_batches_tracked", torch.tensor(0, dtype=torch.long))
@@ -95,9 +106,7 @@ class BatchNorm(nn.Module):
     def reset_parameters(self) -> None:
         """γ = 1, β = 0 (the identity after normalisation) and fresh running estimates."""
         self.reset_running_stats()
-        if self.affine:
-            nn.init.ones_(self.weight)
-            nn.init.zeros_(self.bias)
+        super().reset_parameters()
 
     def extra_repr(self) -> str:
         return f"{self.features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}"
@@ -131,7 +140,7 @@ class BatchNorm(nn.Module):
         return self.weight.view(per_channel) * x_hat + self.bias.view(per_channel)  # (F,) -> (1, F, 1, ...)
 
 
-class LayerNorm(nn.Module):
+class LayerNorm(_Normalization):
     """Layer normalisation of each example over its last dimension (see the module docstring).
 
     Equal to ``torch.nn.LayerNorm(features)``; the same in training and evaluation.
@@ -147,22 +156,8 @@ class LayerNorm(nn.Module):
     """
 
     def __init__(self, features: int, eps: float = 1e-5, affine: bool = True):
-        super().__init__()
-        if features < 1:
-            raise ValueError(f"features must be at least 1, got {features}")
-        self.features, self.eps, self.affine = int(features), float(eps), affine
-        if affine:
-            self.weight = nn.Parameter(torch.empty(self.features))  # γ
-            self.bias = nn.Parameter(torch.empty(self.features))  # β
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        super().__init__(features, eps, affine)
         self.reset_parameters()
-
-    def reset_parameters(self) -> None:
-        if self.affine:
-            nn.init.ones_(self.weight)
-            nn.init.zeros_(self.bias)
 
     def extra_repr(self) -> str:
         return f"{self.features}, eps={self.eps}, affine={self.affine}"
