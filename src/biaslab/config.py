@@ -316,6 +316,12 @@ def check_batch_fits(cfg) -> None:
         )
 
 
+def smallest_training_set(train_sizes) -> tuple[int, str]:
+    """``training_set()`` of a config that trains once per size in ``train_sizes``: the smallest
+    size, and the key that sets it (a batch must fit every training set)."""
+    return min(train_sizes), f"the smallest of train_sizes={shown_value(tuple(train_sizes))}"
+
+
 # -- seeds and memory -------------------------------------------------------------------------
 SEED_MAX = 2**64 - 1  # the largest seed torch's 64-bit generator takes
 

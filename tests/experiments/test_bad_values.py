@@ -104,7 +104,7 @@ CASES = [
     (
         "scaling-laws",
         ["train_sizes=64,128,256", "batch_size=128"],
-        ["batch_size=128", "smallest training set"],
+        ["batch_size=128", "the smallest of train_sizes=64,128,256"],
     ),
     ("scaling-laws", ["steps=0"], ["steps=0", "1..10000000"]),
     # -- training-claims: the minibatch against the training set, the target loss
@@ -124,7 +124,7 @@ CASES = [
     # -- embeddings: the modulus, the pairs
     ("embeddings", ["modulus=30"], ["modulus=30", "prime"]),
     ("embeddings", ["train_share=1"], ["train_share=1.0", "a share of the pairs"]),
-    ("embeddings", ["modulus=5", "batch_size=128"], ["batch_size=128", "training pairs"]),
+    ("embeddings", ["modulus=5", "batch_size=128"], ["batch_size=128", "<= 15", "modulus²=25 pairs"]),
     # -- equivariance: the step budget, the clusters, the models
     ("equivariance", ["steps=0"], ["steps=0", "1..10000000"]),
     ("equivariance", ["particles=1"], ["particles=1", "2..64"]),

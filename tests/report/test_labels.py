@@ -1,4 +1,5 @@
-"""Metric labels: the rule of report/labels.py, example by example, and the claims' source legend.
+"""Metric labels: the rule of report/labels.py (its words in report/vocabulary.py), example by
+example, and the claims' source legend.
 
 That every metric of every lab gets a label is checked on a quick workshop run in
 test_workshop_pages.py.
@@ -6,7 +7,8 @@ test_workshop_pages.py.
 
 import pytest
 
-from biaslab.report.labels import LAB_TERMS, metric_label, source_notes, unknown_words
+from biaslab.report.labels import metric_label, source_notes, unknown_words
+from biaslab.report.vocabulary import LAB_TERMS
 
 
 @pytest.mark.parametrize(

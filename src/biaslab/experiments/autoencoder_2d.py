@@ -97,7 +97,7 @@ class Autoencoder2DConfig:
     requires=("mnist",),
     title="A 2-D autoencoder vs. 2-component PCA",
     summary="an autoencoder with a 2-D latent space beats PCA's reconstruction; latent map",
-    quick={**QUICK_SIZES, "epochs": 2, "hidden": (64,), "linear_epochs": 3},  # 6 steps: onecycle needs > 4
+    quick={**QUICK_SIZES, "epochs": 2, "hidden": (64,), "linear_epochs": 3},  # 3 of 30 linear epochs
 )
 def run(ctx) -> None:
     cfg: Autoencoder2DConfig = ctx.cfg

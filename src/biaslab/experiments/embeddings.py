@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from biaslab.config import check_range
+from biaslab.config import check_batch_fits, check_range
 from biaslab.errors import ConfigError
 from biaslab.evaluate.embeddings import analogy_ranks, cosine_neighbours, cyclic_plane, rotation_analogy_ranks
 from biaslab.nn.embedding import SymbolPairModel
@@ -55,12 +55,12 @@ class EmbeddingsConfig:
         check_range(self, "analogies", 1, 1_000_000)
         if any(self.modulus % q == 0 for q in range(2, int(self.modulus**0.5) + 1)):
             raise ConfigError(f"modulus={self.modulus}: must be a prime (every step then cycles through all)")
+        check_batch_fits(self)
+
+    def training_set(self) -> tuple[int, str]:
+        """The training pairs: a share of the modulus² pairs (a + b, both below the modulus)."""
         pairs = round(self.train_share * self.modulus**2)
-        if self.train.batch_size > pairs:
-            raise ConfigError(
-                f"batch_size={self.train.batch_size}: must be <= the {pairs} training pairs "
-                "(train_share x modulus²); lower batch_size or raise train_share"
-            )
+        return pairs, f"train_share={self.train_share:g} of modulus²={self.modulus**2} pairs"
 
 
 @experiment(

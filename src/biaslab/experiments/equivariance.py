@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from biaslab.config import check_batch_fits, check_range
+from biaslab.config import check_batch_fits, check_range, smallest_training_set
 from biaslab.evaluate.symmetry import invariance_error, permute, random_isometry, random_permutation
 from biaslab.nn import MLP, DeepSets, count_parameters
 from biaslab.nn.geometric import EGNN, PairDistanceNet
@@ -74,7 +74,7 @@ class EquivarianceConfig:
         check_batch_fits(self)
 
     def training_set(self) -> tuple[int, str]:
-        return min(self.train_sizes), f"train_sizes={','.join(map(str, self.train_sizes))}"
+        return smallest_training_set(self.train_sizes)
 
 
 @experiment(

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from biaslab.config import check_batch_fits, check_range
+from biaslab.config import check_batch_fits, check_range, smallest_training_set
 from biaslab.nn import MLP
 from biaslab.physics.constraints import conservation_penalty, dynamics_step
 from biaslab.physics.systems import Pendulum, rollout
@@ -66,7 +66,7 @@ class PhysicsLossConfig:
         check_batch_fits(self)
 
     def training_set(self) -> tuple[int, str]:
-        return min(self.train_sizes), f"train_sizes={','.join(map(str, self.train_sizes))}"
+        return smallest_training_set(self.train_sizes)
 
 
 @experiment(

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from biaslab.config import check_range
+from biaslab.config import check_batch_fits, check_range, smallest_training_set
 from biaslab.data.synthetic import teacher_regression
 from biaslab.errors import ConfigError
 from biaslab.evaluate.scaling import fit_power_law
@@ -57,11 +57,10 @@ class ScalingConfig:
         for key in ("train_sizes", "widths"):
             if len(set(getattr(self, key))) < 3:
                 raise ConfigError(f"{key}={getattr(self, key)}: a power law needs at least 3 distinct values")
-        if self.train.batch_size > min(self.train_sizes):
-            raise ConfigError(
-                f"batch_size={self.train.batch_size}: must be <= {min(self.train_sizes)}, the smallest "
-                f"training set (train_sizes); lower batch_size or enlarge the training set"
-            )
+        check_batch_fits(self)
+
+    def training_set(self) -> tuple[int, str]:
+        return smallest_training_set(self.train_sizes)
 
 
 @experiment(

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import torch
 
-from biaslab.config import check_batch_fits, check_range
+from biaslab.config import check_batch_fits, check_range, smallest_training_set
 from biaslab.data.mnist import QUICK_SIZES, MnistSizes, mnist_splits_for
 from biaslab.errors import ConfigError
 from biaslab.evaluate.symmetry import invariance_error, rotate90
@@ -68,7 +68,7 @@ class ThreeWaysConfig:
         check_batch_fits(self)
 
     def training_set(self) -> tuple[int, str]:
-        return min(self.train_sizes), f"train_sizes={','.join(map(str, self.train_sizes))}"
+        return smallest_training_set(self.train_sizes)
 
     def models(self) -> list[str]:
         return ["plain", "augmented", *(f"penalty λ={w:g}" for w in self.weights), "group CNN"]
