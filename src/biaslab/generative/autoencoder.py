@@ -17,7 +17,29 @@ from biaslab.nn.mlp import MLP, device_of
 from biaslab.train.steps import StepOutput
 
 
-class Autoencoder(nn.Module):
+class _EncoderDecoder(nn.Module):
+    """What both autoencoders share: a subclass sets ``encoder`` f and ``decoder`` g; the input
+    is flattened before f, and x̂ = g(f(x)) (eq. 3.1). A subclass may shape the output in
+    :meth:`decode` (a sigmoid for pixels)."""
+
+    encoder: nn.Module
+    decoder: nn.Module
+
+    def reset_parameters(self) -> None:
+        self.encoder.reset_parameters()
+        self.decoder.reset_parameters()
+
+    def encode(self, x: torch.Tensor) -> torch.Tensor:
+        return self.encoder(x.flatten(1))  # (N, D) or (N, 1, H, W) -> (N, D) -> (N, latent_dim)
+
+    def decode(self, z: torch.Tensor) -> torch.Tensor:
+        return self.decoder(z)  # (N, latent_dim) -> (N, D)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.decode(self.encode(x))
+
+
+class Autoencoder(_EncoderDecoder):
     """An MLP encoder and a mirrored MLP decoder with a sigmoid output (pixels in [0, 1]).
 
     Args:
@@ -43,21 +65,11 @@ class Autoencoder(nn.Module):
         self.encoder = MLP((input_dim, *hidden, latent_dim), activation=activation)
         self.decoder = MLP((latent_dim, *reversed(hidden), input_dim), activation=activation)
 
-    def reset_parameters(self) -> None:
-        self.encoder.reset_parameters()
-        self.decoder.reset_parameters()
-
-    def encode(self, x: torch.Tensor) -> torch.Tensor:
-        return self.encoder(x.flatten(1))  # (N, D) -> (N, latent_dim)
-
     def decode(self, z: torch.Tensor) -> torch.Tensor:
-        return torch.sigmoid(self.decoder(z))  # (N, latent_dim) -> (N, D)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.decode(self.encode(x))
+        return torch.sigmoid(self.decoder(z))  # (N, latent_dim) -> (N, D), pixels in (0, 1)
 
 
-class LinearAutoencoder(nn.Module):
+class LinearAutoencoder(_EncoderDecoder):
     """A linear autoencoder: z = W_e x, x̂ = W_d z, no activation and no bias (for centred inputs).
 
     Baldi & Hornik 1989: on centred data, every minimum of the squared reconstruction error
@@ -85,19 +97,6 @@ class LinearAutoencoder(nn.Module):
         self.input_dim, self.latent_dim = input_dim, latent_dim
         self.encoder = nn.Linear(input_dim, latent_dim, bias=False)  # W_e (k, D)
         self.decoder = nn.Linear(latent_dim, input_dim, bias=False)  # W_d (D, k)
-
-    def reset_parameters(self) -> None:
-        self.encoder.reset_parameters()
-        self.decoder.reset_parameters()
-
-    def encode(self, x: torch.Tensor) -> torch.Tensor:
-        return self.encoder(x.flatten(1))  # (N, D) -> (N, k)
-
-    def decode(self, z: torch.Tensor) -> torch.Tensor:
-        return self.decoder(z)  # (N, k) -> (N, D)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.decode(self.encode(x))
 
 
 def interpolations(
