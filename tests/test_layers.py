@@ -19,11 +19,11 @@ import biaslab
 
 ROOT = Path(biaslab.__file__).resolve().parent
 LAYERS = [
-    {"errors", "fileio", "formatting", "hardware", "locking", "results", "version"},
+    {"documents", "errors", "fileio", "formatting", "hardware", "locking", "results", "version"},
     {"scratch", "nn", "data", "config"},
     {"train", "evaluate", "generative", "physics"},
     {"comparison"},
-    {"runs", "registry", "catalog", "config_slices", "loggers"},
+    {"runs", "registry", "catalog", "config_slices", "loggers", "exact_claims"},
     {"report", "scale"},
     {"runner"},
     {"sequence", "sweep"},

@@ -1,5 +1,6 @@
 """The experiment registry: every experiment is well formed, and names are unique and findable."""
 
+import ast
 import dataclasses
 import json
 import re
@@ -324,3 +325,44 @@ def test_the_looseness_check_can_fail():
     assert not _narrows(str, typing.Literal["a", "b"])
     assert not _narrows(typing.Literal["a", "c"], typing.Literal["a", "b"])
     assert _narrows(typing.Literal["a"], str) and _narrows(int, int)
+
+
+def _claim_calls(source: str):
+    """The ``*.claim(...)`` calls in Python ``source`` (a lab's module or a notebook cell)."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "claim":
+            yield node
+
+
+def _sources_with_claims():
+    """(where, Python source) of every lab module and every notebook code cell."""
+    from pathlib import Path
+
+    import biaslab
+
+    package = Path(biaslab.__file__).parent
+    for path in sorted((package / "experiments").glob("*.py")):
+        yield path.name, path.read_text(encoding="utf-8")
+    for path in sorted((package / "notebooks").glob("*.ipynb")):
+        for n, cell in enumerate(json.loads(path.read_text(encoding="utf-8"))["cells"]):
+            if cell["cell_type"] == "code":
+                code = "".join(cell["source"])
+                code = "\n".join(
+                    line for line in code.splitlines() if not line.lstrip().startswith(("%", "!"))
+                )
+                yield f"{path.name} cell {n}", code
+
+
+def test_every_claim_declares_its_kind():
+    """Each claim says what could refute it: kind="finding" (an outcome of training, sampling or
+    data) or kind="check" (an identity or a property by construction). Read from the code, so a
+    claim that only the default profile reaches is held to it too."""
+    missing, found = [], 0
+    for where, source in _sources_with_claims():
+        for call in _claim_calls(source):
+            found += 1
+            kinds = [k.value for k in call.keywords if k.arg == "kind"]
+            if not (kinds and isinstance(kinds[0], ast.Constant) and kinds[0].value in ("finding", "check")):
+                missing.append(f"{where}:{call.lineno}")
+    assert found > 150, found  # the scan sees the labs' and the notebooks' claims
+    assert not missing, f"claims without kind='finding' or kind='check': {missing}"

@@ -42,19 +42,32 @@ def test_notes_wrong_when_biaslab_agrees_with_the_exact_value_and_the_notes_do_n
     (claim,) = [c.as_dict() for c in ctx.claims]
     assert verdict == verdict_of(claim) == "notes-wrong"
     assert claim["passed"] is None and claim["computation"] == "1/3 in float64"
-    assert tally([claim]).notes_wrong == 1 and Result(ctx.run_dir, {"claims": [claim]}).passed
+    assert tally([claim]).slips == 1 and Result(ctx.run_dir, {"claims": [claim]}).passed
+    assert claim["kind"] == "check"  # an exact computation fails only through a bug
 
 
 def test_pass_when_both_agree_and_fail_when_biaslab_is_wrong(ctx):
     assert (
         ctx.claim_exact(
-            "ok", notes="0.3333", measured=0.33333, exact=exact_third, tolerance=5e-5, computation="-"
+            "ok",
+            notes="0.3333",
+            measured=0.33333,
+            exact=exact_third,
+            tolerance=5e-5,
+            computation="-",
+            source="s",
         )
         == "pass"
     )
     assert (
         ctx.claim_exact(
-            "bad", notes="0.3334", measured=0.35, exact=exact_third, tolerance=5e-5, computation="-"
+            "bad",
+            notes="0.3334",
+            measured=0.35,
+            exact=exact_third,
+            tolerance=5e-5,
+            computation="-",
+            source="s",
         )
         == "fail"
     )
@@ -66,7 +79,9 @@ def test_pass_when_both_agree_and_fail_when_biaslab_is_wrong(ctx):
 def test_refused_in_a_run_that_trains(ctx):
     ctx.training("mlp")
     with pytest.raises(ValueError, match="trains"):
-        ctx.claim_exact("x", notes="1.0", measured=1.0, exact=lambda: 1.0, tolerance=0.1, computation="-")
+        ctx.claim_exact(
+            "x", notes="1.0", measured=1.0, exact=lambda: 1.0, tolerance=0.1, computation="-", source="s"
+        )
     assert not ctx.claims
 
 
@@ -75,7 +90,9 @@ def test_refused_in_a_run_that_trains(ctx):
 )
 def test_refused_for_a_value_that_comes_from_random_draws(ctx, draw):
     with pytest.raises(ValueError, match="random draws"):
-        ctx.claim_exact("sampled", notes="0.5", measured=0.5, exact=draw, tolerance=1.0, computation="-")
+        ctx.claim_exact(
+            "sampled", notes="0.5", measured=0.5, exact=draw, tolerance=1.0, computation="-", source="s"
+        )
 
 
 def test_exact_check_leaves_every_generator_as_it_was(ctx):
@@ -85,14 +102,71 @@ def test_exact_check_leaves_every_generator_as_it_was(ctx):
     torch.manual_seed(5)
     np.random.seed(5)
     ctx.claim_exact(
-        "e", notes="2.718", measured=math.e, exact=lambda: math.e, tolerance=1e-3, computation="-"
+        "e", notes="2.718", measured=math.e, exact=lambda: math.e, tolerance=1e-3, computation="-", source="s"
     )
     assert torch.equal(torch.rand(3), expected[0]) and np.array_equal(np.random.rand(3), expected[1])
 
 
+def slip(ctx, measured=0.405, printed_gives=lambda: 0.605, **more):
+    return ctx.claim_slip(
+        "one descent step lowers J",
+        printed=r"W \leftarrow W + \eta",
+        correct="W ← W − η ∂J/∂W",
+        measured=measured,
+        exact=lambda: 0.405,
+        printed_gives=printed_gives,
+        tolerance=1e-6,
+        computation="the printed step raises J to 0.605",
+        source="ML-for-physics slides, 'Propagation Algorithm'",
+        **more,
+    )
+
+
+def test_a_printed_formula_that_gives_the_wrong_value_is_a_slip_not_a_failure(ctx):
+    assert slip(ctx) == "slip"
+    (claim,) = [c.as_dict() for c in ctx.claims]
+    assert verdict_of(claim) == "slip" and claim["passed"] is None and claim["kind"] == "check"
+    assert claim["printed"] == r"W \leftarrow W + \eta" and claim["expected"] == "W ← W − η ∂J/∂W"
+    assert claim["computation"] == "the printed step raises J to 0.605"
+    counts = tally([claim])
+    assert counts.slips == 1 and counts.failed == 0 and Result(ctx.run_dir, {"claims": [claim]}).passed
+
+
+def test_a_slip_verdict_needs_biaslab_right_and_the_printed_formula_wrong(ctx):
+    assert slip(ctx, measured=0.5) == "fail"  # biaslab's own value is wrong: a bug, not a slip
+    assert slip(ctx, printed_gives=lambda: 0.405) == "pass"  # the printed formula gives it too
+    assert [verdict_of(c.as_dict()) for c in ctx.claims] == ["fail", "pass"]
+
+
+def test_a_slip_is_refused_in_a_run_that_trains_or_from_random_draws(ctx):
+    with pytest.raises(ValueError, match="random draws"):
+        slip(ctx, printed_gives=lambda: np.random.rand())
+    ctx.training("mlp")
+    with pytest.raises(ValueError, match="trains"):
+        slip(ctx)
+    assert not ctx.claims
+
+
+def test_a_claim_declares_its_kind(ctx):
+    ctx.claim("a", expected="1", measured=1, passed=True, source="s", kind="finding")
+    assert ctx.claims[0].as_dict()["kind"] == "finding"
+    with pytest.raises(ValueError, match="kind"):
+        ctx.claim("b", expected="1", measured=1, passed=True, source="s", kind="identity")
+    with pytest.raises(TypeError, match="kind"):
+        ctx.claim("c", expected="1", measured=1, passed=True, source="s")
+
+
 def test_claim_not_judged_in_quick(ctx):
     ctx.profile = "quick"
-    ctx.claim("big", expected=">= 0.97", measured=0.5, passed=False, checked_in_quick=False)
+    ctx.claim(
+        "big",
+        expected=">= 0.97",
+        measured=0.5,
+        passed=False,
+        source="s",
+        kind="finding",
+        checked_in_quick=False,
+    )
     claim = ctx.claims[0].as_dict()
     assert verdict_of(claim) == "unjudged" and "not judged in --quick" in claim["expected"]
 

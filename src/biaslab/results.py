@@ -1,6 +1,6 @@
 """What results.json holds, read the same way everywhere: verdicts, their tally, timings.
 
-A claim's verdict (pass / fail / unjudged / notes-wrong) has one vocabulary, used by the runner's
+A claim's verdict (pass / fail / unjudged / notes-wrong / slip) has one vocabulary, used by the runner's
 summary, ``biaslab show``, the report and the index. Wall-clock measurements are kept apart
 (``timings``, claims marked ``timing``): :func:`reproducible` is the part a seed fixes.
 """
@@ -13,12 +13,16 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "KINDS",
+    "SLIPS",
     "TIMINGS",
     "TIMING_KEYS",
     "VERDICTS",
     "Claim",
+    "Counts",
     "Tally",
     "Verdict",
+    "kind_of",
     "reproducible",
     "reproducible_record",
     "results_problem",
@@ -28,13 +32,21 @@ __all__ = [
 
 
 # -- claims -----------------------------------------------------------------------------------
+KINDS = ("finding", "check")
+
+
 @dataclass
 class Claim:
-    """A quantitative claim from the lecture notes beside the value this run measured.
+    """A claim of the documents beside the value this run measured.
 
-    ``verdict`` and ``computation`` are set only for a claim whose notes' figure an exact
-    computation proved wrong (see :meth:`RunContext.claim_exact`); ``timing`` only for a claim
-    about wall-clock time, which no seed fixes (the report flags it as machine-dependent).
+    ``kind`` says what could refute it: a ``"finding"`` is an outcome of training, sampling or data
+    that could have gone the other way; a ``"check"`` is an identity or a property that holds by
+    construction and fails only through a bug. ``printed`` quotes, exactly as printed, the figure,
+    formula or label of the document the source names first, where the claim says the document
+    prints one. ``verdict`` and ``computation`` are set only where an exact computation shows the
+    document's print is a slip: ``"notes-wrong"`` for a printed figure (:meth:`RunContext.claim_exact`),
+    ``"slip"`` for a printed formula or label (:meth:`RunContext.claim_slip`). ``timing`` only for
+    a claim about wall-clock time, which no seed fixes (the report flags it as machine-dependent).
     """
 
     claim: str
@@ -42,9 +54,15 @@ class Claim:
     measured: Any
     passed: bool | None
     source: str = ""
+    kind: str | None = None
+    printed: str | None = None
     verdict: str | None = None
     computation: str | None = None
     timing: bool | None = None
+
+    def __post_init__(self):
+        if self.kind is not None and self.kind not in KINDS:
+            raise ValueError(f"claim {self.claim!r}: kind={self.kind!r}; choose 'finding' or 'check'")
 
     @classmethod
     def judged(
@@ -54,7 +72,9 @@ class Claim:
         expected: str,
         measured: Any,
         passed: bool | None,
-        source: str = "",
+        source: str,
+        kind: str,
+        printed: str | None = None,
         quick: bool = False,
         checked_in_quick: bool = True,
         timing: bool = False,
@@ -64,10 +84,12 @@ class Claim:
         if quick and not checked_in_quick:
             passed, expected = None, f"{expected} (not judged in --quick)"
         verdict = None if passed is None else bool(passed)
-        return cls(claim, expected, measured, verdict, source, timing=timing or None)
+        return cls(
+            claim, expected, measured, verdict, source, kind=kind, printed=printed, timing=timing or None
+        )
 
     def as_dict(self) -> dict[str, Any]:
-        optional = ("verdict", "computation", "timing")
+        optional = ("printed", "verdict", "computation", "timing")
         return {k: v for k, v in vars(self).items() if v is not None or k not in optional}
 
 
@@ -105,8 +127,9 @@ class Verdict:
     """How a claim came out, in every place that shows it.
 
     Attributes:
-        key: the word stored in results.json (``pass``, ``fail``, ``unjudged``, ``notes-wrong``).
-        word: four letters for the terminal (``PASS``, ``FAIL``, ``----``, ``NOTE``).
+        key: the word stored in results.json (``pass``, ``fail``, ``unjudged``, ``notes-wrong``,
+            ``slip``).
+        word: four letters for the terminal (``PASS``, ``FAIL``, ``----``, ``NOTE``, ``SLIP``).
         label: the report's wording.
         colour: the report's background colour for the verdict cell.
     """
@@ -123,38 +146,85 @@ VERDICTS: dict[str, Verdict] = {
         Verdict("pass", "PASS", "\u2713 PASS", "#c8f7c5"),
         Verdict("fail", "FAIL", "\u2717 FAIL", "#f7c5c5"),
         Verdict("unjudged", "----", "not checked", "#e0e0e0"),
-        # biaslab computes the value right and an exact computation shows the notes' figure is a slip
-        Verdict("notes-wrong", "NOTE", "notes' figure is wrong", "#c9dcf5"),
+        # biaslab computes the value right and an exact computation shows the printed figure is a slip
+        Verdict("notes-wrong", "NOTE", "the printed figure is wrong", "#c9dcf5"),
+        # a printed formula or label is a slip: the report shows what it would give, computed
+        Verdict("slip", "SLIP", "a slip in the document", "#c9dcf5"),
     )
 }
+SLIPS = ("notes-wrong", "slip")  # verdicts about the documents, counted apart from both kinds
 
 
 def verdict_of(claim: Any) -> str:
     """The verdict key of one claim from results.json.
 
-    A claim stores ``passed`` (True, False or None); a claim whose notes' figure an exact
-    computation proved wrong also stores ``verdict: "notes-wrong"``. Anything malformed is
-    ``unjudged``.
+    A claim stores ``passed`` (True, False or None); a claim whose printed figure an exact
+    computation proved wrong also stores ``verdict: "notes-wrong"``, one whose printed formula or
+    label is a slip ``verdict: "slip"``. Anything malformed is ``unjudged``.
     """
     if not isinstance(claim, dict):
         return "unjudged"
-    if claim.get("verdict") == "notes-wrong":
-        return "notes-wrong"
+    if claim.get("verdict") in SLIPS:
+        return claim["verdict"]
     return {True: "pass", False: "fail"}.get(claim.get("passed"), "unjudged")
 
 
+def kind_of(claim: Any) -> str:
+    """``"finding"`` or ``"check"``; a claim of a run from before claims declared their kind
+    counts as a finding (what every claim was taken to be then)."""
+    kind = claim.get("kind") if isinstance(claim, dict) else None
+    return kind if kind in KINDS else "finding"
+
+
 @dataclass(frozen=True)
-class Tally:
-    """How many claims of a run came out each way."""
+class Counts:
+    """How the claims of one kind came out."""
 
     passed: int = 0
     failed: int = 0
     unjudged: int = 0
-    notes_wrong: int = 0
 
     @property
     def total(self) -> int:
-        return self.passed + self.failed + self.unjudged + self.notes_wrong
+        return self.passed + self.failed + self.unjudged
+
+    def __add__(self, other: Counts) -> Counts:
+        return Counts(self.passed + other.passed, self.failed + other.failed, self.unjudged + other.unjudged)
+
+    def describe(self, name: str) -> str:
+        """``"findings 96 of 104 hold, 3 fail, 5 not checked"`` (zero counts left out)."""
+        text = f"{name} {self.passed} of {self.total} hold"
+        if self.failed:
+            text += f", {self.failed} fail"
+        if self.unjudged:
+            text += f", {self.unjudged} not checked"
+        return text
+
+
+@dataclass(frozen=True)
+class Tally:
+    """How many claims of a run came out each way: findings and checks apart, and the slips
+    found in the documents apart from both."""
+
+    findings: Counts = Counts()
+    checks: Counts = Counts()
+    slips: int = 0
+
+    @property
+    def passed(self) -> int:
+        return self.findings.passed + self.checks.passed
+
+    @property
+    def failed(self) -> int:
+        return self.findings.failed + self.checks.failed
+
+    @property
+    def unjudged(self) -> int:
+        return self.findings.unjudged + self.checks.unjudged
+
+    @property
+    def total(self) -> int:
+        return self.findings.total + self.checks.total + self.slips
 
     @property
     def judged(self) -> int:
@@ -162,43 +232,48 @@ class Tally:
         return self.passed + self.failed
 
     def __add__(self, other: Tally) -> Tally:
-        return Tally(
-            self.passed + other.passed,
-            self.failed + other.failed,
-            self.unjudged + other.unjudged,
-            self.notes_wrong + other.notes_wrong,
-        )
+        return Tally(self.findings + other.findings, self.checks + other.checks, self.slips + other.slips)
 
     def describe(self) -> str:
-        """``"5 of 7 claims passed, 1 failed, 1 notes' figure wrong"`` (zero counts left out)."""
+        """``"findings 5 of 6 hold, 1 fail; checks 3 of 3 hold; 1 slip in the documents"``
+        (a kind with no claims, and zero counts, left out)."""
         if not self.total:
             return "no claims"
-        text = f"{self.passed} of {self.total} claim{'s' if self.total != 1 else ''} passed"
-        if self.failed:
-            text += f", {self.failed} failed"
-        if self.notes_wrong:
-            text += f", {self.notes_wrong} notes' figure{'s' if self.notes_wrong != 1 else ''} wrong"
-        if self.unjudged:
-            text += f", {self.unjudged} not checked in this profile"
-        return text
+        parts = [
+            counts.describe(name)
+            for name, counts in (("findings", self.findings), ("checks", self.checks))
+            if counts.total
+        ]
+        if self.slips:
+            parts.append(f"{self.slips} slip{'s' if self.slips != 1 else ''} in the documents")
+        return "; ".join(parts)
 
     def short(self) -> str:
-        """``"5/6"``, plus what is neither passed nor failed: ``"5/6 (1 notes wrong)"``."""
-        text = f"{self.passed}/{self.total}"
+        """``"5/6 + 3/3 checks"``: findings held of findings, then checks; slips and claims not
+        checked in brackets: ``"5/6 + 3/3 checks (1 slip, 1 not checked)"``."""
+        text = f"{self.findings.passed}/{self.findings.total}"
+        if self.checks.total:
+            text += f" + {self.checks.passed}/{self.checks.total} checks"
         extra = [
-            f"{n} {what}"
-            for n, what in ((self.notes_wrong, "notes wrong"), (self.unjudged, "not checked"))
+            f"{n} {what}{'s' if n != 1 and what == 'slip' else ''}"
+            for n, what in ((self.slips, "slip"), (self.unjudged, "not checked"))
             if n
         ]
         return text + (f" ({', '.join(extra)})" if extra else "")
 
 
 def tally(claims: Iterable[Any] | None) -> Tally:
-    """Count the verdicts of ``claims`` (results.json entries)."""
-    counts = {key: 0 for key in VERDICTS}
+    """Count the verdicts of ``claims`` (results.json entries), findings and checks apart."""
+    counts = {kind: {key: 0 for key in ("pass", "fail", "unjudged")} for kind in KINDS}
+    slips = 0
     for claim in claims or ():
-        counts[verdict_of(claim)] += 1
-    return Tally(counts["pass"], counts["fail"], counts["unjudged"], counts["notes-wrong"])
+        verdict = verdict_of(claim)
+        if verdict in SLIPS:
+            slips += 1
+        else:
+            counts[kind_of(claim)][verdict] += 1
+    findings, checks = (Counts(c["pass"], c["fail"], c["unjudged"]) for c in counts.values())
+    return Tally(findings, checks, slips)
 
 
 # -- several runs of one configuration -----------------------------------------------------------

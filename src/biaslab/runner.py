@@ -8,7 +8,6 @@ succeeded, ``COMPLETE``.
 
 from __future__ import annotations
 
-import ast
 import os
 import socket
 import sys
@@ -18,25 +17,24 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-import numpy as np
-
 from biaslab import registry
 from biaslab.config import check_seed, field_types, flat_values, from_dict, to_dict
 from biaslab.data.availability import require_data
 from biaslab.errors import BiaslabError, CheckpointError, ConfigError, StorageError
+from biaslab.exact_claims import figure_claim, slip_claim
 from biaslab.fileio import atomic_write, write_traceback
-from biaslab.formatting import format_value, printable, shell_quote, tell
+from biaslab.formatting import printable, shell_quote, tell
 from biaslab.hardware import make_deterministic, resolve_device, resolve_threads, use_threads
 from biaslab.loggers import check_loggers, make_sinks
 from biaslab.report.display import Result
 from biaslab.report.text import claim_lines
-from biaslab.results import Claim
+from biaslab.results import Claim, verdict_of
 from biaslab.runs import CONFIG, TIMINGS, TRACEBACK, RunDir
 from biaslab.scale.context import FitContext, TagLogger, clear_run_caches
 from biaslab.scale.executors import SerialExecutor, check_executor, make_executor, task_threads
 from biaslab.scale.tasks import Study, TaskSpec
 from biaslab.train.callbacks import PROGRESS_MODES
-from biaslab.train.seed import rng_state, seed_everything, set_rng_state
+from biaslab.train.seed import seed_everything
 
 
 class RunContext(FitContext):
@@ -134,12 +132,20 @@ class RunContext(FitContext):
         expected: str,
         measured: Any,
         passed: bool | None,
-        source: str = "",
+        source: str,
+        kind: str,
+        printed: str | None = None,
         checked_in_quick: bool = True,
         timing: bool = False,
     ) -> None:
-        """Record a claim from the notes beside the measured value.
+        """Record a claim of the documents beside the measured value.
 
+        ``source`` names where the claim stands (a document's short name and place, "biaslab's
+        target" for a threshold no document prints, or a paper with its year: see
+        :mod:`biaslab.documents`); ``kind`` is ``"finding"`` (an outcome of training, sampling or
+        data that could have gone the other way) or ``"check"`` (an identity or a property by
+        construction, failing only through a bug); ``printed`` quotes, exactly as printed, what
+        the first document named prints, where the claim says it prints a figure.
         ``checked_in_quick=False`` marks claims the tiny ``--quick`` data cannot be expected to
         meet (e.g. an accuracy target): in that profile the value is shown but not judged.
         ``timing=True`` marks a claim about wall-clock time: judged on the budget ``expected``
@@ -148,62 +154,38 @@ class RunContext(FitContext):
         self.claims.append(
             Claim.judged(
                 claim, expected=expected, measured=measured, passed=passed, source=source,
-                quick=self.quick, checked_in_quick=checked_in_quick, timing=timing,
+                kind=kind, printed=printed, quick=self.quick, checked_in_quick=checked_in_quick,
+                timing=timing,
             )
         )  # fmt: skip
 
-    def claim_exact(
-        self,
-        claim: str,
-        *,
-        notes: str,
-        measured: Any,
-        exact: Callable[[], Any],
-        computation: str,
-        tolerance: float,
-        source: str = "",
-        shown: str | None = None,
-    ) -> str:
-        """A claim that an exact computation settles, which may find the notes' figure wrong.
-
-        ``notes`` is the figure as the notes print it (a number or a list, as text);
-        ``exact()`` computes the true value in closed form. With ``tolerance`` the precision the
-        notes print at, the verdict is ``pass`` when both biaslab's ``measured`` value and the
-        notes' figure agree with it, ``fail`` when biaslab's value does not, and
-        ``notes-wrong`` when biaslab agrees and the notes do not: the report shows that apart
-        from failures, with ``computation`` (how the exact value was obtained).
+    def claim_exact(self, claim: str, **settled: Any) -> str:
+        """A printed figure that an exact computation settles, which may find it wrong: the
+        arguments of :func:`biaslab.exact_claims.figure_claim` (``notes``, ``measured``,
+        ``exact``, ``computation``, ``tolerance``, ``source``, ``printed``, ``shown``).
 
         Refused (ValueError, a bug in the lab) when this run has trained a model, or when
         ``exact()`` gives a different value under other random seeds: a figure that comes out
-        of training or sampling cannot prove the notes wrong.
-
-        Returns the verdict key.
+        of training or sampling cannot prove a document wrong. Returns the verdict key.
         """
+        return self._settled(figure_claim, claim, settled)
+
+    def claim_slip(self, claim: str, **settled: Any) -> str:
+        """A printed formula or label that an exact computation shows to be a slip: the
+        arguments of :func:`biaslab.exact_claims.slip_claim` (``printed``, ``correct``,
+        ``measured``, ``exact``, ``printed_gives``, ``tolerance``, ``computation``, ``source``).
+        Refused like :meth:`claim_exact`. Returns the verdict key."""
+        return self._settled(slip_claim, claim, settled)
+
+    def _settled(self, make: Callable[..., Claim], claim: str, arguments: dict) -> str:
         if self._trained:
             raise ValueError(
                 f"claim {claim!r}: an exact verdict is refused in a run that trains "
                 f"({', '.join(self._trained)}); use ctx.claim"
             )
-        truth = _reproducible(exact, claim)
-        printed = np.asarray(ast.literal_eval(notes), dtype=float)
-        close = lambda value: bool(np.allclose(value, truth, atol=tolerance, rtol=0))  # noqa: E731
-        if not close(measured):
-            verdict = "fail"
-        else:
-            verdict = "pass" if close(printed) else "notes-wrong"
-        text = shown if shown is not None else format_value(measured)
-        self.claims.append(
-            Claim(
-                claim,
-                notes,
-                text,
-                {"pass": True, "fail": False}.get(verdict),
-                source,
-                verdict="notes-wrong" if verdict == "notes-wrong" else None,
-                computation=computation if verdict == "notes-wrong" else None,
-            )
-        )
-        return verdict
+        record = make(claim, **arguments)
+        self.claims.append(record)
+        return verdict_of(record.as_dict())
 
     def table(
         self, title: str, columns: list[str], rows: list[list[Any]], timing_columns: Sequence[str] = ()
@@ -227,22 +209,6 @@ class RunContext(FitContext):
         plt.close(fig)
         self.figures.append({"file": f"{path.parent.name}/{path.name}", "caption": caption})
         return path
-
-
-def _reproducible(exact: Callable[[], Any], claim: str):
-    """``exact()`` evaluated under two different seeds of every global generator; the two
-    results must be equal. The generators' states are restored afterwards."""
-    states = rng_state()
-    try:
-        values = []
-        for seed in (1, 2):
-            seed_everything(seed)
-            values.append(np.asarray(exact(), dtype=float))
-    finally:
-        set_rng_state(states)
-    if values[0].shape != values[1].shape or not np.array_equal(values[0], values[1]):
-        raise ValueError(f"claim {claim!r}: the 'exact' computation depends on random draws")
-    return values[0]
 
 
 # Run options: how a run is made, never what it computes, so never a config key. Each with the

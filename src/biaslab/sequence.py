@@ -19,7 +19,16 @@ from biaslab.report.html import render_index
 from biaslab.runner import run
 from biaslab.runs import RunDir, Tally, tally
 
-COLUMNS = ["day", "lab", "passed", "failed", "notes wrong", "not checked"]
+COLUMNS = [
+    "day",
+    "lab",
+    "findings held",
+    "findings failed",
+    "checks held",
+    "checks failed",
+    "slips",
+    "not checked",
+]
 
 
 def run_in_order(ctx, names: Sequence[str], title: str) -> dict[str, float]:
@@ -50,16 +59,31 @@ def run_in_order(ctx, names: Sequence[str], title: str) -> dict[str, float]:
             seconds = float(result.results.get("elapsed_s", seconds))
         counts = tally(result.claims)
         total += counts
-        rows.append([get(name).day, name, counts.passed, counts.failed, counts.notes_wrong, counts.unjudged])
+        rows.append(
+            [
+                get(name).day,
+                name,
+                f"{counts.findings.passed} of {counts.findings.total}",
+                counts.findings.failed,
+                f"{counts.checks.passed} of {counts.checks.total}",
+                counts.checks.failed,
+                counts.slips,
+                counts.unjudged,
+            ]
+        )
         ctx.timing(**{name: seconds})
         times[name] = seconds
         ctx.echo(f"  {name:<16} {format_duration(seconds):>12}   claims {counts.short()}")
     ctx.metric(
         labs=len(names),
-        claims_passed=total.passed,
-        claims_checked=total.judged,
-        claims_failed=total.failed,
-        claims_notes_wrong=total.notes_wrong,
+        findings=total.findings.total,
+        findings_passed=total.findings.passed,
+        findings_failed=total.findings.failed,
+        checks=total.checks.total,
+        checks_passed=total.checks.passed,
+        checks_failed=total.checks.failed,
+        claims_unjudged=total.unjudged,
+        slips=total.slips,
     )
     ctx.table(f"Labs of this {ctx.experiment.name} run", COLUMNS, rows)
     for line in _text_table(COLUMNS, rows):

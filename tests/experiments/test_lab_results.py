@@ -36,7 +36,7 @@ def test_gradients_reproduces_the_notes(quick_run):
     assert m["bowl_gradient"] == [2.0, 6.0]
     assert m["bowl_hessian"] == [[2.0, 0.0], [0.0, 6.0]]
     assert m["softmax_123"] == pytest.approx([0.0900, 0.2447, 0.6652], abs=5e-5)
-    # The exact values; the notes print 0.8670 for the last one (a rounding slip).
+    # The exact values; the ML-for-physics slides print 0.8670 for the last one (a rounding slip).
     assert m["softmax_246"] == pytest.approx([0.0159, 0.1173, 0.8668], abs=5e-5)
     assert m["softmax_1000"] == pytest.approx(m["softmax_123"], abs=1e-12)
     assert abs(m["cross_entropy_on_logits"] - m["softmax_then_nll"]) <= 1e-12
@@ -46,15 +46,17 @@ def test_gradients_reproduces_the_notes(quick_run):
 
 
 def test_gradients_softmax_slip_is_the_notes_not_a_failure(quick_run):
-    """softmax([2, 4, 6]): the notes' 0.8670 is proven wrong, not counted as a failure."""
+    """softmax([2, 4, 6]): the ML-for-physics slides' 0.8670 is proven wrong, not a failure."""
     result = quick_run("gradients")
     (claim,) = [c for c in result.claims if c["claim"] == "softmax([2, 4, 6])"]
     assert verdict_of(claim) == "notes-wrong" and claim["passed"] is None
     assert "0.8668" in claim["computation"] and claim["expected"] == "[0.0159, 0.1173, 0.8670]"
+    assert claim["printed"] == "[0.0159, 0.1173, 0.8670]" and claim["kind"] == "check"
+    assert claim["source"] == "ML-for-physics slides, 'Lack of scaling invariance'"
     counts = tally(result.claims)
-    assert counts.failed == 0 and counts.notes_wrong == 1 and result.passed
+    assert counts.failed == 0 and counts.slips == 1 and result.passed
     html = (result.run_dir / "report.html").read_text()
-    assert "notes&#39; figure is wrong" in html or "notes' figure is wrong" in html
+    assert "the printed figure is wrong" in html
 
 
 def test_manual_backprop_gradient_report(quick_run):
@@ -97,7 +99,7 @@ def test_workshop_day1_index_and_progress_lines(capsys, tmp_path):
     assert [line.split()[0] for line in lab_lines] == DAY1, printed.out
     header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["day", "lab"])
     assert [lines[header + 2 + i].split()[1] for i in range(len(DAY1))] == DAY1
-    assert any(line.startswith("workshop: ") and "claims passed" in line for line in lines)
+    assert any(line.startswith("workshop: findings ") and " hold" in line for line in lines)
 
 
 def test_decision_verdicts_follow_from_the_recorded_evidence(quick_run):

@@ -11,11 +11,14 @@ from pathlib import Path
 import pytest
 
 from biaslab import registry
+from biaslab.documents import place_problem, printed_problem, seeds_folder, source_problem
+from biaslab.results import KINDS, SLIPS
 from biaslab.runs import VERDICTS, RunDir, read_json, verdict_of
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 LABS = [e for e in registry.all_experiments() if e.day != 0]  # the workshop runs them all
-CLAIM_KEYS = {"claim", "expected", "measured", "passed", "source"}
+CLAIM_KEYS = {"claim", "expected", "measured", "passed", "source", "kind"}
+SEEDS = seeds_folder()  # the documents' texts beside the checkout, where there is one
 
 
 def png_size(path: Path) -> tuple[int, int]:
@@ -37,13 +40,14 @@ def test_quick_run_is_complete_and_well_formed(quick_run, exp):
     assert isinstance(res["tables"], list)
 
     for claim in res["claims"]:
-        assert CLAIM_KEYS <= set(claim) <= CLAIM_KEYS | {"verdict", "computation", "timing"}
+        assert CLAIM_KEYS <= set(claim) <= CLAIM_KEYS | {"printed", "verdict", "computation", "timing"}
         assert claim.get("timing", True) is True  # present only on a wall-clock claim
         assert claim["claim"] and claim["expected"] and claim["source"]
         assert claim["passed"] in (True, False, None)
+        assert claim["kind"] in KINDS, claim
         assert verdict_of(claim) in VERDICTS
-        if verdict_of(claim) == "notes-wrong":
-            assert claim["passed"] is None and claim["computation"]
+        if verdict_of(claim) in SLIPS:
+            assert claim["passed"] is None and claim["computation"] and claim["printed"]
     assert not any(verdict_of(c) == "fail" for c in res["claims"]), [
         c for c in res["claims"] if verdict_of(c) == "fail"
     ]
@@ -62,6 +66,24 @@ def test_quick_run_is_complete_and_well_formed(quick_run, exp):
     records = RunDir(run).read_metrics()
     if records:
         assert all("tag" in r for r in records)
+
+
+@pytest.mark.parametrize("exp", LABS, ids=[e.name for e in LABS])
+def test_quick_run_claims_cite_the_documents(quick_run, exp):
+    """Every claim's source names a document and a place in it, biaslab's target or a paper with
+    its year (biaslab.documents); where the documents lie beside the checkout, the places exist
+    and every figure, formula or label a claim quotes as printed is printed there."""
+    for claim in read_json(quick_run(exp.name).run_dir / "results.json")["claims"]:
+        assert source_problem(claim["source"]) is None, (claim["claim"], source_problem(claim["source"]))
+        if SEEDS is None:
+            continue
+        assert place_problem(claim["source"], SEEDS) is None, (
+            claim["claim"],
+            place_problem(claim["source"], SEEDS),
+        )
+        if claim.get("printed"):
+            problem = printed_problem(claim["printed"], claim["source"], SEEDS)
+            assert problem is None, (claim["claim"], problem)
 
 
 @pytest.mark.parametrize("exp", LABS, ids=[e.name for e in LABS])

@@ -32,9 +32,17 @@ def test_bad_settings_are_one_clear_error(kwargs, message):
 def test_claims_follow_the_experiments_quick_rule(profile, capsys, monkeypatch):
     monkeypatch.delenv(STRICT_VARIABLE, raising=False)
     lab = Lab(day=2, profile=profile)
-    lab.claim("exact", expected="== 1", measured=1, passed=True)
-    lab.claim("trained", expected=">= 0.9", measured=0.5, passed=False, checked_in_quick=False)
-    assert "[PASS] exact" in capsys.readouterr().out
+    lab.claim("exact", expected="== 1", measured=1, passed=True, source="s", kind="check")
+    lab.claim(
+        "trained",
+        expected=">= 0.9",
+        measured=0.5,
+        passed=False,
+        source="s",
+        kind="finding",
+        checked_in_quick=False,
+    )
+    assert "[PASS] check: exact" in capsys.readouterr().out
     if profile == "quick":
         assert lab.claims[1]["passed"] is None and "(not judged in --quick)" in lab.claims[1]["expected"]
         lab.finish()  # nothing judged failed
@@ -128,7 +136,7 @@ def test_check_says_whether_an_answer_is_right_and_never_raises(
 def test_answers_are_kept_apart_from_the_claims(capsys, monkeypatch):
     monkeypatch.setenv(STRICT_VARIABLE, "1")
     lab = Lab(day=1, profile="default")
-    lab.claim("exact", expected="== 1", measured=1, passed=True)
+    lab.claim("exact", expected="== 1", measured=1, passed=True, source="s", kind="check")
     lab.check("Exercise 1", 3, expected=4)  # wrong, yet no claim fails
     lab.check("Exercise 2", None, expected=4)
     assert len(lab.claims) == 1 and lab.answers == {"Exercise 1": "not yet", "Exercise 2": "unanswered"}

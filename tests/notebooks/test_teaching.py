@@ -1,6 +1,6 @@
-"""What the notebooks teach with: formulas typeset in LaTeX, references a student has (the
-notebook's own sections, not lecture notes), exercises each followed by a folded solution, and
-cells that train on the lab's device.
+"""What the notebooks teach with: formulas typeset in LaTeX, references that name the documents
+(by short name and section, as biaslab.documents checks a claim's source), exercises each followed
+by a folded solution, and cells that train on the lab's device.
 
 The solutions are checked too: the notebook test (test_notebooks.py) executes every notebook with
 each question answered by its solution's code (:func:`fill_in_the_solutions`), and each check must
@@ -9,11 +9,13 @@ say "correct".
 
 from __future__ import annotations
 
+import ast
 import re
 
 import nbformat
 import pytest
 
+from biaslab.documents import place_problem, printed_problem, seeds_folder, source_problem
 from biaslab.notebooks import NOTEBOOKS, notebook_path
 
 SOLUTION_OPEN = "<details><summary>Solution</summary>\n\n"  # folds in Jupyter, Colab and GitHub
@@ -127,21 +129,110 @@ def test_formulas_are_typeset_in_latex(name):
 
 # References --------------------------------------------------------------------------------------
 
-NOTES_REFERENCE = re.compile(r"(?i)\bnotes\b|\beqs?\.\s*\(?\d|\bequations?\s+\(?\d")
-STEP_TITLE = re.compile(r"\"(Step \d+ — [^\";]+)")  # a claim's source naming a section
+# A loose reference ("notes, Day 1 (eq. 1.5)", "the slides"): the documents are cited by their short
+# name and section (biaslab.documents), never as "notes" or "slides" alone.
+LOOSE_REFERENCE = re.compile(r"(?i)(?<!lecture )\bnotes\b|\bthe slides\b|\bDay \d+ \(")
+EQUATION = re.compile(r"(?i)\beqs?\.\s*\(?\d|\bequations?\s+\(?\d")  # only in a claim's source
+
+
+class NotStatic(Exception):
+    """An expression a reader cannot evaluate without running the notebook."""
+
+
+def static_value(node: ast.expr, names: dict):
+    """The value of a string built from literals, known names and f-strings (+ and tuples too)."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name) and node.id in names:
+        return names[node.id]
+    if isinstance(node, ast.JoinedStr):
+        return "".join(str(static_value(v, names)) for v in node.values)
+    if isinstance(node, ast.FormattedValue) and node.conversion == -1:
+        spec = static_value(node.format_spec, names) if node.format_spec else ""
+        return format(static_value(node.value, names), spec)
+    if isinstance(node, ast.Tuple):
+        return tuple(static_value(e, names) for e in node.elts)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return static_value(node.left, names) + static_value(node.right, names)
+    raise NotStatic(ast.unparse(node))
+
+
+def claim_calls(notebook) -> list[dict]:
+    """Every ``lab.claim(...)`` of the notebook's code cells, its ``source``, ``kind`` and
+    ``printed`` evaluated from literals and the constants the cells above assign (``None`` where a
+    keyword is missing, a :class:`NotStatic` where it cannot be read without running)."""
+    names: dict = {}
+    calls = []
+    for cell in notebook.cells:
+        if cell.cell_type != "code":
+            continue
+        tree = ast.parse(cell.source)
+        for node in ast.walk(tree):
+            func = getattr(node, "func", None)
+            if isinstance(func, ast.Attribute) and ast.unparse(func) == "lab.claim":
+                call = {"cell": cell.source[:60], "source": None, "kind": None, "printed": None}
+                for keyword in node.keywords:
+                    if keyword.arg in call:
+                        try:
+                            call[keyword.arg] = static_value(keyword.value, names)
+                        except NotStatic as exc:
+                            call[keyword.arg] = exc
+                calls.append(call)
+        for statement in tree.body:  # NAME = constant, A, B = c1, c2: known to the cells below
+            if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+                target = statement.targets[0]
+                targets = target.elts if isinstance(target, ast.Tuple) else [target]
+                try:
+                    value = static_value(statement.value, names)
+                    values = value if isinstance(target, ast.Tuple) else (value,)
+                except NotStatic:
+                    values = (None,) * len(targets)
+                for t, v in zip(targets, values):
+                    if isinstance(t, ast.Name) and v is None:
+                        names.pop(t.id, None)
+                    elif isinstance(t, ast.Name):
+                        names[t.id] = v
+    return calls
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
-def test_references_point_at_what_a_student_has(name):
-    """No "notes, Day 1 (eq. 1.5)": a student has no notes. A claim's source names a section of the
-    notebook by its title (or a paper), and that section exists."""
-    cells = read(name).cells
-    headings = {c.source.splitlines()[0].removeprefix("## ") for c in cells if c.cell_type == "markdown"}
-    for cell in cells:
-        assert not NOTES_REFERENCE.search(cell.source), NOTES_REFERENCE.search(cell.source).group(0)
-        if cell.cell_type == "code":
-            assert set(STEP_TITLE.findall(cell.source)) <= headings, cell.source[:80]
-    assert any(STEP_TITLE.search(c.source) for c in cells if c.cell_type == "code")
+def test_references_name_the_documents(name):
+    """No "notes, Day 1 (eq. 1.5)": prose names a document by its short name (the lecture notes, the
+    ML-for-physics slides, ...). Every claim says what kind it is, and its source names the documents'
+    places (§, eq., a lab's step, a slide's title), a paper, or biaslab's target, readable without
+    running the notebook; where the documents are at hand, the places exist and a ``printed`` quote
+    stands in the first document the source names."""
+    notebook = read(name)
+    for cell in notebook.cells:
+        prose = cell.source if cell.cell_type == "markdown" else ""
+        found = LOOSE_REFERENCE.search(cell.source) or EQUATION.search(prose)
+        assert not found, found.group(0)
+    calls = claim_calls(notebook)
+    assert calls
+    folder = seeds_folder()
+    for call in calls:
+        assert call["kind"] in ("finding", "check"), call
+        assert isinstance(call["source"], str), call
+        problem = source_problem(call["source"])
+        if folder is not None:
+            problem = problem or place_problem(call["source"], folder)
+            if call["printed"] is not None:
+                problem = problem or printed_problem(call["printed"], call["source"], folder)
+        assert problem is None, (problem, call)
+
+
+def test_claim_calls_read_sources_built_from_constants():
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [
+        nbformat.v4.new_code_cell('BOOK = "workshop book §2.3"\nTOL, N = 1e-5, 3'),
+        nbformat.v4.new_code_cell(
+            'lab.claim("a", source=f"{BOOK}; biaslab\'s target ({TOL:g})", kind="check")\n'
+            "for x in range(N):\n    lab.claim(x, source=label[x])"
+        ),
+    ]
+    first, second = claim_calls(notebook)
+    assert first["source"] == "workshop book §2.3; biaslab's target (1e-05)" and first["kind"] == "check"
+    assert isinstance(second["source"], NotStatic) and second["kind"] is None
 
 
 # Exercises ---------------------------------------------------------------------------------------

@@ -41,8 +41,7 @@ def test_text_display_and_repr(tmp_path, capsys):
     run = make_run(tmp_path / "run")
     result = biaslab.load(run)
     assert repr(result) == (
-        f"Result('xor', run_dir='{run}', claims: 1 of 3 claims passed, 1 failed, "
-        "1 not checked in this profile)"
+        f"Result('xor', run_dir='{run}', claims: findings 1 of 3 hold, 1 fail, 1 not checked)"
     )
     biaslab.show(run)  # no Jupyter kernel here: the text the CLI prints
     out = capsys.readouterr().out

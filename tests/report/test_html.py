@@ -149,7 +149,7 @@ def test_report_claims_table_colours_and_content(tmp_path):
     assert colours == [PASS_COLOUR, FAIL_COLOUR, UNCHECKED_COLOUR]
     for cell in ("A perceptron cannot separate XOR", "notes §1.3", "accuracy &lt;= 0.75"):
         assert cell in table
-    assert "1 of 3 claims passed, 1 failed, 1 not checked" in text
+    assert "findings 1 of 3 hold, 1 fail, 1 not checked" in text
     # status, profile, seed, elapsed, metrics, extra table, config, versions, record count
     for snippet in (
         "complete</span>",
@@ -303,7 +303,7 @@ def test_report_notes_wrong_claim_has_own_colour_label_and_computation(tmp_path)
     row = re.findall(r"<tr>(.*?)</tr>", table, re.DOTALL)[-1]
     assert notes.colour in row and notes.label.replace("'", "&#39;") in row
     assert "1/(1+e^-1) = 0.731058... &amp; the notes swap two digits" in row
-    assert "1 of 4 claims passed, 1 failed, 1 notes&#39; figure wrong, 1 not checked" in text
+    assert "findings 1 of 3 hold, 1 fail, 1 not checked; 1 slip in the documents" in text
 
 
 def test_index_counts_notes_wrong_apart_from_failures(tmp_path):
@@ -314,9 +314,9 @@ def test_index_counts_notes_wrong_apart_from_failures(tmp_path):
     _with_claims(make_run(runs / "b-1", "b", day=2), [passed, failed, NOTES_WRONG])
     _with_claims(make_run(runs / "c-1", "c", day=3), [passed, passed])
     rows = _index_rows(render_index(runs).read_text(encoding="utf-8"))
-    assert "1/2 (1 notes wrong)" in rows[0]
+    assert "1/1 (1 slip)" in rows[0]
     assert FAIL_COLOUR not in rows[0] and VERDICTS["notes-wrong"].colour in rows[0]
-    assert "1/3 (1 notes wrong)" in rows[1] and FAIL_COLOUR in rows[1]
+    assert "1/2 (1 slip)" in rows[1] and FAIL_COLOUR in rows[1]
     assert "2/2<" in rows[2] and PASS_COLOUR in rows[2]
 
 

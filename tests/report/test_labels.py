@@ -56,9 +56,15 @@ def test_unknown_words_stay_as_written_and_are_reported():
 
 
 def test_source_notes_explain_the_terms_the_claims_use():
-    notes = dict(source_notes(["notes, Day 5 (OOD detection)", "biaslab's target (data audit)", None]))
-    assert set(notes) == {"notes", "biaslab's target"}
-    assert "lecture notes" in notes["notes"]
+    notes = dict(
+        source_notes(["workshop book §5.6; ML-for-physics slides, 'x'", "biaslab's target (audit)", None])
+    )
+    assert set(notes) == {"workshop book", "ML-for-physics slides", "biaslab's target"}
+    assert "five-day workshop book" in notes["workshop book"]
     assert source_notes(["Hendrycks & Gimpel 2017"]) == []
-    assert [t for t, _ in source_notes(["lab design", "notes, Day 4"])] == ["notes", "lab design"]
-    assert not any("issue" in meaning.lower() for _, meaning in source_notes(["notes", "lab design"]))
+    order = ["lecture notes §6, eq. 6.1", "inductive-bias slides, 'x'", "workshop book §1.4"]
+    assert [t for t, _ in source_notes(order)] == ["workshop book", "lecture notes", "inductive-bias slides"]
+    everything = source_notes(
+        ["workshop book", "lecture notes", "ML-for-physics slides", "inductive-bias slides"]
+    )
+    assert not any("issue" in meaning.lower() for _, meaning in everything)

@@ -49,7 +49,7 @@ def test_real_report_shows_figures_and_claims(xor_run, tmp_path):
 def test_real_report_dom(xor_run):
     dom = dump_dom(xor_run / "report.html")
     assert '<table class="claims">' in dom
-    assert "2 of 2 claims passed" in dom
+    assert "findings 2 of 2 hold" in dom
     for claim in read_json(xor_run / "results.json")["claims"]:
         assert claim["claim"] in dom
     assert dom.count("data:image/png;base64,") == 2

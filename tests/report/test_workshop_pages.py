@@ -33,13 +33,23 @@ def test_every_metric_of_every_lab_gets_a_readable_label(quick_workshop):
     assert not unreadable, unreadable
 
 
+def _without_slide_titles(text: str, titles: set[str]) -> str:
+    """``text`` less the slide titles the sources quote (a slide may say "issues": the
+    ML-for-physics slides' 'Numerical issues and translation invariance')."""
+    for title in titles:
+        text = text.replace(title, "")
+    return text
+
+
 def test_no_claim_source_and_no_page_speaks_of_issues(quick_workshop):
     for run in [quick_workshop, *_labs(quick_workshop)]:
         res = read_json(run / "results.json")
+        titles = {t for c in res["claims"] for t in re.findall(r"'([^']+)'", str(c["source"]))}
         for claim in res["claims"]:
-            assert "issue" not in str(claim["source"]).lower(), (res["experiment"], claim["source"])
+            source = _without_slide_titles(str(claim["source"]), titles)
+            assert "issue" not in source.lower(), (res["experiment"], claim["source"])
             assert claim["source"].strip(), (res["experiment"], claim["claim"])
-        text = _visible_text((run / "report.html").read_text(encoding="utf-8"))
+        text = _without_slide_titles(_visible_text((run / "report.html").read_text(encoding="utf-8")), titles)
         assert "issue" not in text.lower(), res["experiment"]
     assert "issue" not in _visible_text((quick_workshop / "index.html").read_text(encoding="utf-8")).lower()
 

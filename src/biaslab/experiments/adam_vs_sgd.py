@@ -1,9 +1,11 @@
 """Day 2 - Adam against plain SGD on the same MLP, from the same initial weights.
 
-SGD takes steps −η∇L (eq. 2.3); Adam scales each coordinate's step by running estimates of the
-gradient's first and second moments, bias-corrected (eq. 2.9). Here the NumPy SGD run of
-``manual-backprop`` is set beside the same 784-256-10 MLP in PyTorch trained with Adam, both
-starting from identical weights and plotted on one axis.
+SGD takes steps −η∇L (workshop book §2.5, Definition 2.4); Adam scales each coordinate's step by
+running estimates of the gradient's first and second moments, bias-corrected (workshop book §2.6,
+Adam: momentum and adaptive step sizes). Here the NumPy SGD run of ``manual-backprop`` is set
+beside the same 784-256-10 MLP in PyTorch trained with Adam, both starting from identical weights
+and plotted on one axis (workshop book, Day 2 lab step 4: "Replace the manual training loop with
+PyTorch + Adam and observe the difference"). The lab records no claim: the book promises no outcome.
 """
 
 from __future__ import annotations

@@ -1,15 +1,17 @@
 """Day 1 - an autoencoder with a 2-D code against PCA, the best *linear* 2-D code.
 
-Both compress a 784-pixel image to two numbers and reconstruct it (eq. 3.1). PCA's reconstruction
-is a projection onto a plane; the non-linear decoder can curve its 2-D sheet through pixel space,
-so its test reconstruction error is lower. Decoding points on straight lines between two codes
-shows what the 2-D space learned.
+Both compress a 784-pixel image to two numbers and reconstruct it (workshop book §1.5; lecture
+notes §4, eq. 4.1). PCA's reconstruction is a projection onto a plane; the non-linear decoder can
+curve its 2-D sheet through pixel space, so its test reconstruction error is lower. Decoding points
+on straight lines between two codes shows what the 2-D space learned.
 
-PCA is itself an autoencoder, the best linear one (Baldi & Hornik 1989): a linear autoencoder
-(x̂ = W_d W_e x, no activation, no bias) with a 2-D code, trained on the centred training images,
-ends with the decoder's two columns spanning PCA's top-2 subspace. Measured by the principal
-angles between the two planes (``scipy.linalg.subspace_angles``) and by the test reconstruction
-error, which must equal PCA-2's.
+PCA is itself an autoencoder, the best linear one (Baldi & Hornik 1989). Workshop book §1.5: "PCA
+is a linear autoencoder. If f_{enc} and f_{dec} are forced to be linear maps and we minimize squared
+reconstruction error, the optimal solution projects onto the top- k principal components." A linear
+autoencoder (x̂ = W_d W_e x, no activation, no bias) with a 2-D code, trained on the centred
+training images, ends with the decoder's two columns spanning PCA's top-2 subspace. Measured by the
+principal angles between the two planes (``scipy.linalg.subspace_angles``) and by the test
+reconstruction error, which must equal PCA-2's.
 """
 
 from __future__ import annotations
@@ -44,6 +46,10 @@ MIN_TEST_FOR_PAIRS = 62
 # (λ2 = 3.74, λ3 = 3.26 for MNIST's pixels in [0, 1]), so the loss alone cannot vouch for the plane.
 MAX_ANGLE_DEG = 10.0
 MSE_TOLERANCE = 0.01  # |linear AE test MSE / PCA-2's - 1|
+# Workshop book §1.5: "Non-linear autoencoders generalize this idea: they learn a curved k
+# -dimensional surface inside R^d that fits the data"; lecture notes §4: "like PCA but nonlinear".
+# Neither compares the two reconstruction errors: that comparison is biaslab's.
+AUTOENCODERS = "workshop book §1.5 (Autoencoders and the geometry of latent space)"
 
 
 @dataclass(frozen=True)
@@ -115,11 +121,13 @@ def run(ctx) -> None:
     )
     ctx.claim(
         "A non-linear 2-D autoencoder reconstructs better than 2-component PCA",
-        source="notes, Day 1 (autoencoders)",
+        source=f"{AUTOENCODERS}; workshop book, Day 1 lab step 4; lecture notes §4 (Autoencoders: learning "
+        "to compress); biaslab's target (the documents compare no reconstruction errors)",
         expected="AE test MSE < PCA-2 test MSE",
         measured=f"{ae_mse:.4f} vs {pca_mse:.4f}",
         passed=ae_mse < pca_mse,
         checked_in_quick=False,
+        kind="finding",
     )
 
     model.eval()
@@ -197,21 +205,24 @@ def linear_autoencoder(ctx, cfg: Autoencoder2DConfig, splits, pca_mse: float) ->
     ctx.claim(
         "PCA is a linear autoencoder: a linear autoencoder with a 2-D code, trained to convergence, "
         "spans PCA-2's plane",
-        source=f"Baldi & Hornik 1989; biaslab's target ({MAX_ANGLE_DEG:g}°: the loss barely sees a "
-        "tilt of the plane, the angle does)",
+        source=f"{AUTOENCODERS}; Baldi & Hornik 1989; biaslab's target ({MAX_ANGLE_DEG:g}°: the loss "
+        "barely sees a tilt of the plane, the angle does)",
         expected=f"largest principal angle between the decoder's columns and PCA's top-2 subspace <= "
         f"{MAX_ANGLE_DEG:g}°",
         measured=f"{angles[0]:.2f}° (smallest {angles[-1]:.2f}°; {initial[0]:.1f}° at initialisation)",
         passed=bool(angles[0] <= MAX_ANGLE_DEG),
         checked_in_quick=False,
+        kind="finding",
+        printed="PCA is a linear autoencoder",
     )
     ctx.claim(
         "The linear autoencoder reconstructs the test images as PCA-2 does",
-        source=f"Baldi & Hornik 1989; biaslab's target (within {MSE_TOLERANCE:.0%})",
+        source=f"{AUTOENCODERS}; Baldi & Hornik 1989; biaslab's target (within {MSE_TOLERANCE:.0%})",
         expected=f"|linear AE test MSE / PCA-2 test MSE - 1| <= {MSE_TOLERANCE:g}",
         measured=f"{mse:.5f} vs {pca_mse:.5f} (ratio {mse / pca_mse:.5f})",
         passed=abs(mse / pca_mse - 1) <= MSE_TOLERANCE,
         checked_in_quick=False,
+        kind="finding",
     )
     model.eval()
     with torch.no_grad():

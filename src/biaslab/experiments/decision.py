@@ -1,7 +1,8 @@
 """Day 5 - the decision: ship, collect more data, or redesign?
 
 "A model is done when you can defend, in front of a stakeholder, both the cases where it works
-and the cases where it fails." Three prepared situations meet the same use — digits written up
+and the cases where it fails." (the workshop book's Day 5 epigraph; its §5.7 names the three
+verdicts: ship, collect more data, redesign). Three prepared situations meet the same use — digits written up
 to ``use_shift`` pixels off-centre, among which animal silhouettes must be flagged — and the same
 requirements:
 
@@ -307,7 +308,12 @@ def run(ctx) -> None:
         d = decisions[name]
         ctx.claim(
             f"{name}: {expected}",
-            source="biaslab's target (the ship / collect more data / redesign decision); notes, Day 5",
+            # workshop book §5.7: "Collect more data. The model has the right structure but not
+            # enough examples"; "Redesign. ... the architecture mismatches the task". The
+            # thresholds that turn evidence into a verdict are biaslab's.
+            source="workshop book §5.7 (The decision framework: ship, collect, or redesign); "
+            "biaslab's target (the use's thresholds and the situations prepared)",
+            kind="finding",
             expected=f"verdict '{expected}'",
             measured=f"{d.verdict} (rule {d.rule}: {d.reason})",
             passed=d.verdict == expected,

@@ -30,6 +30,8 @@ from biaslab.train.config import ClassifierStepsTraining
 from biaslab.train.recipes import for_steps
 from biaslab.train.trainer import accuracy
 
+BOOK = "workshop book §1.4 (Embeddings: vectors as representations)"
+
 
 @dataclass(frozen=True)
 class EmbeddingsConfig:
@@ -87,7 +89,8 @@ def run(ctx) -> None:
         lookup_gap = float((model.embedding(index) - model.embedding.as_one_hot_product(index)).abs().max())
     ctx.claim(
         "An embedding is a lookup: E[i] equals onehot(i) · E",
-        source="notes, Day 1 (embeddings as learned lookup tables)",
+        source=f"{BOOK}, Definition 1.3",
+        kind="check",
         expected="largest difference over every symbol = 0",
         measured=lookup_gap,
         passed=lookup_gap == 0.0,
@@ -125,16 +128,46 @@ def run(ctx) -> None:
     trained, random = measured["trained"], measured["at initialisation"]
     ctx.claim(
         f"The sum generalises to pairs never seen: test accuracy on the held-out {len(test)} pairs",
-        source="notes, Day 1 (embeddings); biaslab's target",
+        source=f"{BOOK}; biaslab's target (0.9)",
+        kind="finding",
         expected="test accuracy >= 0.9 (chance 1/p)",
         measured=f"{test_accuracy:.4f} (chance {1 / p:.3f})",
         passed=test_accuracy >= 0.9,
         checked_in_quick=False,
     )
+    # The workshop book §1.4: "After training, similar items end up close in the embedding space",
+    # and word2vec's "e_king - e_man + e_woman ≈ e_queen" (Example 1.2). Judged here as printed, on
+    # the whole table: the claims failed on (a + b) mod p (nearest row n ± c 0.613, offset rank 15 of
+    # 28 on the default) and keep their verdicts; the two claims after them say why, measured where
+    # the theory puts the structure (the residues lie on circles: Nanda et al. 2023).
     ctx.claim(
-        "The task orders the table around a circle: on the plane of its dominant frequency each residue's "
-        "nearest neighbour is n ± c for one step c, where the table at initialisation shows no such order",
-        source="notes, Day 1 (embeddings learn the task's structure); Nanda et al. 2023; biaslab's target",
+        "Similar items end up close: each residue's nearest row (cosine, whole table) is n ± c for one "
+        "step c, where the table at initialisation shows no such order",
+        source=f"{BOOK}; biaslab's target (the shares 0.8 and 0.3)",
+        printed="After training, similar items end up close in the embedding space",
+        kind="finding",
+        expected="share with nearest row n ± c >= 0.8 trained, <= 0.3 at initialisation",
+        measured=f"trained {trained['neighbours']:.3f} (c = {trained['step']}), at initialisation "
+        f"{random['neighbours']:.3f}",
+        passed=trained["neighbours"] >= 0.8 and random["neighbours"] <= 0.3,
+        checked_in_quick=False,
+    )
+    ctx.claim(
+        "Offsets carry over, as word2vec's king − man + woman ≈ queen: a is to a + k as b is to b + k, "
+        "answered by the vector offset b + (a + k − a), the answer ranked near the top",
+        source=f"{BOOK}, Example 1.2; Mikolov et al. 2013; biaslab's target (median rank 3)",
+        kind="finding",
+        expected=f"median rank of the answer <= 3 trained (of {p - 3} candidates; a random table about half)",
+        measured=f"trained {trained['median_rank']}, at initialisation {random['median_rank']}",
+        passed=trained["median_rank"] <= 3,
+        checked_in_quick=False,
+    )
+    ctx.claim(
+        "Why the two above can fail: the task orders the table around a circle: on the plane of its "
+        "dominant frequency each residue's nearest neighbour is n ± c for one step c, where the table at "
+        "initialisation shows no such order",
+        source=f"{BOOK}; Nanda et al. 2023; biaslab's target (the shares 0.8 and 0.3)",
+        kind="finding",
         expected="share with nearest point n ± c >= 0.8 trained, <= 0.3 at initialisation",
         measured=f"trained {trained['plane_neighbours']:.3f} (f = {trained['frequency']}, c = "
         f"{trained['plane_step']}), at initialisation {random['plane_neighbours']:.3f} (whole table, by "
@@ -143,10 +176,11 @@ def run(ctx) -> None:
         checked_in_quick=False,
     )
     ctx.claim(
-        "Adding k turns the circle: a is to a + k as b is to b + k, answered by turning b by the angle "
-        "from a to a + k, the answer ranked near the top",
-        source="Mikolov et al. 2013 (analogies by rank); Nanda et al. 2023 (addition as rotation); "
-        "biaslab's target",
+        "... and adding k turns the circle: a is to a + k as b is to b + k, answered by turning b by the "
+        "angle from a to a + k, the answer ranked near the top",
+        source="Nanda et al. 2023 (addition as rotation); Mikolov et al. 2013 (analogies by rank); "
+        "biaslab's target (median rank 3)",
+        kind="finding",
         expected=f"median rank of the answer <= 3 trained (of {p - 3} candidates; a random table about half)",
         measured=f"trained {trained['rotation_rank']}, at initialisation {random['rotation_rank']} (by the "
         f"vector offset instead: trained {trained['median_rank']})",

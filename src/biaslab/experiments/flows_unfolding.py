@@ -5,16 +5,18 @@ bijection, so its density is exact by the change of variables (Dinh et al. 2017,
 training maximises the likelihood itself. On the 2-D spiral its density integrates to one and its
 test log-likelihood is compared with the best Gaussian's.
 
-Then the physics use the seeds' slides describe: a known detector response (Gaussian smearing
-whose width grows with the value) applied to a known truth spectrum (a falling spectrum with a
-resonance). A simulation gives (truth, measured) pairs from a *different* spectrum, as simulation
-never matches nature; the data give only measured values. Two unfoldings estimate the data's
-truth: iterative Bayesian unfolding (D'Agostini 1995; ``physics.unfolding``), binned, from the
-simulation's response matrix and spectrum as its prior; and a conditional flow (a cINN,
-Bellagente et al. 2020) trained on the simulated pairs to model p(truth | measured), then
-sampled once per measured event. Each is compared with the truth by the 1-Wasserstein distance
-between histograms, beside its noise floor: the same distance between two independent truth
-samples of the data's size.
+Then the physics use the ML-for-physics slides name ('Invertible networks', then 'Solve inverse
+problems ("unfolding")': "Correct detector observation noise to recover source distribution",
+beside a figure of Neural Empirical Bayes, not of the two methods here): a known detector
+response (Gaussian smearing whose width grows with the value) applied to a known truth spectrum
+(a falling spectrum with a resonance). A simulation gives (truth, measured) pairs from a
+*different* spectrum, as simulation never matches nature; the data give only measured values.
+Two unfoldings estimate the data's truth: iterative Bayesian unfolding (D'Agostini 1995;
+``physics.unfolding``), binned, from the simulation's response matrix and spectrum as its prior;
+and a conditional flow (a cINN, Bellagente et al. 2020) trained on the simulated pairs to model
+p(truth | measured), then sampled once per measured event. Each is compared with the truth by the
+1-Wasserstein distance between histograms, beside its noise floor: the same distance between two
+independent truth samples of the data's size.
 """
 
 from __future__ import annotations
@@ -41,6 +43,12 @@ from biaslab.registry import experiment
 from biaslab.report import plots, plots_distributions
 from biaslab.train.config import LossTraining
 
+# Where the claims stand. The ML-for-physics slides' 'Invertible networks' and 'Solve inverse
+# problems ("unfolding")' (above), and their 'Derivatives in machine learning': "Bijections (e.g.
+# normalizing flows)"; the workshop book has no flows, only §3.2's likelihood (a test NLL compares
+# two density models). The thresholds (0.02 of mass, 3x the noise floor) are biaslab's.
+INVERTIBLE = "ML-for-physics slides, 'Invertible networks'"
+UNFOLDING = "ML-for-physics slides, 'Solve inverse problems (\"unfolding\")'"
 GRID = 401  # points per axis of the grid the 2-D density is integrated on
 SIMULATION = {"slope": 2.4, "peak_fraction": 0.1}  # the simulation's spectrum
 NATURE = {"slope": 2.0, "peak_fraction": 0.2}  # the data's truth, which the unfolding must find
@@ -138,7 +146,9 @@ def _density(ctx, cfg: FlowsConfig) -> None:
     ctx.metric(flow_test_nll=flow_nll, gaussian_test_nll=gaussian_nll, flow_density_mass=mass)
     ctx.claim(
         "A flow's density is exact: it integrates to one",
-        source="Dinh et al. 2017 (change of variables, eq. 3)",
+        kind="check",  # the change of variables, whatever the flow learned (the grid's edge aside)
+        source=f"Dinh et al. 2017 (change of variables, eq. 3); {INVERTIBLE}; biaslab's target (the "
+        "tolerance 0.02)",
         expected="|mass on a 5 x 5 grid - 1| < 0.02 (the spiral lies inside it)",
         measured=f"{mass:.4f}",
         passed=abs(mass - 1) < 0.02,
@@ -146,7 +156,8 @@ def _density(ctx, cfg: FlowsConfig) -> None:
     )
     ctx.claim(
         "The flow models the spiral better than the best Gaussian: a lower test negative log-likelihood",
-        source="notes, Day 3 (generative models learn distributions)",
+        kind="finding",
+        source=f"{INVERTIBLE}; workshop book §3.2 (Likelihood: a loss with a meaning); Dinh et al. 2017",
         expected="flow NLL < Gaussian NLL (nats per point)",
         measured=f"flow {flow_nll:.3f}, Gaussian {gaussian_nll:.3f}",
         passed=flow_nll < gaussian_nll,
@@ -222,7 +233,8 @@ def _unfolding(ctx, cfg: FlowsConfig) -> None:
     ctx.claim(
         "Unfolding recovers the truth behind a smeared measurement: iterative Bayesian unfolding comes "
         "within 3x the noise floor, the measurement as it is does not",
-        source="D'Agostini 1995; the seeds' slides (invertible networks to unfold detector effects)",
+        kind="finding",
+        source=f"{UNFOLDING}; D'Agostini 1995; biaslab's target (3x the noise floor)",
         expected="IBU distance <= 3 x floor < measured distance",
         measured=f"IBU {best / floor:.2f}x, measured {distance['measured (smeared)'] / floor:.2f}x "
         f"the floor ({floor:.4f})",
@@ -232,7 +244,9 @@ def _unfolding(ctx, cfg: FlowsConfig) -> None:
     ctx.claim(
         f"A conditional flow unfolds the same data event by event, within 3x the noise floor after "
         f"{cfg.unfold_passes} pass(es)",
-        source="Bellagente et al. 2020 (cINN unfolding), Backes et al. 2022 (iterated); biaslab's target",
+        kind="finding",
+        source=f"{UNFOLDING}; {INVERTIBLE}; Bellagente et al. 2020 (cINN unfolding); Backes et al. 2022 "
+        "(iterated); biaslab's target (3x the noise floor)",
         expected="cINN distance <= 3 x floor",
         measured=f"cINN {distance['cINN'] / floor:.2f}x the floor "
         f"(one pass {distance['cINN, one pass'] / floor:.2f}x; "

@@ -3,9 +3,12 @@
 A contextual stochastic block model: nodes of four classes, edges mostly within a class
 (homophily), and node features that carry only a weak trace of the class. An MLP sees each node
 alone and is little better than chance; a graph convolutional network (``biaslab.nn.GCNConv``,
-message passing written by hand: h_i' = Σ_j D̂^{-1/2} Â D̂^{-1/2} W h_j, eq. 5.10–5.11) averages
-each node's features with its neighbours', which denoises them along the graph. Both see every
-node's features (and the GCN every edge); only the training nodes' labels are used.
+message passing written by hand: h_i' = Σ_j D̂^{-1/2} Â D̂^{-1/2} W h_j, lecture notes §5.3.1,
+eqs. 5.10–5.11) averages each node's features with its neighbours', which denoises them along the
+graph. Both see every node's features (and the GCN every edge); only the training nodes' labels are
+used. The workshop book's Day 4 lab step 2: "Implement a tiny message-passing GNN by hand and apply
+it to a synthetic node-classification problem. Compare to an MLP that ignores the graph structure
+and uses only node features."
 """
 
 from __future__ import annotations
@@ -112,12 +115,16 @@ def run(ctx) -> None:
     same_class = float((graph.y[graph.edge_index[0]] == graph.y[graph.edge_index[1]]).float().mean())
     ctx.metric(measured_homophily=same_class, edges=int(graph.edge_index.shape[1]) // 2)
     mlp, gcn = accuracy.values()
+    # The documents ask for the comparison (workshop book, Day 4 lab step 2) but give no margin:
+    # the 15 points are biaslab's target.
     ctx.claim(
         "Message passing beats a node-wise MLP by at least 15 points when labels follow the graph",
-        source="notes, Day 4 (graphs: message passing)",
+        source="workshop book, Day 4 lab step 2; lecture notes §5.3.1 (GNNs: adding relational "
+        "structure), eqs. 5.10-5.11; biaslab's target (the margin 0.15)",
         expected="GCN test accuracy - MLP test accuracy >= 0.15",
         measured=f"GCN {gcn:.3f} vs MLP {mlp:.3f} (+{gcn - mlp:.3f})",
         passed=gcn - mlp >= 0.15,
+        kind="finding",
         checked_in_quick=False,
     )
     layout = plots.spectral_layout(graph.edge_index.numpy(), cfg.nodes, seed=ctx.seed_for("layout"))

@@ -1,10 +1,16 @@
-"""Day 2 - the notes' worked examples of differentiation, reproduced by our NumPy engines.
+"""Day 2 - worked examples of differentiation from the documents, reproduced by our NumPy engines.
 
 1. z = 2·x0 + x0·sin(x1) + x1³ at (1, 2) as the three trace tables: forward primal, forward
-   tangent (ẋ = (1, 0)) and reverse adjoint; compared with torch.autograd.
-2. f(x1, x2) = x1² + 3·x2²: gradient (2, 6) at (1, 1), its Hessian, one gradient-descent step.
-3. softmax is not scale-invariant, does not overflow at logits ~1000, and cross-entropy on logits
-   equals softmax followed by the negative log-likelihood.
+   tangent (ẋ = (1, 0)) and reverse adjoint; compared with torch.autograd. The tables and their
+   values stand in the ML-for-physics slides, 'Forward and reverse (==backprop) modes'; the torch
+   code and its output on the next slide, 'Designed to be simple in software'.
+2. f(x1, x2) = x1² + 3·x2²: gradient (2, 6) at (1, 1) (workshop book §2.2, Example 2.1), its
+   Hessian (the ML-for-physics slides, 'Jacobian and Hessian': H = J(∇f)), one gradient-descent
+   step (workshop book §2.3, Definition 2.3).
+3. softmax is not scale-invariant ('Lack of scaling invariance'), does not overflow at logits
+   ~1000 ('Numerical issues and translation invariance'), and cross-entropy on logits equals
+   softmax followed by the negative log-likelihood (the slides after 'Which loss function to
+   use?'): all in the ML-for-physics slides.
 """
 
 from __future__ import annotations
@@ -28,7 +34,12 @@ from biaslab.scratch import (
 )
 from biaslab.scratch.trace import NOTES_EXAMPLE
 
-NOTES = "notes, Day 2 (automatic differentiation)"
+# The slide that prints the three trace tables of z at (1, 2), and the one after it, which prints
+# torch's "Primal: tensor(10.9093, ...)" and "Adjoint: tensor(2.9093) tensor(11.5839)".
+TRACES = "ML-for-physics slides, 'Forward and reverse (==backprop) modes'"
+TORCH = "ML-for-physics slides, 'Designed to be simple in software'"
+# The slide that prints softmax([1, 2, 3]) and softmax([2, 4, 6]).
+SCALING = "ML-for-physics slides, 'Lack of scaling invariance'"
 
 
 # z = 2·x0 + x0·sin(x1) + x1³ and its derivatives stay finite in float64 for |x| <= 1e100
@@ -126,38 +137,46 @@ def _trace_tables(ctx, x) -> None:
     if x == [1.0, 2.0]:
         ctx.claim(
             "Primal z at (1, 2)",
-            source=NOTES,
+            source=TRACES,
             expected="10.9093",
             measured=f"{z:.4f}",
             passed=_close(z, 10.9093),
+            kind="check",
+            printed="$y = v_6$ 10.9093",
         )
         ctx.claim(
             "Forward tangent with ẋ0 = 1",
-            source=NOTES,
+            source=TRACES,
             expected="2.9093",
             measured=f"{dz_dx0:.4f}",
             passed=_close(dz_dx0, 2.9093),
+            kind="check",
+            printed="$\\dot{y} = \\dot{v}_6$ 2.9093",
         )
         ctx.claim(
             "Reverse adjoints (x̄0, x̄1)",
-            source=NOTES,
+            source=TRACES,
             expected="(2.9093, 11.5839)",
             measured=f"({grad[0]:.4f}, {grad[1]:.4f})",
             passed=_close(grad, [2.9093, 11.5839]),
+            kind="check",
+            printed="2.9093 11.5839",
         )
     ctx.claim(
         "Our gradient equals torch.autograd (float64)",
-        source=NOTES,
+        source=f"{TORCH}; workshop book, Day 2 lab step 1; biaslab's target (1e-12 in float64)",
         expected="max |difference| <= 1e-12",
         measured=diff,
         passed=diff <= 1e-12,
+        kind="check",
     )
     ctx.claim(
         "Forward and reverse mode give the same Jacobian",
-        source=NOTES,
+        source=f"{TRACES}; biaslab's target (1e-12 in float64)",
         expected="max |difference| <= 1e-12",
         measured=float(np.max(np.abs(fwd - rev))),
         passed=bool(np.max(np.abs(fwd - rev)) <= 1e-12),
+        kind="check",
     )
 
 
@@ -178,24 +197,31 @@ def _bowl(ctx, step_size: float) -> None:
     )
     ctx.claim(
         "∇(x1² + 3·x2²) at (1, 1)",
-        source="notes, Day 2 (gradient descent)",
+        source="workshop book §2.2 (Derivatives and gradients), Example 2.1",
         expected="(2, 6)",
         measured=f"({g[0]:g}, {g[1]:g})",
         passed=bool(np.allclose(g, [2, 6])),
+        kind="check",
+        printed="At the point $(1, 1)$ the gradient is $(2, 6)$",
     )
     ctx.claim(
         "Its Hessian (Jacobian of the gradient)",
-        source="notes, Day 2",
+        # The slide prints H(f(x)) = J(∇f(x)); diag(2, 6) for this f is worked out here, not printed.
+        source="ML-for-physics slides, 'Jacobian and Hessian'; workshop book §2.2 (Derivatives and "
+        "gradients), Example 2.1",
         expected="diag(2, 6)",
         measured=str(np.round(H, 12).tolist()),
         passed=bool(np.allclose(H, np.diag([2.0, 6.0]), atol=1e-12)),
+        kind="check",
+        printed="$\\mathbf{H}(f(\\mathbf{x})) = \\mathbf{J}(\\nabla f(\\mathbf{x}))$",
     )
     ctx.claim(
         f"One step with η = {step_size:g} lowers f",
-        source="notes, Day 2",
+        source="workshop book §2.3 (Gradient descent), Definition 2.3",
         expected=f"f({p_next[0]:g}, {p_next[1]:g}) < f(1, 1) = 4",
         measured=round(f1, 6),
         passed=f1 < f0,
+        kind="check",
     )
 
     fig, (ax,) = plots.subplots(1, size=(5.5, 4.8))
@@ -225,38 +251,44 @@ def _softmax_facts(ctx) -> None:
     ctx.metric(softmax_123=s1.tolist(), softmax_246=s2.tolist(), softmax_1000=big.tolist())
     ctx.claim(
         "softmax([1, 2, 3])",
-        source="notes, Day 2 (softmax)",
+        source=SCALING,
         expected="[0.090, 0.245, 0.665]",
         measured=str(np.round(s1, 3).tolist()),
         passed=_close(s1, [0.090, 0.245, 0.665], 5e-4),
+        kind="check",
+        printed="[0.090, 0.245, 0.665]",
     )
-    # The notes print 0.8670 for the last entry: a rounding slip, as the exact value shows.
+    # The ML-for-physics slides ('Lack of scaling invariance') print 0.8670 for the last entry: a
+    # rounding slip, as the exact value shows.
     ctx.claim_exact(
         "softmax([2, 4, 6])",
-        source="notes, Day 2 (softmax)",
+        source=SCALING,
         notes="[0.0159, 0.1173, 0.8670]",
+        printed="[0.0159, 0.1173, 0.8670]",
         measured=s2,
         tolerance=5e-5,
         exact=lambda: exact_softmax([2, 4, 6]),
         shown=str(np.round(s2, 4).tolist()),
         computation="e^k / (e^2 + e^4 + e^6) for k = 2, 4, 6, in exact rational "
         "arithmetic from the float64 value of e: [0.015876, 0.117310, "
-        "0.866813]; the notes' 0.8670 is a slip for 0.8668 (their three "
-        "values sum to 1.0002)",
+        "0.866813]; the ML-for-physics slides' 0.8670 is a slip for 0.8668 "
+        "(their three values sum to 1.0002)",
     )
     ctx.claim(
         "Softmax is not scale-invariant: doubling the logits changes it",
-        source="notes, Day 2 (softmax)",
+        source=SCALING,
         expected="softmax([2,4,6]) != softmax([1,2,3])",
         measured=float(np.max(np.abs(s2 - s1))),
         passed=not np.allclose(s1, s2),
+        kind="check",
     )
     ctx.claim(
         "softmax of logits around 1000 does not overflow",
-        source="notes, Day 2 (softmax)",
+        source="ML-for-physics slides, 'Numerical issues and translation invariance'",
         expected="finite, equal to softmax([0, 1, 2])",
         measured=str(np.round(big, 3).tolist()),
         passed=bool(np.all(np.isfinite(big)) and np.allclose(big, s1, atol=1e-12)),
+        kind="check",
     )
 
     rng = np.random.default_rng(ctx.seed_for("ce"))
@@ -266,8 +298,13 @@ def _softmax_facts(ctx) -> None:
     ctx.metric(cross_entropy_on_logits=ce, softmax_then_nll=nll)
     ctx.claim(
         "Cross-entropy on logits = softmax then negative log-likelihood",
-        source="notes, Day 2 (softmax)",
-        expected="equal to 1e-12",
+        # 'Which loss function to use?' substitutes the softmax into the NLL; the next slide, whose
+        # title has an apostrophe, says "Apply a softmax activation function, then use the negative
+        # log likelihood loss [...] Use the cross entropy loss on the logits": "completely equivalent".
+        source="ML-for-physics slides, 'Which loss function to use?' (and the slide after it); "
+        "biaslab's target (1e-12 in float64)",
+        expected="|difference| <= 1e-12",
         measured=abs(ce - nll),
         passed=abs(ce - nll) <= 1e-12,
+        kind="check",
     )

@@ -2,7 +2,8 @@
 
 An MLP f_θ(θ, ω) learns a pendulum's vector field (dθ/dt, dω/dt) from states and their measured
 derivatives (``physics.systems``). The plain model fits the data only; the constrained one adds
-the seeds' physics term γ Ω: the mean squared rate dH/dt = ∇H · f_θ at which the learned field
+the physics term γ Ω of the ML-for-physics slides ('Plug the physics into the AI: constraints'):
+the mean squared rate dH/dt = ∇H · f_θ at which the learned field
 changes the pendulum's energy H (``physics.constraints``), zero for the true dynamics, evaluated
 on unlabelled states that reach beyond the training energies (it needs no labels). Both are
 rolled out by RK4 from held-out initial states for many periods; the energy of a good model stays
@@ -31,6 +32,8 @@ from biaslab.train.config import LossTraining
 
 MODELS = ("plain", "energy-conserving")
 SCALARS = ("inside_mse", "beyond_mse", "beyond_speed", "drift", "rate")  # each fit's, in the table's order
+SLIDE = "ML-for-physics slides, 'Plug the physics into the AI: constraints'"
+PENALTY = r"\gamma \Omega(\hat{y}, \Phi)"  # the slide's J(w) = Loss + λ‖w‖² + γΩ(ŷ, Φ)
 DRIFT_TOLERANCE = 0.05  # the relative energy change a conserving model may show by the rollout's end
 
 
@@ -97,17 +100,34 @@ def run(ctx) -> None:
     ctx.claim(
         f"With energy conservation in the loss the learned pendulum keeps its energy within "
         f"{DRIFT_TOLERANCE:.0%} over {cfg.rollout_seconds:g} s, where the plain fit drifts further",
-        source="the seeds' slides (a physics term γΩ in the loss); biaslab's target",
+        source=f"{SLIDE}; biaslab's target (a drift of {DRIFT_TOLERANCE:.0%})",
+        printed=PENALTY,
+        kind="finding",
         expected=f"energy-conserving drift <= {DRIFT_TOLERANCE} < plain drift ({largest} training states)",
         measured=f"energy-conserving {conserving['drift']:.4f}, plain {plain['drift']:.4f}",
         passed=conserving["drift"] <= DRIFT_TOLERANCE < plain["drift"],
         checked_in_quick=False,
     )
+    # Judged first as it was put: a physics prior should help where the data end. It failed on the
+    # default (MSE beyond 0.104 penalised against 0.017 plain) and keeps its verdict; the claim
+    # after it measures why.
     ctx.claim(
-        "Conservation alone does not teach the field beyond the data: f = 0 conserves the energy too, so "
-        "where no data hold the field's speed the penalty slows it; on states more energetic than any "
-        "trained on the penalised field moves slower than the true pendulum, and slower than the plain fit",
-        source="the seeds' slides (a physics term γΩ in the loss); biaslab's target",
+        "The physics term helps beyond the data: a lower derivative error on states more energetic "
+        "than any trained on",
+        source=f"{SLIDE}; biaslab's target (the slides compare no errors beyond the data)",
+        kind="finding",
+        expected="energy-conserving MSE beyond < plain MSE beyond",
+        measured=f"energy-conserving {conserving['beyond_mse']:.4g}, plain {plain['beyond_mse']:.4g}",
+        passed=conserving["beyond_mse"] < plain["beyond_mse"],
+        checked_in_quick=False,
+    )
+    ctx.claim(
+        "Why it can fail: conservation alone does not teach the field beyond the data: f = 0 conserves the "
+        "energy too, so where no data hold the field's speed the penalty slows it; on states more energetic "
+        "than any trained on the penalised field moves slower than the true pendulum, and slower than the "
+        "plain fit",
+        source=f"{SLIDE}; biaslab's target (a median speed ratio below 1 and below the plain fit's)",
+        kind="finding",
         expected="energy-conserving speed beyond / true speed < 1 and < plain's (median over the states)",
         measured=f"energy-conserving {conserving['beyond_speed']:.3f}, plain {plain['beyond_speed']:.3f} "
         f"(derivative MSE beyond: energy-conserving {conserving['beyond_mse']:.4g}, plain "

@@ -51,6 +51,7 @@ NAMES = {  # each regulariser's key in the tables, and what its strength is
 EDGES = np.linspace(-0.15, 0.15, 61)  # the weight histograms' bins (weights beyond fall in the end bins)
 PATH_AGREEMENT = 0.15  # biaslab's target: the median relative difference of the two paths' validation losses
 L1_ZEROS = 0.10  # biaslab's target: the share of weights L1 sets exactly to zero
+BOOK_REGULARIZATION = "workshop book §4.2 (Constraints and regularization)"
 
 
 @dataclass(frozen=True)
@@ -133,9 +134,16 @@ def run(ctx) -> None:
     narrower = {
         kind: fits[key]["loss_gap"] < none["loss_gap"] for kind, key in chosen.items() if kind != "none"
     }
+    # ML-for-physics slides, 'Regularization': "any modification we make to a learning algorithm
+    # that is intended to reduce its generalization error but not its training error". The
+    # workshop book §4.2 names L2, L1 and dropout; the slides weight decay, batch normalization,
+    # dropout and early stopping. Neither lists augmentation as a regulariser (the slides name it
+    # under 'Plug the Physics into the AI' as a way to implement a symmetry).
     ctx.claim(
         "Every regulariser narrows the train–validation gap of an over-parameterised network",
-        source="notes, Day 5 (regularisation); biaslab's target",
+        source=f"ML-for-physics slides, 'Regularization'; {BOOK_REGULARIZATION}; biaslab's target (the "
+        "gap in cross-entropy, each regulariser at the strength validation chose)",
+        kind="finding",
         expected="each one's validation minus training cross-entropy below no regulariser's "
         f"({none['loss_gap']:.3f})",
         measured=", ".join(
@@ -147,9 +155,13 @@ def run(ctx) -> None:
     )
     l1 = fits[chosen["l1"]]
     others = {kind: fits[key]["zeros"] for kind, key in chosen.items() if kind != "l1"}
+    # workshop book §4.2: "L^1 regularization. R(θ) = ‖θ‖_1. Pulls weights toward zero and tends to
+    # make them exactly zero." L2: "Pulls weights toward zero."
     ctx.claim(
         "L1 sets weights exactly to zero; L2, dropout, early stopping and augmentation do not",
-        source="Tibshirani 1996; notes, Day 5 (L1 and L2); biaslab's target",
+        source=f"{BOOK_REGULARIZATION}; Tibshirani 1996; biaslab's target (at least {L1_ZEROS:.0%} of "
+        "the weights)",
+        kind="finding",
         expected=f"L1: at least {L1_ZEROS:.0%} of the weights exactly 0; every other training: none",
         measured=f"L1 {l1['zeros']:,} of {l1['weights']:,} ({l1['zeros_share']:.1%}); the others "
         + ", ".join(f"{kind} {n}" for kind, n in others.items()),
@@ -250,10 +262,15 @@ def _path_claim(ctx, cfg: RegularizationConfig, fits: dict, chosen: dict) -> Non
         ],
         rows,
     )
+    # ML-for-physics slides, '...is a form of regularisation': "Early stopping limits the reachable
+    # phase space, and is therefore analogous to L2 regularization (weight decay) - Bishop (1995a)
+    # and Sjöberg and Ljung (1995)".
     ctx.claim(
         "Early stopping acts like L2: stopping after fewer steps and penalising the distance from the "
         "starting weights more strongly trace the same validation loss along the weight path",
-        source="Bishop 1995; Goodfellow et al. 2016, sec. 7.8 (eq. 7.43); biaslab's target",
+        source="ML-for-physics slides, '...is a form of regularisation'; Bishop 1995; Goodfellow et al. "
+        f"2016, sec. 7.8 (eq. 7.43); biaslab's target (a median relative difference <= {PATH_AGREEMENT})",
+        kind="finding",
         expected="median relative difference of the validation losses at equal ‖w − w₀‖ <= "
         f"{PATH_AGREEMENT}, over the L2 strengths inside the path (at least 2)",
         measured=f"{median:.3f} over {len(differences)} strengths ("

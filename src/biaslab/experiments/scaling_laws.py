@@ -1,5 +1,5 @@
-"""Day 4 (the inductive-bias slides) - scaling laws: the test loss against the data and against the model's
-size, as power laws.
+"""Day 4 (the inductive-bias slides, 'How well does it work?') - scaling laws: the test loss against the
+data and against the model's size, as power laws.
 
 A student MLP learns a fixed random teacher network from noise-free examples
 (``data.synthetic.teacher_regression``), so nothing but the data, the size and the training limit
@@ -9,6 +9,10 @@ student's width (hence its parameters) at the largest training set. Each curve i
 L ≈ a·x^k on log-log axes (``evaluate.scaling``), and its exponent is shown beside the form Kaplan
 et al. 2020 measured for language models, L ∝ N^−0.076 in parameters and D^−0.095 in data: the same
 form, a different task, so the exponents are compared, not matched.
+
+The inductive-bias slides, 'How well does it work?', show Kaplan et al.'s three power laws ("Predictable
+scaling laws which do not seem to be stopping"); their text extraction garbles the exponents (the
+parameters' one reads "(N/88 . 1013)—0.076", the data's "-00%"), so the figures here are the paper's.
 """
 
 from __future__ import annotations
@@ -103,10 +107,12 @@ def run(ctx) -> None:
         law, (x, y) = laws[sweep], sweeps[sweep]
         ctx.claim(
             f"The test loss falls as a power law in the {name}",
-            source="Kaplan et al. 2020 (the form); the seeds' inductive-bias slides; biaslab's target",
+            source="inductive-bias slides, 'How well does it work?' (Kaplan et al.'s power laws); Kaplan "
+            f"et al. 2020 (the form and the exponents); biaslab's target (R² >= {MIN_R_SQUARED})",
             expected=f"exponent < 0 and R² >= {MIN_R_SQUARED} on log-log axes over {min(x):,}-{max(x):,}",
             measured=f"exponent {law.exponent:.3f}, R² {law.r_squared:.3f} (Kaplan et al.: {KAPLAN[sweep]})",
             passed=law.exponent < 0 and law.r_squared >= MIN_R_SQUARED,
+            kind="finding",
             checked_in_quick=False,
         )
         ctx.figure(

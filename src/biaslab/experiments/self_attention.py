@@ -1,14 +1,20 @@
 """Day 4 - attention as a prior: learned, content-dependent relevance.
 
 Step 1 computes attention from scratch on a toy sequence: queries Q = XW_Q, keys K = XW_K and
-values V = XW_V, weights softmax(QKᵀ/√d) (eq. 6.4), once over every position and once with a
-causal mask (position t sees only positions ≤ t); the two weight matrices are drawn.
+values V = XW_V, weights softmax(QKᵀ/√d) (lecture notes §6, eq. 6.4; workshop book §4.6,
+Definition 4.4), once over every position and once with a causal mask (position t sees only
+positions ≤ t; the inductive-bias slides, 'Masking is a powerful technique': "to make the model
+causal for auto-regression"); the two weight matrices are drawn (workshop book, Day 4 lab step 3).
 
 Step 2 is content-based retrieval: a sequence of key–value pairs and a query key; the answer is
 the value paired with the query, wherever that pair sits. A one-layer Transformer (no positional
 encoding: the task is about content, not order) learns to let the query attend to the pair whose
 key matches. An MLP of the same size sees the same tokens, one-hot and flattened, and must learn
-the match separately for every slot and key: it stays far from the answer.
+the match separately for every slot and key: it stays far from the answer. No document sets this
+task: it stands for the notes' reading of attention (lecture notes §6: "The query asks 'what am I
+looking for?' The keys say 'what do I contain?'") against their MLP, for which "the 'attention
+pattern' is baked into the weights at training time and doesn't adapt to the input" (lecture notes §6,
+after eq. 6.5).
 
 Step 3 opens the trained Transformer: its attention weights (``TransformerEncoder.
 attention_weights``) on the test sequences, read at the query, the last position, against the same
@@ -45,6 +51,9 @@ TOY_WORDS = ("the", "cat", "sat", "on", "the", "mat")
 # attended pair is right only as often as that pair is the matching one. Chance: 1/P.
 SELECTION = 0.95
 SHOWN_QUERIES = 6  # test sequences drawn in the attention figure
+# The documents' places for the retrieval task: the workshop book's Day 4 lab step 3 ("see how
+# query/key/value projections produce content-based selection") and the notes' query and keys.
+CONTENT = "workshop book, Day 4 lab step 3 (content-based selection); lecture notes §6, eq. 6.1"
 
 
 @dataclass(frozen=True)
@@ -112,10 +121,13 @@ def run(ctx) -> None:
     ctx.claim(
         "Attention weights are a softmax: each row sums to 1; the causal mask leaves no weight on "
         "later positions",
-        source="notes, Day 4 (attention, eq. 6.4)",
+        source="lecture notes §6, eq. 6.4; inductive-bias slides, 'Attention Step-by-Step' (normalized "
+        "via softmax, to sum to 1); inductive-bias slides, 'Masking is a powerful technique' (causal "
+        "attention); workshop book, Day 4 lab step 3",
         expected="rows sum to 1; weight above the diagonal = 0",
         measured=f"rows sum to 1: {rows_sum_to_one}; largest weight on a later position: {future:g}",
         passed=rows_sum_to_one and future == 0.0,
+        kind="check",
     )
     ctx.figure(
         "attention_weights",
@@ -153,26 +165,30 @@ def run(ctx) -> None:
     attention, baseline = results.values()
     ctx.claim(
         "Attention retrieves the value paired with a query key (content-based lookup)",
-        source="notes, Day 4 (attention: content-dependent relevance)",
+        source=f"{CONTENT}; biaslab's target (accuracy 0.95; the documents set no retrieval task)",
         expected="Transformer test accuracy >= 0.95",
         measured=round(attention, 4),
         passed=attention >= 0.95,
+        kind="finding",
         checked_in_quick=False,
     )
     ctx.claim(
         "An MLP of similar size does not",
-        source="notes, Day 4 (attention: content-dependent relevance)",
+        source="lecture notes §6, eq. 6.5 (an MLP: fixed weights, no content-dependence); biaslab's "
+        "target (below the Transformer's 0.95)",
         expected="MLP test accuracy < 0.95",
         measured=round(baseline, 4),
         passed=baseline < 0.95,
+        kind="finding",
         checked_in_quick=False,
     )
     ctx.claim(
         "The two models are of similar size (within 10%)",
-        source="lab design",
+        source="biaslab's target (within 10%, so that the comparison is of priors, not of sizes)",
         expected="|MLP - Transformer| / Transformer <= 0.10",
         measured=f"Transformer {count_parameters(transformer):,}, MLP {count_parameters(mlp):,}",
         passed=abs(count_parameters(mlp) / count_parameters(transformer) - 1) <= 0.10,
+        kind="check",
     )
     ctx.figure(
         "learning_curves",
@@ -235,8 +251,9 @@ def match_selection(ctx, cfg: SelfAttentionConfig, tokens, trained, initial) -> 
     )
     ctx.claim(
         "The trained Transformer selects by content: the query attends to the pair whose key it matches",
-        source="notes, Day 4 (attention: content-dependent relevance); biaslab's target (the lab's accuracy "
-        "target: an answer read from the attended pair is right only as often as that pair matches)",
+        source="workshop book, Day 4 lab step 3 (content-based selection); inductive-bias slides, "
+        "'Attention map analysis'; biaslab's target (0.95, the lab's accuracy target: an answer read from "
+        "the attended pair is right only as often as that pair matches)",
         expected=f"share of test queries whose most-attended pair (the largest weight in any head) is the "
         f"matching one >= {SELECTION} (chance 1/{cfg.pairs} = {1 / cfg.pairs:.2f})",
         measured=f"{selected['trained']:.3f} (at initialisation {selected['initial']:.3f}); weight on the "
@@ -244,6 +261,7 @@ def match_selection(ctx, cfg: SelfAttentionConfig, tokens, trained, initial) -> 
         f"initialisation; uniform {1 / length:.2f}), head {head} (selecting best on validation) "
         f"{one_head:.3f}, mean over heads {heads:.3f}",
         passed=selected["trained"] >= SELECTION,
+        kind="finding",
         checked_in_quick=False,
     )
     shown = test[:SHOWN_QUERIES].tolist()

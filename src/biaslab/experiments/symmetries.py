@@ -53,6 +53,51 @@ E3 = "3-D rotation + translation"
 EXACT, BROKEN = 1e-5, 1e-2  # an exact symmetry is at rounding level; a broken one is order 1
 TRANSFORMS = ("cyclic shift", "rotation by 90°", "permutation", "reversal", E3)
 
+# Where the documents give each primitive its symmetry, or say it has none. The documents state
+# the symmetries, never the errors: the thresholds EXACT and BROKEN are biaslab's. They do not
+# discuss boundaries, quarter turns or reversals case by case: a CNN's translation equivariance
+# (workshop book §4.4, Proposition 4.1: "K ⋆ (T_d x) = T_d(K ⋆ x)") is exact for a circular
+# shift with circular padding, and nothing in a CNN ties a quarter turn to anything; a shift and
+# a reversal are permutations, so a permutation-invariant model is invariant to them too.
+CNN_SOURCE = "workshop book §4.4 (CNNs: translation equivariance for grids)"
+POOLED = "workshop book §4.3 (Invariance and equivariance)"  # equivariant layers, then an invariant pool
+DEEP_SETS = "lecture notes §5.3 (Sets and graphs → Deep Sets and GNNs)"
+ATTENTION = (  # "The attention operation is itself permutation equivariant — positional encoding is
+    # added precisely because we usually want the model to know the order" (workshop book §4.6);
+    # "Natively, ordering does not matter" (inductive-bias slides)
+    "workshop book §4.6 (Attention and Transformers); "
+    "inductive-bias slides, 'Attention is STILL an inductive bias'"
+)
+MESSAGE_PASSING = (
+    "workshop book §4.5 (GNNs: permutation equivariance for graphs); "
+    "lecture notes §5.3.1 (GNNs: adding relational structure)"
+)
+SOURCES = {  # case name -> the places that give it its symmetry (or none)
+    # "Fully connected networks treat every input dimension as unrelated" (lecture notes §5)
+    "MLP (flattened)": "lecture notes §5 (Matching architecture to data structure)",
+    "CNN features, circular padding": CNN_SOURCE,
+    "CNN + global pool, circular": f"{CNN_SOURCE}; {POOLED}",
+    "CNN + global pool, zero padding": f"{CNN_SOURCE}; {POOLED}",
+    "2-D CNN + global pool, circular": f"{CNN_SOURCE}; {POOLED}",
+    "Deep Sets ρ(Σφ(x_i))": f"{DEEP_SETS}, eq. 5.7",
+    # the per-element form y_i = ψ(x_i, Σ_j φ(x_j)), which the notes number \tag{5.8}
+    "Deep Sets layer ψ(x_i, Σφ(x_j))": f"{DEEP_SETS}, per-element outputs (equivariance)",
+    "self-attention, no positions": ATTENTION,
+    "self-attention + sinusoidal positions": ATTENTION,
+    # "order matters, and what happens now depends on what came before" (lecture notes §5.2)
+    "GRU": "lecture notes §5.2 (Sequences → RNNs)",
+    "GCN layer": f"{MESSAGE_PASSING}, eq. 5.11",
+    "GAT layer": f"{MESSAGE_PASSING}, eqs. 5.13-5.14",
+    "MPNN layer (edge features)": MESSAGE_PASSING,  # the message-passing update, \tag{5.9}
+    "GCN + sum pooling": f"{MESSAGE_PASSING}, eq. 5.12",
+    # "Set with translation/rotation equivariance ... → equivariant networks (SE(3)-Transformers,
+    # EGNN)" (workshop book §4.7); the layer is Satorras et al.'s
+    "EGNN layer (features, coordinates)": (
+        "workshop book §4.7 (Choosing an architecture: the matching exercise); Satorras et al. 2021"
+    ),
+}
+THRESHOLDS = f"biaslab's target (the errors: <= {EXACT:g} rounding level, > {BROKEN:g} order 1)"
+
 
 @dataclass(frozen=True)
 class SymmetriesConfig:
@@ -214,9 +259,10 @@ def run(ctx) -> None:
         for transform, error in measured.items():
             holds = transform in case.claimed
             kind = "equivariant" if case.per_element else "invariant"
-            ctx.claim(
+            ctx.claim(  # a property of the architecture, whatever its (random) weights
                 f"{case.name} is {'' if holds else 'not '}{kind} to {transform}",
-                source="notes, Day 4 (inductive biases)",
+                source=f"{SOURCES[case.name]}; {THRESHOLDS}",
+                kind="check",
                 expected=f"error <= {EXACT:g}" if holds else f"error > {BROKEN:g} (no such symmetry)",
                 measured=float(f"{error:.3g}"),
                 passed=error <= EXACT if holds else error > BROKEN,

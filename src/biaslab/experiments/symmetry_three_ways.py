@@ -1,6 +1,13 @@
 """Day 4 - three ways to impose a known symmetry: augment the data, penalise the violation, or
 build it into the architecture.
 
+The ML-for-physics slides list the three ('How are symmetries implemented?': "Data augmentation",
+"Loss function penalties", "Architectural design" with "Exact symmetries" from group convolutions);
+the slides 'Enlarge your Dataset', 'Plug the physics into the AI: constraints' (a penalty term
+γ Ω(ŷ, Φ) added to the loss) and 'Plug the physics into the AI: network structure' show each. They
+compare none of them: how far each gets, at what compute and from how much data are biaslab's
+questions, with biaslab's thresholds.
+
 The task: MNIST digits shown at any quarter turn (C4, exact on the pixel grid). The digit 9 is
 left out by default: turned by a half turn it is a 6, so its label is not invariant. Trained on
 upright digits only,
@@ -39,6 +46,11 @@ from biaslab.train.invariance import augmented_step, invariance_step
 from biaslab.train.recipes import for_steps, predict
 
 EXACT, NOT_EXACT = 1e-5, 1e-3  # rounding level in float32; a hundred times above it
+THREE_WAYS = "ML-for-physics slides, 'How are symmetries implemented?'"
+TAUGHT = (  # the two ways that teach the symmetry to a plain CNN
+    "ML-for-physics slides, 'Enlarge your Dataset'; "
+    "ML-for-physics slides, 'Plug the physics into the AI: constraints'"
+)
 PROBE = 1000  # test digits the invariance error and the agreement read
 
 
@@ -128,7 +140,11 @@ def run(ctx) -> None:
     ctx.claim(
         "Only the architecture is exactly invariant: the group CNN's logits do not change under quarter "
         "turns (to rounding); the CNN taught by augmentation or by the penalty stays measurably variant",
-        source="the seeds' slides (three ways to a symmetry); notes, Day 4",
+        # a finding: the group CNN is invariant by construction, but that the taught CNNs stay
+        # measurably variant is an outcome of their training
+        source=f"{THREE_WAYS}; Cohen & Welling 2016; "
+        f"biaslab's target (the errors: <= {EXACT:g} rounding level, > {NOT_EXACT:g})",
+        kind="finding",
         expected=f"group CNN <= {EXACT:g} at every size; augmented and every penalty > {NOT_EXACT:g}",
         measured=f"group CNN at most {group_error:.2g}; augmented and penalties at least {taught_least:.2g}",
         passed=group_error <= EXACT and taught_least > NOT_EXACT,
@@ -138,7 +154,8 @@ def run(ctx) -> None:
     ctx.claim(
         f"Augmentation and the penalty approach the built-in symmetry: with {largest} digits each closes at "
         "least half the gap in turned-digit accuracy between the plain CNN and the group CNN",
-        source="the seeds' slides (three ways to a symmetry); biaslab's target",
+        source=f"{THREE_WAYS}; {TAUGHT}; biaslab's target (half the gap)",
+        kind="finding",
         expected="accuracy(turned) - plain >= 0.5 x (group CNN - plain), for augmentation and the penalty",
         measured=f"plain {plain:.4f}, group CNN {group:.4f}, "
         + ", ".join(f"{k} {v:.4f}" for k, v in approach.items()),
@@ -152,7 +169,9 @@ def run(ctx) -> None:
         "Compute is the price of the penalty and of the built-in symmetry: for the same optimizer steps the "
         "penalty (a second forward pass) and the group CNN (every filter in four orientations) train longer "
         "than the plain CNN",
-        source="the seeds' slides (three ways to a symmetry); biaslab's target",
+        # no document weighs the compute of the three ways
+        source=f"{THREE_WAYS}; biaslab's target (the documents compare no training times)",
+        kind="finding",
         expected="penalty's and group CNN's training > plain CNN's (no budget: one machine compared)",
         measured=", ".join(f"{k} {v:.1f} s" for k, v in seconds.items()),
         passed=seconds["plain"] < min(list(seconds.values())[1:]),
@@ -163,7 +182,11 @@ def run(ctx) -> None:
     ctx.claim(
         f"The built-in symmetry costs no data: with {smallest} training digits the group CNN reads turned "
         "digits better than augmentation and the penalty do",
-        source="the seeds' slides (three ways to a symmetry); biaslab's target",
+        # "sample efficiency matters—often better to build known structure into the architecture"
+        # (lecture notes §5); the slides do not compare the three ways at any training size
+        source=f"{THREE_WAYS}; lecture notes §5 (Matching architecture to data structure); "
+        "biaslab's target (the smallest training size)",
+        kind="finding",
         expected=f"group CNN > augmented and > penalty, turned test digits, {smallest} training digits",
         measured=", ".join(f"{k} {v:.4f}" for k, v in few.items()),
         passed=few["group CNN"] > max(few["augmented"], few["penalty (λ by validation)"]),

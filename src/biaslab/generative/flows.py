@@ -159,7 +159,8 @@ class RealNVP(nn.Module):
         self, n: int, c: torch.Tensor | None = None, *, seed: int = 0, batch_size: int = 4096
     ) -> torch.Tensor:
         """n draws x = f⁻¹(z), z ~ N(0, I) from a CPU generator seeded by ``seed`` (all n drawn at
-        once, so the samples do not depend on ``batch_size``); with a condition, one per row of c.
+        once, so the draws do not depend on ``batch_size``, the samples only up to the rounding of
+        matrix products blocked by batch); with a condition, one per row of c.
 
         Shapes:
             c (n, condition_dim) or None -> (n, D).

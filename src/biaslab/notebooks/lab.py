@@ -162,16 +162,19 @@ class Lab:
         expected: str,
         measured: Any,
         passed: bool | None,
-        source: str = "",
+        source: str,
+        kind: str,
+        printed: str | None = None,
         checked_in_quick: bool = True,
     ) -> None:
         """Check an outcome the notebook promises, as an experiment's ``ctx.claim`` does, and show it.
 
+        ``source``, ``kind`` and ``printed`` as :meth:`biaslab.runner.RunContext.claim` takes them;
         ``checked_in_quick=False``: in the quick profile the value is shown but not judged.
         """
         record = Claim.judged(
-            claim, expected=expected, measured=measured, passed=passed, source=source,
-            quick=self.quick, checked_in_quick=checked_in_quick,
+            claim, expected=expected, measured=measured, passed=passed, source=source, kind=kind,
+            printed=printed, quick=self.quick, checked_in_quick=checked_in_quick,
         ).as_dict()  # fmt: skip
         self.claims.append(record)
         present(Claims([record]))

@@ -30,6 +30,7 @@ from biaslab.report.labels import metric_label, source_notes
 from biaslab.report.navigation import file_links, href, index_link, shorten, written_by_biaslab
 from biaslab.report.overlap import shown_in_tables
 from biaslab.report.runs_table import COLUMNS, runs_groups
+from biaslab.results import kind_of
 from biaslab.runs import INDEX, REPORT, TIMINGS, VERDICTS, RunDir, find_runs, tally, verdict_of
 
 __all__ = [
@@ -115,7 +116,8 @@ def _claim(c) -> dict:
 
     Args:
         c: a claim from results.json: ``claim``, ``source``, ``expected``, ``measured``,
-            ``passed`` and, for a notes' slip, ``verdict: "notes-wrong"`` and ``computation``.
+            ``passed``, ``kind`` (finding or check), ``printed`` (the document's text as printed)
+            and, for a slip in a document, ``verdict`` ("notes-wrong" or "slip") and ``computation``.
 
     Returns:
         Formatted strings, ``measured_num`` (right-align) and the :class:`~biaslab.runs.Verdict`.
@@ -129,6 +131,8 @@ def _claim(c) -> dict:
         "measured": format_value(c.get("measured")),
         "measured_num": _is_number(c.get("measured")),
         "computation": None if computation is None else format_value(computation),
+        "check": kind_of(c) == "check",
+        "printed": None if c.get("printed") is None else format_value(c.get("printed")),
         "timing": c.get("timing") is True,
         "verdict": VERDICTS[verdict_of(c)],
     }

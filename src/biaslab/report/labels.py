@@ -24,9 +24,9 @@ index show a label built from the key by one rule, with the key itself in a tool
 A word that none of this explains stays as written; :func:`unknown_words` lists such words, and a
 test keeps that list empty for every metric of every lab, so a new metric key brings its words.
 
-Claims name where their expected value comes from in a few recurring terms ("notes, Day 5 (...)",
-"biaslab's target", "lab design"); :func:`source_notes` says what each means, for the legend
-under a report's claims table.
+Claims name where their expected value comes from in a few recurring terms (the documents' short
+names, "biaslab's target"; see ``biaslab.documents``); :func:`source_notes` says what each means,
+for the legend under a report's claims table.
 """
 
 from __future__ import annotations
@@ -147,11 +147,16 @@ def unknown_words(key: str, lab: str | None = None) -> list[str]:
 
 # Where a claim's expected value comes from, in the words claims' sources use (first match wins).
 SOURCE_TERMS = (
-    ("notes", "the workshop's lecture notes, at the day and section named"),
-    ("lecture slides", "the slides of the lecture named"),
-    ("biaslab's target", "a threshold biaslab sets for this lab where the notes print no number; what it "
-     "rests on follows in brackets"),
-    ("lab design", "a property the lab is built to show, checked on its own measurement"),
+    ("workshop book", "\"Mathematical Foundations of Modern AI\", the five-day workshop book "
+     "(sections 1.x-5.x, each day's lab steps)"),
+    ("lecture notes", "\"Neural Networks and Inductive Biases\", the lecture notes (sections 1-7, numbered "
+     "equations)"),
+    ("ML-for-physics slides", "\"Machine Learning for Physics: Supervised Learning\", the slides, cited by a "
+     "slide's title"),
+    ("inductive-bias slides", "the inductive-bias lecture slides (\"Machine learning 101\"), cited by a "
+     "slide's title"),
+    ("biaslab's target", "a threshold biaslab sets where the documents print no number; what it rests on "
+     "follows in brackets"),
 )  # fmt: skip
 
 
@@ -160,5 +165,7 @@ def source_notes(sources) -> list[tuple[str, str]]:
     :data:`SOURCE_TERMS`' order: the legend under a claims table."""
     used = " ".join(str(s).lower() for s in sources if s)
     return [
-        (term, meaning) for term, meaning in SOURCE_TERMS if re.search(rf"(^|[\s(;]){re.escape(term)}", used)
+        (term, meaning)
+        for term, meaning in SOURCE_TERMS
+        if re.search(rf"(^|[\s(;]){re.escape(term.lower())}", used)
     ]

@@ -46,11 +46,11 @@ def _positions(order: Sequence[str] | None) -> dict[str, int]:
 
 
 def _claims_colour(counts) -> str:
-    """The colour of a claims cell: failed first, then unchecked, then notes' slips; a cell
-    whose claims all passed is green, one without claims uncoloured."""
+    """The colour of a claims cell: failed first, then unchecked, then the documents' slips; a
+    cell whose claims all passed is green, one without claims uncoloured."""
     if not counts.total:
         return "transparent"
-    worst = (("fail", counts.failed), ("unjudged", counts.unjudged), ("notes-wrong", counts.notes_wrong))
+    worst = (("fail", counts.failed), ("unjudged", counts.unjudged), ("slip", counts.slips))
     return VERDICTS[next((key for key, n in worst if n), "pass")].colour
 
 
@@ -174,7 +174,7 @@ def _group_row(members: list[dict]) -> dict:
         "status_sort": " ".join(statuses),
         "claims": _cell(
             errors[0] if errors else (counts.short() if counts.total else "\u2014"),
-            counts.passed / counts.total if counts.total else None,
+            counts.findings.passed / counts.findings.total if counts.findings.total else None,
         ),
         "colour": VERDICTS["fail"].colour if errors else _claims_colour(counts),
         "elapsed": _cell(

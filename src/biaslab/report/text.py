@@ -9,6 +9,7 @@ from pathlib import Path
 from biaslab.errors import BiaslabError
 from biaslab.formatting import format_value, shell_quote
 from biaslab.report.labels import metric_label
+from biaslab.results import SLIPS, kind_of
 from biaslab.runs import VERDICTS, RunDir, tally, verdict_of
 
 __all__ = ["claim_lines", "open_run", "run_text"]
@@ -43,11 +44,14 @@ def run_text(path: str | Path) -> str:
         for c in claims:
             verdict = verdict_of(c)
             lines += [
-                f"  [{VERDICTS[verdict].word}] {c.get('claim')}",
+                f"  [{VERDICTS[verdict].word}] {_kind_mark(c)}{c.get('claim')}",
                 f"         expected {c.get('expected')}, measured {format_value(c.get('measured'))}",
+                f"         source: {c.get('source')}",
             ]
-            if verdict == "notes-wrong":
-                lines.append(f"         the notes' figure is wrong: {c.get('computation')}")
+            if c.get("printed"):
+                lines.append(f"         as printed: {c.get('printed')}")
+            if verdict in SLIPS:
+                lines.append(f"         {VERDICTS[verdict].label}: {c.get('computation')}")
     lines += ["", f"report: {run.report_path}"]
     return "\n".join(lines)
 
@@ -56,8 +60,14 @@ def claim_lines(claims: list[dict]) -> list[str]:
     """One line per claim (verdict, claim, measured, expected), then the tally: what a finished
     run prints (``runner.print_summary``) and a notebook's claims show as text."""
     lines = [
-        f"  [{VERDICTS[verdict_of(c)].word}] {c['claim']}: measured "
+        f"  [{VERDICTS[verdict_of(c)].word}] {_kind_mark(c)}{c['claim']}: measured "
         f"{format_value(c['measured'])} (expected {c['expected']})"
         for c in claims
     ]
     return [*lines, f"claims: {tally(claims).describe()}"] if claims else lines
+
+
+def _kind_mark(claim: dict) -> str:
+    """``"check: "`` before a check (an identity or a property by construction); nothing before a
+    finding, which could have gone the other way."""
+    return "check: " if kind_of(claim) == "check" else ""

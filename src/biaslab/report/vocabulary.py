@@ -51,9 +51,10 @@ MEASURES = {
     "gap": "gap", "homophily": "homophily", "edges": "edges", "epochs": "epochs", "labs": "labs",
     "knn5_accuracy": "5-nearest-neighbour accuracy", "knn_accuracy": "nearest-neighbour accuracy",
     "train_size": "training set size", "domain_auroc": "domain classifier's AUROC",
-    "predicted-label_shift": "predicted label shift", "claims_passed": "claims passed",
-    "claims_checked": "claims checked", "claims_failed": "claims failed",
-    "claims_notes_wrong": "claims where the notes' figure is wrong", "index": "index page",
+    "predicted-label_shift": "predicted label shift", "findings": "findings",
+    "findings_passed": "findings that hold", "findings_failed": "findings that fail", "checks": "checks",
+    "checks_passed": "checks that hold", "checks_failed": "checks that fail",
+    "claims_unjudged": "claims not checked", "slips": "slips found in the documents", "index": "index page",
     "seconds": "seconds", "max_diff": "largest difference", "n_train": "training examples",
     "ece_after_temperature": "ECE after temperature scaling", "mae": "MAE", "rmse": "RMSE",
     "curve_exponent": "learning curve's power-law exponent",
@@ -282,6 +283,13 @@ LAB_TERMS: dict[str, dict[str, Term | str]] = {
         "rank_sharpness": "Spearman correlation of the batch size and the largest Hessian eigenvalue",
         "rank_test_error": "Spearman correlation of the batch size and the test error",
         "rank_gap": "Spearman correlation of the batch size and the generalisation gap",
+        "loss": "trained to the same training loss",
+        "steps": measure("SGD steps to the training loss"),
+        "loss_rank_sharpness": "at the same training loss: Spearman correlation of the batch size and "
+        "the largest Hessian eigenvalue",
+        "loss_rank_gap": "at the same training loss: Spearman correlation of the batch size and the "
+        "generalisation gap",
+        "loss_reached": "batch sizes that reached the training loss",
     },
     "symmetry-three-ways": {
         "plain": "plain CNN",
