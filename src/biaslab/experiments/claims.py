@@ -59,7 +59,7 @@ class ClaimsConfig:
 
 
 def arithmetic_claims(ctx) -> None:
-    """Parameter and operation counts: conv vs dense, as the notes print them."""
+    """Parameter and operation counts: conv vs dense, as the documents print them."""
     weights = conv_parameter_count(64, 128, 3, bias=False)
     ctx.claim_exact(
         "A 3x3 convolution from 64 to 128 channels has about 74,000 weights",
@@ -158,7 +158,7 @@ def orders_of_magnitude(ctx) -> None:
     day=7,
     step=4,
     config=ClaimsConfig,
-    title="The notes' arithmetic on architectures",
+    title="The documents' arithmetic on architectures",
     summary="parameter and operation counts of convolution vs dense layers; attention's T^2 cost",
     quick={"lengths": (64, 128, 256), "batch": 2, "repeats": 2, "fit_points": 2},
 )
@@ -197,6 +197,6 @@ def run(ctx) -> None:
             ylabel="seconds per forward pass",
         ),
         f"Self-attention's wall-clock cost against the sequence length T (C = {cfg.channels}) on log "
-        f"axes, with the power law fitted over the largest {cfg.fit_points} lengths; the notes' "
-        "O(T^2·C) predicts an exponent of 2. Clock readings depend on the machine.",
+        f"axes, with the power law fitted over the largest {cfg.fit_points} lengths; the inductive-"
+        "bias slides' O(T^2·C) predicts an exponent of 2. Clock readings depend on the machine.",
     )

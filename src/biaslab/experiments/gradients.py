@@ -84,7 +84,8 @@ def notes_z(x):
     step=1,
     config=GradientsConfig,
     title="Gradients by hand, by forward mode and by reverse mode",
-    summary="the notes' trace tables, a gradient step, softmax facts; equal to torch.autograd",
+    summary="the ML-for-physics slides' trace tables, a gradient step, softmax facts; equal to "
+    "torch.autograd",
 )
 def run(ctx) -> None:
     cfg: GradientsConfig = ctx.cfg

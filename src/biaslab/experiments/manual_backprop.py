@@ -55,7 +55,7 @@ class ManualBackpropConfig:
     config=ManualBackpropConfig,
     requires=("mnist",),
     title="Backpropagation by hand in NumPy",
-    summary="the NumPy MLP with the notes' five backprop formulas and plain SGD: >= 97%",
+    summary="the NumPy MLP with the workshop book's five backprop formulas and plain SGD: >= 97%",
     quick={**QUICK_SIZES, "epochs": 2},
 )
 def run(ctx) -> None:

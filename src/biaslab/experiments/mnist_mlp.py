@@ -54,7 +54,7 @@ class MnistMLPConfig:
     config=MnistMLPConfig,
     requires=("mnist",),
     title="MNIST with a two-layer MLP",
-    summary="the notes' 784-256-10 MLP: 203,530 parameters, ~97% test accuracy in a minute",
+    summary="the workshop book's 784-256-10 MLP: 203,530 parameters, ~97% test accuracy in a minute",
     quick={**QUICK_SIZES, "epochs": 2},
 )
 def run(ctx) -> None:

@@ -15,7 +15,7 @@ computed (the verdict "a slip in the document"):
   attention" (§6): no 1/√d, variance d.
 
 The costs: a training step against the forward pass, counted in operations by torch's
-FlopCounterMode and timed, on the lecture notes' MLP and the Day-5 CNN (workshop book §2.4: "a
+FlopCounterMode and timed, on the workshop book's MLP and the Day-5 CNN (workshop book §2.4: "a
 factor of 2 to 3"; each weight gets a gradient and each layer but the first passes one to its
 input); and full-batch gradient descent against minibatch SGD to the same training loss, counted
 in gradients of single examples and in seconds (workshop book §2.5: "a hundred times slower per
@@ -267,7 +267,7 @@ def step_costs(ctx, cfg) -> None:
     book = "workshop book §2.4 (The chain rule and backpropagation)"
     later = 256 * 10 / (784 * 256 + 256 * 10)  # the MLP's operations after its first layer, a share
     ctx.claim_slip(
-        "The backward pass costs 1 to 2 forward passes; the whole step, 2 to 3 (the lecture notes' MLP)",
+        "The backward pass costs 1 to 2 forward passes; the whole step, 2 to 3 (the workshop book's MLP)",
         source=book,
         printed="roughly the same as the forward pass — a factor of 2 to 3",
         correct="the backward pass costs 1 to 2 forward passes (2x for each layer that passes a gradient "
@@ -331,8 +331,9 @@ def full_batch(ctx, cfg) -> None:
             if run.reached and (name not in best or run.examples < best[name].examples):
                 best[name] = run
     ctx.table(
-        f"Plain SGD to a training loss of {cfg.target_loss:g} on {len(x):,} digits (the notes' 784-256-10 "
-        "MLP, one initialisation): steps, gradients of single examples, and the seconds of the steps",
+        f"Plain SGD to a training loss of {cfg.target_loss:g} on {len(x):,} digits (the workshop book's "
+        "784-256-10 MLP, one initialisation): steps, gradients of single examples, and the seconds of the "
+        "steps",
         ["batch", "size", "learning rate", "reached", "steps", "examples", "seconds", "last loss"],
         rows,
         timing_columns=["seconds"],
