@@ -165,4 +165,6 @@ def test_tally_counts_findings_checks_and_slips_apart():
         "findings 2 of 4 hold, 1 fail, 1 not checked; checks 1 of 1 hold; 2 slips in the documents"
     )
     assert counts.short() == "2/4 + 1/1 checks (2 slips, 1 not checked)"
+    assert tally(claims[3:4]).short() == "1/1 checks" and tally(claims[:1]).short() == "1/1"
+    assert tally(claims[4:5]).short() == "no findings or checks (1 slip)"
     assert tally([]).describe() == "no claims"

@@ -249,17 +249,25 @@ class Tally:
         return "; ".join(parts)
 
     def short(self) -> str:
-        """``"5/6 + 3/3 checks"``: findings held of findings, then checks; slips and claims not
-        checked in brackets: ``"5/6 + 3/3 checks (1 slip, 1 not checked)"``."""
-        text = f"{self.findings.passed}/{self.findings.total}"
+        """``"5/6 + 3/3 checks"``: findings held of findings, then checks (either alone when the
+        other kind has none); slips and claims not checked in brackets:
+        ``"5/6 + 3/3 checks (1 slip, 1 not checked)"``."""
+        parts = [f"{self.findings.passed}/{self.findings.total}"] if self.findings.total else []
         if self.checks.total:
-            text += f" + {self.checks.passed}/{self.checks.total} checks"
+            parts.append(f"{self.checks.passed}/{self.checks.total} checks")
+        text = " + ".join(parts) or "no findings or checks"
         extra = [
             f"{n} {what}{'s' if n != 1 and what == 'slip' else ''}"
             for n, what in ((self.slips, "slip"), (self.unjudged, "not checked"))
             if n
         ]
         return text + (f" ({', '.join(extra)})" if extra else "")
+
+    @property
+    def held_share(self) -> float | None:
+        """The share of findings that hold, else of checks; None without either (a sort key)."""
+        counts = self.findings if self.findings.total else self.checks
+        return counts.passed / counts.total if counts.total else None
 
 
 def tally(claims: Iterable[Any] | None) -> Tally:

@@ -1,4 +1,4 @@
-"""The documents' claims about training: six printed slips settled exactly, and two costs measured.
+"""The documents' claims about training: seven printed slips settled exactly, and two costs measured.
 
 The slips, each the printed formula or label against the correct one and what each gives,
 computed (the verdict "a slip in the document"):
@@ -12,7 +12,9 @@ computed (the verdict "a slip in the document"):
 - the inductive-bias slides' "'Scaled' attention divides by 1/sqrt(head_size)" ('Attention: core
   take-aways'): multiplies the scores by √d, variance d²;
 - the lecture notes' eq. 6.1, α_i = exp(q·k_i)/Σ_j exp(q·k_j), called "scaled dot-product
-  attention" (§6): no 1/√d, variance d.
+  attention" (§6): no 1/√d, variance d;
+- and, among the costs, the workshop book's "roughly the same as the forward pass — a factor of 2
+to 3" for the backward pass (§2.4): the factor is the whole step's.
 
 The costs: a training step against the forward pass, counted in operations by torch's
 FlopCounterMode and timed, on the workshop book's MLP and the Day-5 CNN (workshop book §2.4: "a
@@ -78,7 +80,7 @@ class TrainingClaimsConfig:
     step=5,
     config=TrainingClaimsConfig,
     requires=("mnist",),
-    title="The documents' claims about training: six slips, the cost of a step, full batch",
+    title="The documents' claims about training: seven slips, the cost of a step, full batch",
     summary="the plus-sign update, batch norm by the variance, σ² as an optimisation error, the total "
     "derivative, 1/√head_size and eq. 6.1's unscaled attention settled exactly; a training step against "
     "the forward pass (operations, seconds); full batch against minibatches",
@@ -101,7 +103,8 @@ PHYSICS_SLIDES = "ML-for-physics slides"
 
 
 def slips(ctx) -> None:
-    """Six formulas and labels the documents print wrong, each against the correct one."""
+    """Six formulas and labels the documents print wrong, each against the correct one (the seventh,
+    the workshop book's cost of the backward pass, is counted in :func:`step_costs`)."""
     w = torch.tensor(1.0, requires_grad=True)  # J(w) = ½ w², J'(1) = 1
     optimizer = torch.optim.SGD([w], lr=STEP)
     (0.5 * w**2).backward()

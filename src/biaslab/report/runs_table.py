@@ -30,7 +30,7 @@ COLUMNS = (
     "Profile",
     "Seeds",
     "Status",
-    "Claims passed",
+    "Claims held",
     "Elapsed",
     "Created",
     "Reports",
@@ -174,7 +174,7 @@ def _group_row(members: list[dict]) -> dict:
         "status_sort": " ".join(statuses),
         "claims": _cell(
             errors[0] if errors else (counts.short() if counts.total else "\u2014"),
-            counts.findings.passed / counts.findings.total if counts.findings.total else None,
+            counts.held_share,
         ),
         "colour": VERDICTS["fail"].colour if errors else _claims_colour(counts),
         "elapsed": _cell(
