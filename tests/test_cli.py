@@ -100,6 +100,12 @@ def snapshot(run: Path) -> dict:
         (["run", "xor", "--full", "--set", "epochs=2", "--set", "noise=loud"], ["noise", "number"]),
         (["run"], ["name an experiment"]),
         (["run", "workshop", "--set", "days=1,x"], ["days", "integer"]),
+        (["run", "xor", "--set", "lr=0.1", "--set", "lr=0.2"], ["lr is given two values", "'0.1'", "'0.2'"]),
+        (
+            ["compare", "sklearn:wine", "--set", "data=sklearn:diabetes"],
+            ["data is given two values", "DATA 'sklearn:wine'", "--set data='sklearn:diabetes'"],
+        ),
+        (["compare", "sklearn:wine", "--task", "classification", "--set", "task=regression"], ["--task"]),
     ],
 )
 def test_bad_input_before_run(capsys, in_tmp, args, needles):
@@ -474,6 +480,10 @@ def test_report_index_links_run_report(capsys, in_tmp, xor_done):
     assert all((index.parent / h).is_file() for h in hrefs)
     rc, _, err = cli(capsys, "report", in_tmp / "nothing")
     assert_one_line_error(rc, err, "runs directory not found")
+    (in_tmp / "photos").mkdir()
+    rc, _, err = cli(capsys, "report", in_tmp / "photos")
+    assert_one_line_error(rc, err, "holds no biaslab runs")
+    assert not any((in_tmp / "photos").iterdir())  # no index of 0 runs written there
 
 
 def test_list_help_and_config_do_not_import_torch(tmp_path):
@@ -518,3 +528,17 @@ def test_a_piped_run_prints_a_line_per_epoch_and_no_progress_prints_none(capsys,
         capsys, "run", "xor", "--quick", "--out", in_tmp / "b", "--set", "epochs=2", "--no-progress"
     )
     assert rc == 0 and err == ""
+
+
+def test_a_refusal_after_the_run_folder_was_made_leaves_no_empty_runs_folder(capsys, in_tmp):
+    """A run refused once its folder exists (no Ray cluster at the address: found when the first
+    study starts) removes the folder, and the runs folder it made for it."""
+    pytest.importorskip("ray")
+    runs = in_tmp / "runs"
+    args = ("run", "mnist1d", "--quick", "--executor", "ray", "--address", "127.0.0.1:1", "--runs-dir", runs)
+    rc, _, err = cli(capsys, *args)
+    assert_one_line_error(rc, err, "no Ray cluster answered at 127.0.0.1:1")
+    assert not runs.exists()
+    runs.mkdir()  # a runs folder the user had stays, empty or not
+    rc, _, err = cli(capsys, *args)
+    assert rc == 2 and runs.is_dir() and not any(runs.iterdir())

@@ -271,7 +271,9 @@ def test_parse_set_args():
     assert parse_set_args([" epochs =3"]) == {"epochs": "3"}
     assert parse_set_args(["name=a=b"]) == {"name": "a=b"}  # only the first '=' splits
     assert parse_set_args(["epochs="]) == {"epochs": ""}
-    assert parse_set_args(["lr=1", "lr=2"]) == {"lr": "2"}  # the last one wins
+    assert parse_set_args(["lr=1", "lr=1"]) == {"lr": "1"}  # the same value twice is one value
+    with pytest.raises(ConfigError, match=r"lr is given two values \('1' and '2'\): give it once"):
+        parse_set_args(["lr=1", "lr=2"])  # which was meant is not ours to guess
     assert parse_set_args(None) == {} and parse_set_args([]) == {}
 
 

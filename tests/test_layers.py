@@ -19,7 +19,7 @@ import biaslab
 
 ROOT = Path(biaslab.__file__).resolve().parent
 LAYERS = [
-    {"documents", "errors", "fileio", "formatting", "hardware", "locking", "results", "version"},
+    {"documents", "errors", "fileio", "formatting", "hardware", "inputs", "locking", "results", "version"},
     {"scratch", "nn", "data", "config"},
     {"train", "evaluate", "generative", "physics"},
     {"comparison"},

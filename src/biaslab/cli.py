@@ -447,6 +447,14 @@ def cmd_compare(args, argv: list[str]) -> int:
             raise UsageError(f"{', '.join(named)} cannot be combined with --resume (the run keeps its data)")
     elif args.data is None:
         raise UsageError("name the data: a file, a folder or a demo set such as sklearn:digits")
+    from biaslab.config import parse_set_args
+
+    also_set = parse_set_args(args.sets)
+    for key, value in given.items():
+        if value is not None and key in also_set and also_set[key] != value:
+            flag = "DATA" if key == "data" else f"--{key}"
+            twice = f"{flag} {value!r} and --set {key}={also_set[key]!r}"
+            raise UsageError(f"{key} is given two values ({twice}): give it once")
     args.sets = [f"{k}={v}" for k, v in given.items() if v is not None] + args.sets
     args.name = None if args.resume is not None else "compare"
     return cmd_run(args, argv)
@@ -475,8 +483,14 @@ def cmd_config(name: str) -> None:
 def cmd_report(runs_dir: str) -> None:
     from biaslab.registry import workshop_order
     from biaslab.report.html import render_index
+    from biaslab.runs import find_runs
 
-    print(printable(render_index(Path(runs_dir), order=workshop_order())))
+    folder = Path(runs_dir)
+    if folder.is_dir() and not find_runs(
+        folder
+    ):  # an index of nothing is not written into a stranger's folder
+        raise UsageError(f"{printable(str(folder))} holds no biaslab runs: there is nothing to index")
+    print(printable(render_index(folder, order=workshop_order())))
 
 
 def cmd_data(action: str) -> None:

@@ -374,13 +374,17 @@ def _gib(nbytes: float) -> str:
 
 
 def parse_set_args(pairs: list[str] | None) -> dict[str, str]:
-    """Parse ``["lr=0.1", "epochs=3"]`` into ``{"lr": "0.1", "epochs": "3"}``."""
+    """Parse ``["lr=0.1", "epochs=3"]`` into ``{"lr": "0.1", "epochs": "3"}``; one key given two
+    different values is refused (which one was meant is not ours to guess)."""
     out: dict[str, str] = {}
     for pair in pairs or []:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
             raise ConfigError(f"--set expects key=value, got '{pair}'")
-        out[key.strip()] = value
+        key = key.strip()
+        if key in out and out[key] != value:
+            raise ConfigError(f"{key} is given two values ({out[key]!r} and {value!r}): give it once")
+        out[key] = value
     return out
 
 

@@ -29,6 +29,13 @@ class DataFormatError(BiaslabError):
     """A data file is corrupt or not in the expected format."""
 
 
+class DataFetchError(DataMissingError, DataFormatError):
+    """A download the source spoils: more bytes than the file may have (its published size, or
+    its cap where none is published), or breaking off too often. Its message names the file and
+    the sizes. A :class:`DataMissingError` (the data is still missing) and a
+    :class:`DataFormatError` (what was sent is not the published file), as these cases were."""
+
+
 class CheckpointError(BiaslabError):
     """A checkpoint is corrupt or does not match the run being resumed."""
 
@@ -62,6 +69,12 @@ class StorageError(BiaslabError):
 
     ``resume`` is set by the runner to the unfinished run's directory.
     """
+
+
+class ClusterLostError(BiaslabError):
+    """The cluster a run's tasks ran on went away (its raylet or head stopped, a node lost): the
+    finished tasks are kept, and ``resume`` is set by the runner to the unfinished run's directory
+    (with the cluster back, or with another executor)."""
 
 
 class NotFittedError(ValueError):

@@ -20,11 +20,12 @@ from typing import Any, TextIO
 from biaslab import registry
 from biaslab.config import check_seed, field_types, flat_values, from_dict, to_dict
 from biaslab.data.availability import require_data
-from biaslab.errors import BiaslabError, CheckpointError, ConfigError, StorageError
+from biaslab.errors import BiaslabError, CheckpointError, ClusterLostError, ConfigError, StorageError
 from biaslab.exact_claims import figure_claim, slip_claim
 from biaslab.fileio import atomic_write, write_traceback
 from biaslab.formatting import printable, shell_quote, tell
 from biaslab.hardware import make_deterministic, resolve_device, resolve_threads, use_threads
+from biaslab.inputs import changed_input, input_digests
 from biaslab.loggers import check_loggers, make_sinks
 from biaslab.report.display import Result
 from biaslab.report.text import claim_lines
@@ -318,6 +319,7 @@ def run(
                 )
             saved = RunDir.inspect(resume)  # read only: nothing is written before it is proven
             exp, cfg, profile, seed, threads, device = _resumed(Path(resume), saved, name, overrides)
+            changed_input(saved, cfg, Path(resume) / CONFIG)  # before a finished run is even reloaded
             executor, workers, address = _resumed_executor(saved, executor, workers, address)
             try:
                 log = check_loggers(saved.get("log"))
@@ -367,6 +369,7 @@ def _started(
                 to_dict(cfg),
                 command or _python_command(exp.name, profile, seed, overrides),
                 log=log,
+                inputs=input_digests(cfg),
                 **machine,
             )
         try:
@@ -376,7 +379,7 @@ def _started(
             warming.join()  # the imports are done before a run returns
     except BiaslabError as exc:
         kept = not rundir.discard_if_unused()  # failed before writing anything worth resuming
-        if isinstance(exc, StorageError) and kept and rundir.is_run:
+        if isinstance(exc, (StorageError, ClusterLostError)) and kept and rundir.is_run:
             exc.resume = rundir.path
         raise
     except Exception as exc:  # a bug: keep its traceback beside the run it broke

@@ -113,12 +113,13 @@ _PROBE = ".write-test"
 
 
 def run_fingerprint(saved: dict) -> str:
-    """The hash of what fixes a run: experiment, profile, seed, thread count, device and config.
+    """The hash of what fixes a run: experiment, profile, seed, thread count, device, config and
+    the digests of the input files it reads (``biaslab.inputs``).
 
     Written into config.json as its ``run_fingerprint`` when the run starts; a resume refuses a
     config.json without it (not a biaslab run) or whose fields no longer match it (edited).
     """
-    identity = {k: saved.get(k) for k in (*IDENTITY_KEYS, "threads", "device") if k in saved}
+    identity = {k: saved.get(k) for k in (*IDENTITY_KEYS, "threads", "device", "inputs") if k in saved}
     text = json.dumps(identity, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
@@ -192,6 +193,7 @@ class RunDir:
     def __init__(self, path: Path):
         self.path = Path(path)
         self._made: list[Path] = []  # directories create() made (for discard_if_unused)
+        self._made_runs_dir: Path | None = None  # the runs folder create() made, if it did
         self._lock: DirectoryLock | None = None
         self.sinks: list[Sink] = []  # where records go besides metrics.jsonl (``--log``)
 
@@ -204,10 +206,11 @@ class RunDir:
 
         The caller must :meth:`release` the run when done (the runner does).
         """
-        made_root = False
+        made_root = made_runs_dir = False
         try:
             if out is None:
                 stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+                made_runs_dir = not Path(runs_dir).exists()
                 Path(runs_dir).mkdir(parents=True, exist_ok=True)
                 path, n = Path(runs_dir) / f"{name}-{stamp}-{seed}", 1
                 while True:  # claim the name atomically: two runs in the same second differ
@@ -228,6 +231,7 @@ class RunDir:
             raise BiaslabError(f"cannot write to output directory {where}: {exc.strerror or exc}") from None
         run = cls(path)
         run._made = [path] if made_root else []
+        run._made_runs_dir = Path(runs_dir) if made_runs_dir else None  # removed with the run if left empty
         try:
             run.acquire()
             _refuse_occupied(path)  # again, now that no other biaslab process can write it
@@ -368,6 +372,9 @@ class RunDir:
             for d in reversed(self._made):  # subdirectories first, then the run directory
                 if d.exists():  # (create may have failed before making them all)
                     d.rmdir()
+            parent = self._made_runs_dir
+            if parent is not None and parent.is_dir() and not any(parent.iterdir()):
+                parent.rmdir()  # a refusal leaves no empty runs/ behind
         except OSError:
             return False
         self._made = []
@@ -432,6 +439,7 @@ class RunDir:
         log: Sequence[str] = (),
         device: str | None = None,
         executor: dict | None = None,
+        inputs: dict | None = None,
     ) -> None:
         """Write config.json: what fixes the run (experiment, profile, seed, config, the thread
         count and the device, for a seed fixes a CPU run bit for bit for a given count, and a
@@ -444,6 +452,7 @@ class RunDir:
             **({} if threads is None else {"threads": threads}),
             **({} if device is None else {"device": device}),
             "config": json_safe(config),
+            **({"inputs": inputs} if inputs else {}),  # the files it reads, by their contents
         }
         write_json(
             self.config_path,

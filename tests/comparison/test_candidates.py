@@ -1,6 +1,8 @@
 """The candidates of ``biaslab compare``: the decision guide, each model's shapes and symmetries,
 the augmentation, and a user's own model (src/biaslab/comparison/candidates.py, models.py)."""
 
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -266,3 +268,56 @@ def test_a_regression_model_must_give_one_column():
     estimator = Candidate("odd", "none", "sklearn", lambda shape, k, task: object())
     with pytest.raises(ConfigError, match="not a scikit-learn estimator"):
         check_candidate(estimator, torch.randn(N, 5), 1, "regress")
+
+
+EXITING = """
+import sys
+
+from torch import nn
+
+
+def quits(input_shape, n_outputs):
+    sys.exit(0)
+
+
+def aborts(input_shape, n_outputs):
+    return nn.Sequential(nn.Flatten(), Abort())
+
+
+class Abort(nn.Module):
+    def forward(self, x):
+        raise SystemExit(3)
+"""
+# A script's habit: parse the command line at import.
+PARSES = "import argparse\n\nargparse.ArgumentParser().parse_args()\n" + EXITING
+NEEDS_AN_ARGUMENT = (
+    "import argparse\n\np = argparse.ArgumentParser()\np.add_argument('epochs')\np.parse_args()\n"
+)
+
+
+def test_a_users_code_cannot_end_biaslab(tmp_path, capsys):
+    """A factory or a model that calls sys.exit is one line naming it; a model file that parses the
+    command line at import sees none of biaslab's arguments, and one that exits there (argparse
+    wanting an argument) is one line, its usage naming its own file, never biaslab."""
+    calm = tmp_path / "calm.py"
+    calm.write_text(EXITING)
+    x, _ = batch((1, 8, 8))
+    with pytest.raises(ConfigError, match=r"calm.py:quits ended the program \(exit code 0") as excinfo:
+        check_candidate(user_candidate(f"{calm}:quits"), x, 3, "classify")
+    one_line(excinfo)
+    with pytest.raises(ConfigError, match=r"candidate 'aborts' ended the program \(exit code 3") as excinfo:
+        check_candidate(user_candidate(f"{calm}:aborts"), x, 3, "classify")
+    one_line(excinfo)
+
+    (tmp_path / "parses.py").write_text(PARSES)
+    (tmp_path / "needs.py").write_text(NEEDS_AN_ARGUMENT + "\ndef good(shape, k):\n    return None\n")
+    saved = sys.argv
+    sys.argv = ["biaslab", "compare", "data.csv", "--model", "parses.py:quits"]
+    try:
+        assert user_candidate(f"{tmp_path / 'parses.py'}:quits").name == "quits"  # imported as it is
+        with pytest.raises(ConfigError, match=r"importing .*needs.py: it ended the program \(exit code 2"):
+            user_candidate(f"{tmp_path / 'needs.py'}:good")
+    finally:
+        sys.argv = saved
+    printed = capsys.readouterr().err
+    assert "needs.py" in printed and "biaslab" not in printed and "compare" not in printed

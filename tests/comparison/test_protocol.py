@@ -480,3 +480,19 @@ def test_a_result_and_its_curve_cross_a_process_boundary_as_plain_data():
     assert CandidateResult.from_scores(json.loads(json.dumps(result.scores()))) == result
     back = Curve.from_dict(json.loads(json.dumps(curve.as_dict())))
     assert back == curve and back.extrapolated == {40: 0.2, 80: 0.15} and back.power_law(4) == law(4)
+
+
+def test_a_refusal_naming_thousands_of_classes_stays_one_short_line():
+    """5,000 classes of one row each once made a refusal of 89 KB; it names a few and counts the rest."""
+    from types import SimpleNamespace
+
+    from biaslab.comparison.preparation import split_rows
+    from biaslab.errors import ConfigError
+
+    data = SimpleNamespace(
+        task="classify", y=np.arange(5000), n_classes=5000, classes=[f"c{i}" for i in range(5000)]
+    )
+    with pytest.raises(ConfigError) as excinfo:
+        split_rows(data, 0.2, 0.2, np.random.default_rng(0))
+    message = str(excinfo.value)
+    assert "'c0' (1 rows)" in message and "and 4,995 more" in message and len(message) < 300

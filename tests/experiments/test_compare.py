@@ -93,6 +93,39 @@ def test_a_csv_table_with_its_target(capsys, tmp_path):
     assert dict(table(res, "Your data")["rows"][:3])["kind"] == "table"
 
 
+def test_a_resume_refuses_data_or_a_model_file_that_changed(capsys, tmp_path):
+    """A run records the SHA-256 of every file it reads; a resume on a data file of the same shape
+    with other labels (which once put the old data's results beside the new one's) is one line
+    naming the file, exit 2, and the run is left as it was; the same for a user's model file."""
+    data = write_csv(tmp_path / "shapes.csv", good_rows())
+    model = tmp_path / "mine.py"
+    model.write_text(FACTORY.replace("n_outputs + 1", "n_outputs"))
+    out = tmp_path / "run"
+    args = ("compare", data, "--target", "label", "--quick", "--models", "MLP", "--out", out)
+    code, _, err = cli(capsys, *args, "--model", f"{model}:wrong_shape", "--set", "epochs=2", "--no-progress")
+    assert code == 0, err
+    inputs = read_json(out / "config.json")["inputs"]
+    assert (
+        set(inputs) == {"data", f"model {model}:wrong_shape"}
+        and inputs["data"]["bytes"] == data.stat().st_size
+    )
+    assert cli(capsys, "run", "--resume", out, "--no-progress")[0] == 0  # unchanged: the run reloads
+
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and p.name != ".lock"}
+    relabelled = [[*r[:3], "small" if r[3] == "big" else "big"] for r in good_rows()]
+    write_csv(data, relabelled)  # the same shape, other labels
+    code, _, err = cli(capsys, "run", "--resume", out, "--no-progress")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "shapes.csv" in err and "changed since the run started" in err
+    assert before == {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and p.name != ".lock"}
+
+    write_csv(data, good_rows())  # restored: the run is whole again
+    assert cli(capsys, "run", "--resume", out, "--no-progress")[0] == 0
+    model.write_text(model.read_text() + "\n# edited\n")
+    code, _, err = cli(capsys, "run", "--resume", out, "--no-progress")
+    assert code == 2 and "mine.py" in err and "changed since the run started" in err
+
+
 FACTORY = """
 from torch import nn
 

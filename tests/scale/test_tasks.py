@@ -152,3 +152,16 @@ def test_a_task_whose_worker_always_dies_fails_after_its_attempts(new_run):
             Study(run, executor).run_all(specs(run, tf.always_dies, [("a",)]))
     finally:
         executor.close()
+
+
+def test_local_workers_are_capped_at_the_cores_with_a_note(capsys):
+    """--workers 100000 once started 100,000 processes importing torch; now the pool has at most
+    one worker per core, and the run says so."""
+    from biaslab.hardware import available_cores
+    from biaslab.scale.executors import LocalExecutor, make_executor
+
+    executor = make_executor("local", 100_000, None, threads=1, device="cpu")
+    assert isinstance(executor, LocalExecutor) and executor.workers == available_cores()
+    assert f"--workers 100,000 capped at {available_cores()}" in capsys.readouterr().err
+    assert make_executor("local", 1, None, threads=1, device="cpu").workers == 1
+    assert "capped" not in capsys.readouterr().err

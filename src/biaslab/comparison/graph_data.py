@@ -47,6 +47,7 @@ from biaslab.comparison.graph_store import (
 from biaslab.data.molecule_splits import scaffold_split
 from biaslab.data.qm9 import MoleculeBatch
 from biaslab.data.splits import Splits
+from biaslab.data.user_formats import listed
 from biaslab.errors import ConfigError
 from biaslab.train.seed import derive_seed
 
@@ -314,7 +315,7 @@ def _split(data: UserData, val: float, test: float, seed: int, rule: str, scaffo
         missing = sorted(set(range(data.n_classes)) - set(data.y[rows["train"]].tolist()))
         if missing:
             raise ConfigError(
-                f"the scaffold split leaves no training molecule of class "
-                f"{', '.join(repr(data.classes[c]) for c in missing)}; add molecules or use split='random'"
+                "the scaffold split leaves no training molecule of class "
+                f"{listed((data.classes[c] for c in missing), shown=repr)}; add molecules or split='random'"
             )
     return rows

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from biaslab.data.user_formats import listed
 from biaslab.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -33,13 +34,13 @@ CONSTANT = 1e-12  # a feature whose training spread is below this is constant: i
 
 def split_rows(data: UserData, val: float, test: float, rng: np.random.Generator) -> dict[str, np.ndarray]:
     """Row positions per split, shuffled. To classify, each class is split on its own (every class
-    in every split); a class with fewer than 3 rows is one ConfigError naming every such class."""
+    in every split); a class with fewer than 3 rows is one ConfigError naming the first few such classes."""
     if data.task == "classify":
         counts = np.bincount(data.y, minlength=data.n_classes)
         few = [f"{data.classes[c]!r} ({n} rows)" for c, n in enumerate(counts) if n < 3]
         if few:
             raise ConfigError(
-                f"too few rows of class {', '.join(few)}: a stratified split needs 3 per class "
+                f"too few rows of class {listed(few, shown=str)}: a stratified split needs 3 per class "
                 "(one each for training, validation and test); add rows or drop the class"
             )
         groups = [np.flatnonzero(data.y == c) for c in range(data.n_classes)]

@@ -8,6 +8,7 @@ small batch before any training (so that a broken factory is one line, before an
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import math
@@ -109,7 +110,10 @@ def user_candidate(spec: str) -> Candidate:
         raise ConfigError(f"{where_}:{name} is a {type(factory).__name__}, not a function building a model")
 
     def build(input_shape: tuple[int, ...], n_outputs: int, task: Task) -> Any:
-        return factory(tuple(input_shape), n_outputs)
+        try:
+            return factory(tuple(input_shape), n_outputs)
+        except SystemExit as exc:  # the user's code may not end biaslab
+            raise ConfigError(f"{where_}:{name} {_exited(exc)} instead of returning a model") from None
 
     return Candidate(
         name, "your model", "torch", build, takes_mask=getattr(factory, "takes_mask", False) is True
@@ -118,7 +122,10 @@ def user_candidate(spec: str) -> Candidate:
 
 def _import_module(name: str):
     try:
-        return importlib.import_module(name)
+        with _own_command_line(name):
+            return importlib.import_module(name)
+    except SystemExit as exc:  # the user's code may not end biaslab
+        raise ConfigError(f"importing module {show(name)}: it {_exited(exc)}") from None
     except ModuleNotFoundError as exc:
         if exc.name and name.split(".")[: len(exc.name.split("."))] == exc.name.split("."):
             raise ConfigError(
@@ -140,11 +147,33 @@ def _import_file(path: Path):
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module  # dataclasses and pickling look their module up
     try:
-        spec.loader.exec_module(module)
+        with _own_command_line(str(path)):
+            spec.loader.exec_module(module)
+    except SystemExit as exc:  # the user's code may not end biaslab
+        sys.modules.pop(module_name, None)
+        raise ConfigError(f"importing {where(path)}: it {_exited(exc)}") from None
     except Exception as exc:  # the user's code: any failure is theirs to fix
         sys.modules.pop(module_name, None)
         raise ConfigError(f"importing {where(path)} failed: {_one_line(exc)}") from None
     return module
+
+
+@contextlib.contextmanager
+def _own_command_line(program: str):
+    """``sys.argv`` as ``[program]`` while a user's module is imported: a module that parses the
+    command line at import sees none of biaslab's arguments, and a usage line it prints names
+    its own file, never biaslab."""
+    saved = sys.argv
+    sys.argv = [program]
+    try:
+        yield
+    finally:
+        sys.argv = saved
+
+
+def _exited(exc: SystemExit) -> str:
+    """``"ended the program (exit code 2; a model file must not exit or parse the command line)"``."""
+    return f"ended the program (exit code {exc.code!r}; a model file must not exit or parse the command line)"
 
 
 def _one_line(exc: BaseException, limit: int = 200) -> str:
@@ -222,6 +251,8 @@ def _built(candidate: Candidate, input_shape, n_outputs: int, task: Task, label:
     """``candidate.build(...)``; a factory that raises is one ConfigError line."""
     try:
         return candidate.build(input_shape, n_outputs, task)
+    except ConfigError:  # already one line (a factory that ended the program)
+        raise
     except Exception as exc:  # a user's factory: any failure is one line
         raise ConfigError(
             f"{label} could not be built for {inputs} with {n_outputs} outputs: {_one_line(exc)}"
@@ -237,6 +268,8 @@ def _run_once(label: str, model, call, batch: str) -> torch.Tensor:
     try:
         with torch.no_grad():
             return call(model)
+    except SystemExit as exc:  # the user's code may not end biaslab
+        raise ConfigError(f"{label} {_exited(exc)} on {batch}") from None
     except Exception as exc:  # a user's model: any failure is one line
         raise ConfigError(f"{label} failed on {batch}: {_one_line(exc)}") from None
 

@@ -12,6 +12,11 @@ connection, Ctrl-C) is resumed where it stopped with an HTTP Range request, in t
 the next. A mirror (``mirror=`` or ``$BIASLAB_MIRROR``) replaces each data set's official base
 URL: an institution's copy holding the same file names, ``{name}`` in it standing for the data
 set's name (``https://example.org/data/{name}/``); ``file:///folder/`` works too.
+
+Bounds: a download stops one byte past the file's published size (or, where none is published,
+past the cap the source table gives it) and is refused; one file gets at most ``MAX_ATTEMPTS``
+requests in a call; connecting and every read time out after ``TIMEOUT_S``. Each of these ends
+in a :class:`DataFetchError` (one line; exit 2 on the command line).
 """
 
 from __future__ import annotations
@@ -29,19 +34,24 @@ from pathlib import Path
 
 from biaslab.data.sources import SOURCES, RemoteFile, Source
 from biaslab.data.store import data_dir
-from biaslab.errors import ConfigError, DataFormatError, DataMissingError
+from biaslab.errors import ConfigError, DataFetchError, DataFormatError, DataMissingError
 from biaslab.fileio import as_storage_error
 from biaslab.formatting import tell
 from biaslab.locking import DirectoryLock
 from biaslab.version import __version__
 
-__all__ = ["CHOICES", "MIRROR_ENV_VAR", "SOURCES", "Fetched", "fetch"]
+__all__ = ["CHOICES", "MIRROR_ENV_VAR", "SOURCES", "DataFetchError", "Fetched", "fetch"]
 
 CHOICES = (*SOURCES, "all")
 MIRROR_ENV_VAR = "BIASLAB_MIRROR"
 DOWNLOADS = "downloads"
-TIMEOUT_S = 60.0  # for connecting and for each read
+TIMEOUT_S = 60.0  # for connecting and for each read of the socket (urlopen's timeout is both)
 MAX_STALLS = 3  # attempts in a row that bring no byte before a download is given up
+# Requests for one file in one call, those that bring bytes included. A link that breaks off now
+# and then is resumed a few times; a server that breaks off at the same place every time (and
+# ignores Range, so that each try starts over) would otherwise be asked without end. The bytes
+# received are kept: the same command, run again, resumes from them.
+MAX_ATTEMPTS = 10
 CHUNK = 1 << 16
 LINE_EVERY_S = 10.0  # progress lines when stderr is not a terminal
 
@@ -73,6 +83,8 @@ def fetch(name: str = "all", mirror: str | None = None, progress: bool = True) -
         ConfigError: an unknown name, or a mirror that is not an http(s):// or file:// URL.
         DataMissingError: the source cannot be reached (the message names the offline
             alternative) or answers with an error.
+        DataFetchError: a source sent more than a file's published size (or its cap) — the file
+            is removed and nothing is cached — or a download broke off too often.
         DataFormatError: a file's size or checksum is not the published one (it is removed and
             nothing is cached), or its content cannot be converted.
         RunLockedError: another process is fetching the same data set.
@@ -150,6 +162,7 @@ def _download(url: str, target: Path, file: RemoteFile, source: Source, progress
     Raises:
         DataFormatError: the file's size or checksum differs from the published one; the file
             is removed.
+        DataFetchError: see :func:`_transfer`.
     """
     if target.is_file():
         if _problem(target, file) is None:
@@ -177,6 +190,8 @@ def _problem(path: Path, file: RemoteFile) -> str | None:
     size = path.stat().st_size
     if file.size is not None and size != file.size:
         return f"has {size:,} bytes, not the published {file.size:,}"
+    if size > file.limit:  # no size is published: its cap
+        return f"has {size:,} bytes, more than the {file.limit:,} allowed for it"
     digest = file.digest_of(path)
     if digest != file.digest.lower():
         algorithm = {"sha256": "SHA-256", "md5": "MD5"}.get(file.algorithm, file.algorithm)
@@ -187,37 +202,75 @@ def _problem(path: Path, file: RemoteFile) -> str | None:
 def _transfer(url: str, part: Path, file: RemoteFile, source: Source, progress: bool) -> None:
     """Bring ``part`` to the whole of ``url``, resuming with Range requests where it breaks off.
 
+    At most ``MAX_ATTEMPTS`` requests are made, and ``part`` never holds more than
+    ``file.limit + 1`` bytes: one byte past the published size (or the cap) ends the download.
+
     Raises:
-        DataMissingError: the server cannot be reached or answers with an error, or the
-            download broke off ``MAX_STALLS`` times in a row without a byte.
+        DataMissingError: the server cannot be reached or answers with an error.
+        DataFetchError: the server sent more than ``file.limit`` bytes (``part`` is removed); or
+            the download broke off ``MAX_STALLS`` times in a row without a byte, or
+            ``MAX_ATTEMPTS`` times in all (``part`` is kept for the next call).
     """
     have = part.stat().st_size if part.is_file() else 0
-    if file.size is not None and have > file.size:  # not a beginning of this file
+    if have > file.limit:  # not a beginning of this file
         part.unlink()
         have = 0
     meter = _Progress(f"{source.title}: {file.name}", file.size, have, progress)
-    stalls = 0
+    attempts = stalls = 0
+    started_over = False  # the server answered a Range request with the whole file
     try:
         while file.size is None or have < file.size:
-            got, complete = _attempt(url, part, have, source, meter)
+            if attempts == MAX_ATTEMPTS:
+                raise DataFetchError(_broke_off(source, file, url, have, attempts, started_over))
+            attempts += 1
+            got, complete, restarted = _attempt(url, part, have, file.limit, source, meter)
+            started_over = started_over or restarted
             have = part.stat().st_size if part.is_file() else 0
+            if have > file.limit:
+                part.unlink()
+                raise DataFetchError(_too_long(source, file, url, have))
             if complete:
                 return
             stalls = 0 if got else stalls + 1
             if stalls >= MAX_STALLS:
-                raise DataMissingError(
-                    f"{source.title}: the download of {url} keeps breaking off ({have:,} bytes kept "
-                    "for the next try); run the same command again to resume it"
-                )
+                raise DataFetchError(_broke_off(source, file, url, have, attempts, started_over))
     finally:
         meter.close()
 
 
-def _attempt(url: str, part: Path, have: int, source: Source, meter: _Progress) -> tuple[int, bool]:
-    """One request for ``url`` from byte ``have`` on, appended to ``part``.
+def _too_long(source: Source, file: RemoteFile, url: str, have: int) -> str:
+    """The message for a download stopped one byte past what the file may hold."""
+    if file.size is not None:
+        allowed = f"more than its published {file.size:,} bytes"
+    else:
+        allowed = f"more than {file.cap:,} bytes, the cap for this file (no size is published)"
+    return (
+        f"{source.title}: {file.name} from {url} sent {allowed}; stopped at {have:,} bytes: "
+        "refused and removed, nothing was cached"
+    )
+
+
+def _broke_off(
+    source: Source, file: RemoteFile, url: str, have: int, attempts: int, started_over: bool
+) -> str:
+    """The message for a download given up after breaking off too often."""
+    of = f" of {file.size:,}" if file.size is not None else ""
+    if started_over:
+        advice = "the server ignores HTTP Range, so each try started over; use a mirror (--mirror)"
+    else:
+        advice = f"{have:,}{of} bytes kept: run the same command again to resume it"
+    return f"{source.title}: the download of {file.name} from {url} broke off {attempts} time(s); {advice}"
+
+
+def _attempt(
+    url: str, part: Path, have: int, limit: int, source: Source, meter: _Progress
+) -> tuple[int, bool, bool]:
+    """One request for ``url`` from byte ``have`` on, appended to ``part``; read no further than
+    one byte past ``limit`` bytes in ``part``.
 
     Returns:
-        (bytes received, whether the file is now complete).
+        (bytes received, whether the file is now complete, whether the server sent the file
+        from its start in answer to a Range request).
     """
     headers = {"User-Agent": f"biaslab/{__version__}"}
     if have:
@@ -226,7 +279,7 @@ def _attempt(url: str, part: Path, have: int, source: Source, meter: _Progress) 
         response = urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=TIMEOUT_S)
     except urllib.error.HTTPError as exc:
         if exc.code == 416 and have:  # nothing left past ``have``: the part holds the whole file
-            return 0, True
+            return 0, True, False
         raise DataMissingError(
             f"{source.title}: {url} answered HTTP {exc.code} {exc.reason}; offline: {source.offline}"
         ) from None
@@ -238,28 +291,30 @@ def _attempt(url: str, part: Path, have: int, source: Source, meter: _Progress) 
         ) from None
     with response:
         status = getattr(response, "status", None) or 200
-        if have and status != 206:  # the server sends the whole file again
+        restarted = bool(have) and status != 206
+        if restarted:  # the server sends the whole file again
             have = 0
             meter.restart()
         elif have and not response.headers.get("Content-Range", "").startswith(f"bytes {have}-"):
             part.unlink()  # another range than asked for: start afresh with the next attempt
             meter.restart()
-            return 0, False
+            return 0, False, False
         length = response.headers.get("Content-Length")
         total = have + int(length) if length and length.isdigit() else None
-        got = _copy(response, part, append=have > 0, meter=meter)
-    return got, total is None or have + got >= total
+        got = _copy(response, part, append=have > 0, room=limit - have, meter=meter)
+    return got, total is None or have + got >= total, restarted
 
 
-def _copy(response, part: Path, append: bool, meter: _Progress) -> int:
-    """Append (or write) the response's body to ``part`` until it ends or breaks off; the bytes."""
+def _copy(response, part: Path, append: bool, room: int, meter: _Progress) -> int:
+    """Append (or write) the response's body to ``part`` until it ends, breaks off (a timeout
+    included) or has brought ``room + 1`` bytes, one more than the file can hold; the bytes."""
     got = 0
     try:
         with open(part, "ab" if append else "wb") as out:
-            while True:
+            while got <= room:
                 try:
-                    chunk = response.read(CHUNK)
-                except (OSError, http.client.HTTPException):  # the connection broke off
+                    chunk = response.read(min(CHUNK, room + 1 - got))
+                except (OSError, http.client.HTTPException):  # the connection broke off or timed out
                     break
                 if not chunk:
                     break

@@ -6,9 +6,10 @@ Every set is a uint8 array (N, 28, 28) like MNIST's: 0 is the black background, 
 Animal-MNIST comes from the PyPI package ``animal-mnist==0.4``: ``biaslab data fetch animal-mnist``
 downloads its wheel and caches the images, or install it with ``--no-deps`` (its loader imports
 TensorFlow). The package is never imported: its file ``animal_data_version_3.gz`` is found with
-:func:`importlib.util.find_spec` and read by a restricted unpickler that builds NumPy arrays and
-nothing else (:func:`read_pickled_array`). The first load caches the array as
-``<data_dir()>/animal-mnist.npz`` (uncompressed); later loads read that cache.
+:func:`importlib.util.find_spec` and read without unpickling: its opcodes are checked to be NumPy's
+pickle of one plain array and the array is built from the raw bytes (:func:`read_pickled_array`).
+The first load caches the array as ``<data_dir()>/animal-mnist.npz`` (uncompressed); later loads read
+that cache.
 
 Fashion-MNIST is in no installable package: ``biaslab data fetch fashion-mnist`` downloads the
 official IDX files into the cache ``<data_dir()>/fashion-mnist-raw.npz`` (MNIST's layout), and the
@@ -17,18 +18,15 @@ OOD labs use it whenever it is there; a folder of IDX files a user has works too
 
 from __future__ import annotations
 
-import gzip
 import importlib.util
-import io
 import os
-import pickle
-import zlib
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from biaslab.data.mnist import read_cache, read_idx
+from biaslab.data.pickled_array import read_pickled_array
 from biaslab.data.store import atomic_save_npz, data_dir, load_npz
 from biaslab.errors import BiaslabError, DataFormatError, DataMissingError
 
@@ -55,68 +53,6 @@ N_ANIMAL_IMAGES = 10_000
 FASHION_TEST_IMAGES = "t10k-images-idx3-ubyte"
 FASHION_CACHE_NAME = "fashion-mnist-raw.npz"  # written by `biaslab data fetch fashion-mnist`
 FASHION_MISSING = "Fashion-MNIST is missing: run `biaslab data fetch fashion-mnist`"
-
-# The only globals a pickled ndarray needs (protocols 3 and 4): NumPy < 2 and >= 2 spell the module
-# of ``_reconstruct`` differently. The function itself is taken from an array's own reduction.
-_RECONSTRUCT = np.empty(0).__reduce__()[0]
-_ALLOWED_GLOBALS = {
-    ("numpy.core.multiarray", "_reconstruct"): _RECONSTRUCT,
-    ("numpy._core.multiarray", "_reconstruct"): _RECONSTRUCT,
-    ("numpy", "ndarray"): np.ndarray,
-    ("numpy", "dtype"): np.dtype,
-}
-
-
-class _ArrayUnpickler(pickle.Unpickler):
-    """An unpickler that can rebuild plain NumPy arrays and refuses every other global."""
-
-    def __init__(self, raw: bytes, where: str):
-        super().__init__(io.BytesIO(raw))
-        self.where = where
-
-    def find_class(self, module: str, name: str):
-        try:
-            return _ALLOWED_GLOBALS[(module, name)]
-        except KeyError:
-            raise DataFormatError(
-                f"{self.where}: refused to unpickle the global {module}.{name} (only NumPy arrays are read)"
-            ) from None
-
-    def persistent_load(self, pid):
-        raise DataFormatError(f"{self.where}: refused a persistent id in the pickle")
-
-
-def read_pickled_array(path: str | os.PathLike) -> np.ndarray:
-    """Read one NumPy array from a pickle file (gzip-compressed or plain) without running its code.
-
-    Only ``numpy.ndarray``, ``numpy.dtype`` and NumPy's ``_reconstruct`` can be named by the pickle
-    (what :func:`pickle.dumps` writes for an array with protocols 3 and 4); any other global, e.g.
-    ``os.system`` or ``builtins.eval``, is refused before it is looked up, so nothing is executed.
-
-    Raises:
-        DataFormatError: the file cannot be read, is not a pickle, names a refused global, or holds
-            something other than an array of plain (non-object) values.
-    """
-    path = Path(path)
-    try:
-        raw = path.read_bytes()
-        if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
-    except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
-        raise DataFormatError(f"cannot read pickle file {path}: {exc}") from None
-    try:
-        array = _ArrayUnpickler(raw, str(path)).load()
-    except DataFormatError:
-        raise
-    except Exception as exc:  # whatever a malformed pickle raises
-        reason = " ".join(str(exc).split())
-        raise DataFormatError(
-            f"{path} is not a valid pickled array ({type(exc).__name__}: {reason})"
-        ) from None
-    if type(array) is not np.ndarray or array.dtype.hasobject:
-        what = f"a {array.dtype} array" if isinstance(array, np.ndarray) else type(array).__name__
-        raise DataFormatError(f"{path} holds {what}, expected an array of plain numbers")
-    return array
 
 
 def _check_images(images: np.ndarray, where: str) -> np.ndarray:

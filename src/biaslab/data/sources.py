@@ -12,6 +12,11 @@ same files TensorFlow's mirror serves); Animal-MNIST's wheel's as PyPI publishes
 publishes only an MD5 for QM9's archive (no SHA-256), so that one is checked by MD5 and size; for
 its list of uncharacterized molecules figshare publishes nothing we could check, so its indices
 are compared with those qm9pack leaves out (the SHA-256 of the list, one index a line, ascending).
+
+Sizes: a download stops one byte past a file's published size and is refused. A file with no
+published size (QM9's ``uncharacterized.txt``) has a ``cap`` in the table instead, about ten
+times its known size, so a source that sends without end is stopped there all the same.
+Checksums are taken reading the file in pieces, never the whole of it at once.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import tarfile
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,7 +48,9 @@ class RemoteFile:
         path: its path under the official base URL when that is not ``name`` (figshare's
             file numbers); a mirror always serves ``name``.
         canonical: where the digest is of the file's content rather than of its bytes, the
-            function giving that content (bytes -> bytes).
+            function giving that content from the file's lines (an open binary file).
+        cap: where no size is published, the most bytes accepted (about ten times the file's
+            known size); a download past it is refused. Required when ``size`` is None.
     """
 
     name: str
@@ -51,15 +58,28 @@ class RemoteFile:
     digest: str
     algorithm: str = "sha256"
     path: str = ""
-    canonical: Callable[[bytes], bytes] | None = None
+    canonical: Callable[[Iterable[bytes]], bytes] | None = None
+    cap: int | None = None
+
+    def __post_init__(self):
+        if self.size is None and self.cap is None:
+            raise ValueError(f"{self.name}: a file with no published size needs a cap")
+
+    @property
+    def limit(self) -> int:
+        """The most bytes a download of this file may bring: its published size, else its cap."""
+        return self.size if self.size is not None else self.cap
 
     def digest_of(self, path: Path) -> str:
-        """The hex digest of the file at ``path``, as this file's checksum is taken."""
+        """The hex digest of the file at ``path``, as this file's checksum is taken.
+
+        The file is read in pieces (a megabyte, or a line for ``canonical``), never whole.
+        """
         hasher = hashlib.new(self.algorithm, usedforsecurity=False)
-        if self.canonical is not None:
-            hasher.update(self.canonical(path.read_bytes()))
-            return hasher.hexdigest()
         with open(path, "rb") as handle:
+            if self.canonical is not None:
+                hasher.update(self.canonical(handle))
+                return hasher.hexdigest()
             while chunk := handle.read(1 << 20):
                 hasher.update(chunk)
         return hasher.hexdigest()
@@ -114,7 +134,7 @@ def _animal_cache(folder: Path, source: str, progress: bool) -> None:
     except (OSError, KeyError, zipfile.BadZipFile) as exc:
         raise DataFormatError(f"{wheel} does not hold {ANIMAL_MEMBER} ({exc})") from None
     pickled = atomic_write_bytes(folder / ood.ANIMAL_FILE[-1], raw)
-    ood.load_animal_mnist(source=pickled)  # read by the restricted unpickler, then cached
+    ood.load_animal_mnist(source=pickled)  # read without unpickling (its opcodes walked), then cached
 
 
 QM9_ARCHIVE = "dsgdb9nsd.xyz.tar.bz2"
@@ -169,26 +189,31 @@ def xyz_row(text: str, where: str) -> dict[str, str]:
     }
 
 
-def uncharacterized_indices(raw: bytes) -> bytes:
+def uncharacterized_indices(lines: Iterable[bytes]) -> bytes:
     """The QM9 indices ``uncharacterized.txt`` lists, one a line, ascending (what its checksum is of).
 
     The file: 9 lines of header, one line per molecule starting with its index, one closing line.
+    ``lines``: its lines as bytes (an open binary file), read one at a time: what is kept is the
+    indices, never the whole file.
     """
+    indices, previous = [], None
     try:
-        rows = raw.decode("ascii").splitlines()[9:-1]
-        indices = sorted(int(row.split()[0]) for row in rows if row.strip())
-    except (UnicodeDecodeError, ValueError, IndexError):
+        for number, line in enumerate(lines):
+            row = line.decode("ascii")
+            if number >= 10 and previous.strip():  # ``previous``: a row, not the header or the last line
+                indices.append(int(previous.split()[0]))
+            previous = row
+    except (UnicodeDecodeError, ValueError):
         return b"(not a list of QM9 indices)"
-    return "".join(f"{index}\n" for index in indices).encode()
+    return "".join(f"{index}\n" for index in sorted(indices)).encode()
 
 
 def _qm9_cache(folder: Path, source: str, progress: bool) -> None:
     """QM9's XYZ archive, less the uncharacterized molecules, into the cache load_qm9 reads."""
     from tqdm.auto import tqdm
 
-    left_out = {
-        int(line) for line in uncharacterized_indices((folder / QM9_UNCHARACTERIZED).read_bytes()).split()
-    }
+    with open(folder / QM9_UNCHARACTERIZED, "rb") as listing:
+        left_out = {int(line) for line in uncharacterized_indices(listing).split()}
     archive, rows = folder / QM9_ARCHIVE, []
     try:
         with tarfile.open(archive, "r|bz2") as tar:  # a stream: one pass over the archive
@@ -206,6 +231,10 @@ def _qm9_cache(folder: Path, source: str, progress: bool) -> None:
 
 
 # ----------------------------------------------------------------------------- the table
+
+# uncharacterized.txt is about 487 kB (3,054 rows of about 160 characters, as public copies of it
+# hold); figshare publishes no size, so a download of it stops past about ten times that.
+QM9_UNCHARACTERIZED_CAP = 5_000_000
 
 
 def _idx_source(
@@ -287,6 +316,7 @@ SOURCES: dict[str, Source] = {
                     "c9e981ed67315c6abed91451baecb3cadd1d6970f48dbf64432b38ccab80f057",
                     path="3195404",
                     canonical=uncharacterized_indices,
+                    cap=QM9_UNCHARACTERIZED_CAP,
                 ),
             ),
             cache_name=qm9.CACHE_NAME,

@@ -10,16 +10,33 @@ allows is refused in one line. Images come out as (N, C, H, W) float32 in [0, 1]
 from __future__ import annotations
 
 import importlib.util
+import math
+import warnings
+import zipfile
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
-from biaslab.data.user_formats import Loaded, check_finite, either, label_array, numeric_array, show, where
+from biaslab.data.user_formats import (
+    Loaded,
+    check_finite,
+    check_memory_for,
+    either,
+    label_array,
+    listed,
+    numeric_array,
+    reason,
+    show,
+    size_text,
+    where,
+)
 from biaslab.data.user_graphs import read_edge_list
-from biaslab.errors import ConfigError, DataFormatError, DataMissingError
+from biaslab.errors import BiaslabError, ConfigError, DataFormatError, DataMissingError
 
 __all__ = [
     "IMAGE_SUFFIXES",
+    "MAX_IMAGE_PIXELS",
     "MIN_IMAGE_SIDE",
     "array_kind",
     "load_npz_arrays",
@@ -31,16 +48,112 @@ __all__ = [
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
 MIN_IMAGE_SIDE = 8  # a 3-D x is an image only when both its sides are at least this long
 CHANNELS = (1, 3, 4)  # grayscale, RGB, RGBA: the channel counts an image axis may have
+NPY_MAGIC = b"\x93NUMPY"  # how every .npy file (and no zip) starts
+FLOAT32_COPIES = 2  # of x, at most, beside the arrays as stored: pixels scaled, padding zeroed
+MAX_IMAGE_PIXELS = 89_478_485  # Pillow's default decompression-bomb limit, whatever Pillow's is set to
+BYTES_PER_PIXEL = 30  # up to 3 channels of: the decoded image, the stacked uint8, two float32 copies
+GRAY_MODES = ("1", "L", "LA", "I", "I;16", "F")  # Pillow modes read as one channel
+
+
+class _Member(NamedTuple):
+    """One ``.npy`` member of an NPZ as its header declares it."""
+
+    name: str  # the array's name: the member's, less ``.npy``
+    described: str  # shape and dtype as a message says them: ``100×3 float64``
+    count: int  # values
+    nbytes: int  # bytes of its data
 
 
 def load_npz_arrays(path: Path) -> dict[str, np.ndarray]:
-    """Every array of an NPZ file (pickled objects refused), or one DataFormatError line."""
+    """Every array of an NPZ file, or one DataFormatError line.
+
+    Guaranteed before any array's data is read: the file is a zip archive of ``.npy`` members (a
+    lone ``.npy`` or any other file is refused, with the ``numpy.savez`` call that makes one), no
+    member holds Python objects (pickles are never loaded), and the arrays the headers declare,
+    with ``FLOAT32_COPIES`` float32 copies of them, fit in memory
+    (:func:`~biaslab.data.user_formats.check_memory_for`): a header that claims terabytes
+    allocates nothing. A member whose data is shorter than its header says, or any corrupt byte,
+    is one line too.
+    """
+    members = _npy_members(path)
+    stored = sum(m.nbytes for m in members.values())
+    largest = max(members.values(), key=lambda m: m.nbytes, default=None)
+    if largest is not None:
+        check_memory_for(
+            f"{where(path)} declares arrays of {size_text(stored)} (the largest: {show(largest.name)}, "
+            f"{largest.described}), so reading them",
+            stored + FLOAT32_COPIES * 4 * sum(m.count for m in members.values()),
+        )
+    arrays = {}
     try:
-        with open(path, "rb") as handle, np.load(handle, allow_pickle=False) as archive:
-            return {name: archive[name] for name in archive.files}
-    except (ValueError, OSError, EOFError, KeyError) as exc:  # pickled objects are a ValueError
-        reason = " ".join(str(exc).split()) or type(exc).__name__
-        raise DataFormatError(f"{where(path)} cannot be read as an .npz archive ({reason})") from None
+        with zipfile.ZipFile(path) as archive:
+            for filename, member in members.items():
+                with archive.open(filename) as handle:
+                    arrays[member.name] = np.lib.format.read_array(handle, allow_pickle=False)
+    except Exception as exc:  # corrupt zip or .npy bytes raise many types (BadZipFile, zlib.error, ...)
+        raise DataFormatError(f"{where(path)} cannot be read as an .npz archive ({reason(exc)})") from None
+    return arrays
+
+
+def _npy_members(path: Path) -> dict[str, _Member]:
+    """Each member (its file name in the zip) of the NPZ at ``path``, from its ``.npy`` header
+    alone (no data read)."""
+    try:
+        with open(path, "rb") as handle:
+            start = handle.read(len(NPY_MAGIC))
+        is_zip = zipfile.is_zipfile(path)
+    except OSError as exc:
+        raise DataFormatError(f"{where(path)} cannot be read ({reason(exc)})") from None
+    if start == NPY_MAGIC:
+        raise DataFormatError(
+            f"{where(path)} is a single .npy array, not an .npz archive; save x and y together: "
+            "numpy.savez(path, x=x, y=y)"
+        )
+    if not is_zip:
+        raise DataFormatError(
+            f"{where(path)} is not an .npz archive (a zip of .npy arrays); save one with "
+            "numpy.savez(path, x=x, y=y)"
+        )
+    members: dict[str, _Member] = {}
+    names: set[str] = set()
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for info in archive.infolist():
+                with archive.open(info) as handle:
+                    member = _npy_member(handle, info.filename, path)
+                if member.name in names:
+                    raise DataFormatError(f"{where(path)} holds two arrays named {show(member.name)}")
+                names.add(member.name)
+                members[info.filename] = member
+    except BiaslabError:
+        raise
+    except Exception as exc:  # corrupt zip bytes raise many types (BadZipFile, zlib.error, ...)
+        raise DataFormatError(f"{where(path)} cannot be read as an .npz archive ({reason(exc)})") from None
+    return members
+
+
+def _npy_member(handle, filename: str, path: Path) -> _Member:
+    """One ``.npy`` member's header, read from ``handle`` (at its start) without its data."""
+    if handle.read(len(NPY_MAGIC)) != NPY_MAGIC:
+        raise DataFormatError(f"{where(path)}: member {show(filename)} is not a .npy array")
+    version = tuple(handle.read(2))
+    readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+    if version not in readers:
+        raise DataFormatError(
+            f"{where(path)}: member {show(filename)} is a .npy of format version {version}; "
+            "versions 1.0 and 2.0 are read (numpy.savez writes them for arrays of numbers or text)"
+        )
+    shape, _, dtype = readers[version](handle)
+    described = f"{'×'.join(map(str, shape)) or 'a scalar'} {dtype}"
+    if dtype.hasobject:
+        raise DataFormatError(
+            f"{where(path)} cannot be read as an .npz archive: {show(filename)} holds Python objects "
+            "(pickles are not loaded); save arrays of numbers or text"
+        )
+    if any(n < 0 for n in shape):
+        raise DataFormatError(f"{where(path)}: member {show(filename)} declares a shape below 0: {described}")
+    count = math.prod(shape)
+    return _Member(filename.removesuffix(".npy"), described, count, count * dtype.itemsize)
 
 
 def read_npz(path: Path, kind: str | None) -> Loaded:
@@ -71,7 +184,7 @@ def read_arrays(arrays: dict[str, np.ndarray], kind: str | None, path: Path) -> 
         return read_edge_list(arrays, path)
     missing = [k for k in ("x", "y") if k not in arrays]
     if missing:
-        found = ", ".join(sorted(arrays)) or "nothing"
+        found = listed(sorted(arrays))
         raise DataFormatError(
             f"{where(path)} has no array {' or '.join(missing)} (it holds {found}); save inputs as x and "
             "labels as y (numpy.savez(path, x=x, y=y)), or graphs as edge_index, node_graph, x, y"
@@ -82,8 +195,9 @@ def read_arrays(arrays: dict[str, np.ndarray], kind: str | None, path: Path) -> 
     notes = []
     ignored = sorted(set(arrays) - {"x", "y", "mask"})
     if ignored:
-        notes.append(f"arrays not read: {', '.join(ignored)}")
+        notes.append(f"arrays not read: {listed(ignored)}")
     chosen, why = array_kind(x, mask, kind, path)
+    _some_values(x, path)
     notes.append(f"kind {chosen}: {why}")
     if chosen == "image":
         x = unit_range(_channels_first(x, path), notes)
@@ -145,6 +259,18 @@ def array_kind(x: np.ndarray, mask: np.ndarray | None, kind: str | None, path: P
             "(pass kind='sequence' for (N, T, F))",
         )
     return "sequence", f"x is {shape}, read as (N, T, F) (pass kind='image' for (N, H, W) images)"
+
+
+def _some_values(x: np.ndarray, path: Path) -> None:
+    """Refuse an ``x`` of no examples, or whose examples hold no values (an axis after N of 0)."""
+    shape = "×".join(map(str, x.shape))
+    if 0 in x.shape[1:]:
+        raise DataFormatError(
+            f"{where(path)}: x is {shape}, which leaves no values in an example; every axis after "
+            "the first (N) needs a length of at least 1"
+        )
+    if len(x) == 0:
+        raise DataFormatError(f"{where(path)}: x is {shape}, no examples")
 
 
 def _looks_like_pixels(x: np.ndarray) -> bool:
@@ -226,10 +352,16 @@ def read_image_folder(path: Path, kind: str | None, image_size: tuple[int, int] 
 
     Grayscale images give C = 1; any color image makes every image RGB (C = 3, alpha dropped).
 
+    Guaranteed before any image is decoded (from the headers alone): no image has more than
+    ``MAX_IMAGE_PIXELS`` pixels, the images share a size (or ``image_size`` is given) and they fit
+    in memory (:func:`check_memory_for`, ``BYTES_PER_PIXEL`` each). No warning of Pillow's is
+    printed: a decompression bomb is refused, any other warning is counted in the notes.
+
     Raises:
         ConfigError: a kind other than ``image``.
-        DataFormatError: no class subfolder with images, an unreadable image, images of mixed
-            sizes without ``image_size`` (naming two files and their sizes).
+        DataFormatError: no class subfolder with images, an unreadable image, one of too many
+            pixels, images of mixed sizes without ``image_size`` (naming two files and their
+            sizes), images too many for the free memory.
         DataMissingError: Pillow is not installed.
     """
     if kind not in (None, "image"):
@@ -242,38 +374,78 @@ def read_image_folder(path: Path, kind: str | None, image_size: tuple[int, int] 
 
     files, labels, notes = _image_files(path)
     notes.insert(0, "kind image: a folder of class subfolders")
-    images = []
-    for file in files:
-        try:
-            with Image.open(file) as image:
-                image.load()
-                images.append(
-                    image.convert("L")
-                    if image.mode in ("1", "L", "LA", "I", "I;16", "F")
-                    else image.convert("RGB")
-                )
-        except (OSError, ValueError, Image.DecompressionBombError) as exc:
-            raise DataFormatError(f"{where(file)} cannot be read as an image: {show(str(exc), 80)}") from None
-    sizes = {image.size for image in images}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warnings.simplefilter("error", Image.DecompressionBombWarning)  # raised, then refused
+        headers = [_image_header(Image, file) for file in files]
+        mode = _common_mode(path, files, headers, image_size, notes)
+        images = [_decoded(Image, file, mode, image_size) for file in files]
+    if caught:
+        times = "once" if len(caught) == 1 else f"{len(caught)} times"
+        notes.append(f"Pillow warned {times} (first: {show(str(caught[0].message), 80)})")
     if image_size is not None:
-        height, width = image_size
-        images = [image.resize((width, height), Image.Resampling.BILINEAR) for image in images]
-        notes.append(f"images resized to {height}×{width} (bilinear)")
-    elif len(sizes) > 1:
-        other = next(i for i, image in enumerate(images) if image.size != images[0].size)
-        (w0, h0), (w1, h1) = images[0].size, images[other].size
+        notes.append(f"images resized to {image_size[0]}×{image_size[1]} (bilinear)")
+    x = np.stack(images)
+    x = x[:, None] if x.ndim == 3 else np.moveaxis(x, -1, 1)
+    return Loaded("image", unit_range(x, notes), np.array(labels, dtype=object), notes=notes)
+
+
+def _image_header(Image, file: Path) -> tuple[tuple[int, int], str]:
+    """An image's (width, height) and Pillow mode, from its header (nothing decoded); one line
+    for an unreadable file or one of more than ``MAX_IMAGE_PIXELS`` pixels."""
+    try:
+        with Image.open(file) as image:
+            size, mode = image.size, image.mode
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+        raise DataFormatError(f"{where(file)} is refused as a decompression bomb: {reason(exc)}") from None
+    except Exception as exc:  # Pillow's format plugins raise many types on corrupt headers
+        raise DataFormatError(f"{where(file)} cannot be read as an image: {show(str(exc), 80)}") from None
+    (width, height), pixels = size, size[0] * size[1]
+    if pixels > MAX_IMAGE_PIXELS:
+        raise DataFormatError(
+            f"{where(file)} is {height}×{width} (height×width), {pixels:,} pixels, more than the "
+            f"{MAX_IMAGE_PIXELS:,} an image may have; shrink it"
+        )
+    return size, mode
+
+
+def _common_mode(path: Path, files: list[Path], headers: list, image_size, notes: list[str]) -> str:
+    """The mode every image is read in (``L`` when all are grayscale, else ``RGB``), after the
+    checks of the headers together: one size (or ``image_size``), and memory for them all."""
+    sizes = [size for size, _ in headers]
+    if image_size is None and len(set(sizes)) > 1:
+        other = next(i for i, size in enumerate(sizes) if size != sizes[0])
+        (w0, h0), (w1, h1) = sizes[0], sizes[other]
         first, second = (where(files[i].relative_to(path)) for i in (0, other))
         raise DataFormatError(
             f"images in {where(path)} differ in size: {first} is {h0}×{w0}, {second} is {h1}×{w1} "
             "(height×width); pass image_size=(H, W) to resize them"
         )
-    if any(image.mode == "RGB" for image in images):
-        if any(image.mode == "L" for image in images):
-            notes.append("grayscale images converted to RGB (the folder mixes both)")
-        images = [image.convert("RGB") for image in images]
-    x = np.stack([np.asarray(image) for image in images])
-    x = x[:, None] if x.ndim == 3 else np.moveaxis(x, -1, 1)
-    return Loaded("image", unit_range(x, notes), np.array(labels, dtype=object), notes=notes)
+    pixels = len(sizes) * image_size[0] * image_size[1] if image_size else sum(w * h for w, h in sizes)
+    hint = "" if image_size else "pass image_size=(H, W) to shrink them, or use fewer images"
+    check_memory_for(f"the {len(files):,} images of {where(path)}", BYTES_PER_PIXEL * pixels, hint)
+    gray = [mode in GRAY_MODES for _, mode in headers]
+    if all(gray):
+        return "L"
+    if any(gray):
+        notes.append("grayscale images converted to RGB (the folder mixes both)")
+    return "RGB"
+
+
+def _decoded(Image, file: Path, mode: str, image_size: tuple[int, int] | None) -> np.ndarray:
+    """One image decoded as ``mode`` (grayscale through ``L``), resized to ``image_size`` (H, W)
+    when given: (H, W) or (H, W, 3) uint8."""
+    try:
+        with Image.open(file) as image:
+            image.load()
+            read = image.convert("L") if image.mode in GRAY_MODES else image.convert("RGB")
+        if read.mode != mode:
+            read = read.convert(mode)
+        if image_size is not None:
+            read = read.resize((image_size[1], image_size[0]), Image.Resampling.BILINEAR)
+        return np.asarray(read)
+    except Exception as exc:  # Pillow's decoders raise many types on corrupt data
+        raise DataFormatError(f"{where(file)} cannot be read as an image: {show(str(exc), 80)}") from None
 
 
 def _image_files(path: Path) -> tuple[list[Path], list[str], list[str]]:
@@ -301,5 +473,5 @@ def _image_files(path: Path) -> tuple[list[Path], list[str], list[str]]:
     if skipped:
         notes.append(f"passed over {skipped} entries that are not {'/'.join(IMAGE_SUFFIXES)} files")
     if empty:
-        notes.append(f"subfolders without images, not classes: {', '.join(show(name) for name in empty)}")
+        notes.append(f"subfolders without images, not classes: {listed(empty)}")
     return files, labels, notes

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from biaslab.config import available_memory
 from biaslab.data.molecules import GEOMETRY_COLUMNS, coordinates_in_smiles_order
 from biaslab.errors import ConfigError, DataFormatError, DataMissingError
 from biaslab.formatting import printable
@@ -32,11 +33,15 @@ __all__ = [
     "MISSING_CELLS",
     "Loaded",
     "check_finite",
+    "check_memory_for",
     "either",
     "label_array",
+    "listed",
     "numeric_array",
     "read_table",
+    "reason",
     "show",
+    "size_text",
     "where",
 ]
 
@@ -80,6 +85,18 @@ def show(value, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def listed(items, limit: int = 5, shown: Callable[[object], str] = show) -> str:
+    """At most ``limit`` of ``items``, each as ``shown`` writes it (quoted and escaped by default),
+    and how many more: ``'a', 'b', 'c', 'd', 'e' and 4,995 more``; ``nothing`` for none. A message
+    that lists names the user chose (arrays, columns, folders) stays one short line however many."""
+    items = list(items)
+    if not items:
+        return "nothing"
+    head = ", ".join(shown(item) for item in items[:limit])
+    rest = len(items) - min(len(items), limit)
+    return f"{head} and {rest:,} more" if rest else head
+
+
 def either(names) -> str:
     """``a``, ``a or b``, ``a, b or c``."""
     names = list(names)
@@ -89,6 +106,34 @@ def either(names) -> str:
 def where(path: str | os.PathLike) -> str:
     """The path as a message shows it (control characters escaped)."""
     return printable(os.fspath(path))
+
+
+def reason(exc: BaseException, limit: int = 120) -> str:
+    """What a library's exception says, as part of a line: one line, escaped, cut to ``limit``."""
+    text = printable(" ".join(str(exc).split())) or type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def size_text(nbytes: float) -> str:
+    """``512 B``, ``3.2 MiB``, ``2.18 TiB``; an absurd size stays one short word."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if nbytes < 1024:
+            return f"{nbytes:.0f} {unit}" if unit == "B" else f"{nbytes:.1f} {unit}"
+        nbytes /= 1024
+    return f"{min(nbytes, 1e300):.3g} TiB"
+
+
+def check_memory_for(what: str, nbytes: int, hint: str = "") -> None:
+    """Refuse, in one DataFormatError line, reading what needs ``nbytes`` of memory when that is
+    more than 90% of the memory free now (:func:`biaslab.config.available_memory`, the budget of
+    :func:`biaslab.config.check_memory`, which names a config key); ``what`` starts the message,
+    ``hint`` (what to do) ends it."""
+    free = available_memory()
+    if nbytes > 0.9 * free:
+        raise DataFormatError(
+            f"{what} would need about {size_text(nbytes)} of memory, more than the {size_text(free)} "
+            f"free on this machine{'; ' + hint if hint else ''}"
+        )
 
 
 # --------------------------------------------------------------------------- arrays
@@ -180,9 +225,7 @@ def read_table(path: Path, target: str | None, kind: str | None) -> Loaded:
 
 
 def _columns(table: _Table) -> str:
-    listed = ", ".join(show(n) for n in table.names[:20])
-    more = f" and {len(table.names) - 20} more" if len(table.names) > 20 else ""
-    return f"the columns are {listed}{more}"
+    return f"the columns are {listed(table.names)}"
 
 
 def _target_column(table: _Table, target: str | None, path: Path) -> str:
@@ -342,8 +385,7 @@ def _molecules(table: _Table, smiles_columns: list[str], target: str, path: Path
     """The rows whose SMILES RDKit parses (the others counted in the notes and dropped)."""
     if len(smiles_columns) > 1:
         raise DataFormatError(
-            f"{where(path)} has {len(smiles_columns)} SMILES columns "
-            f"({', '.join(show(c) for c in smiles_columns)}); keep one"
+            f"{where(path)} has {len(smiles_columns)} SMILES columns ({listed(smiles_columns)}); keep one"
         )
     (column,) = smiles_columns
     if column == target:
@@ -374,7 +416,7 @@ def _molecules(table: _Table, smiles_columns: list[str], target: str, path: Path
     read = {column, target, *(GEOMETRY_COLUMNS if positions is not None else ())}
     ignored = [n for n in table.names if n not in read]
     if ignored:
-        notes.append(f"columns not read for molecules: {', '.join(show(n) for n in ignored)}")
+        notes.append(f"columns not read for molecules: {listed(ignored)}")
     kept = tuple(s for s, ok in zip(smiles, good, strict=True) if ok)
     return Loaded("molecule", None, y[good], smiles=kept, positions=positions, notes=notes)
 

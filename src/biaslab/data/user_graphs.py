@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -19,9 +20,11 @@ from biaslab.data.user_formats import (
     GRAPH_EXTRA,
     Loaded,
     check_finite,
+    check_memory_for,
     label_array,
     numeric_array,
     show,
+    size_text,
     where,
 )
 from biaslab.errors import ConfigError, DataFormatError, DataMissingError
@@ -41,10 +44,14 @@ def read_graph_list(path: Path, kind: str | None) -> Loaded:
     Loaded with ``torch.load(weights_only=True)``: no code runs. PyG 2.8 registers ``Data`` as a
     safe global, but a pickled ``Data`` also names ``DataEdgeAttr``, ``DataTensorAttr`` and
     ``GlobalStorage``, admitted here for this one load (``torch.serialization.safe_globals``).
+    Before it, the sizes the file's zip directory declares (what ``torch.load`` allocates) are
+    checked against the free memory (:func:`~biaslab.data.user_formats.check_memory_for`).
 
     Raises:
         ConfigError: a kind other than ``graph``.
-        DataFormatError: not a list of ``Data``, or a graph without features or a graph-level y.
+        DataFormatError: not a list of ``Data``, a graph :func:`_graphs` refuses (no nodes or
+            features, edges that are not integer node ids, a label that is not one real
+            number), or more data than the free memory.
         DataMissingError: torch-geometric is not installed, or torch is older than 2.5.
     """
     if kind not in (None, "graph"):
@@ -61,6 +68,7 @@ def read_graph_list(path: Path, kind: str | None) -> Loaded:
             f"reading {where(path)} safely needs torch >= 2.5 (weights_only with torch-geometric Data); "
             "save the graphs as an .npz edge list instead"
         )
+    _check_unpacked_size(path)
     try:
         with safe_globals([Data, DataEdgeAttr, DataTensorAttr, GlobalStorage]):
             graphs = torch.load(path, weights_only=True, map_location="cpu")
@@ -78,10 +86,29 @@ def read_graph_list(path: Path, kind: str | None) -> Loaded:
     return _graphs(list(graphs), path, ["kind graph: a list of torch-geometric Data"])
 
 
+def _check_unpacked_size(path: Path) -> None:
+    """Refuse a ``.pt`` zip whose members unpack to more than the free memory: ``torch.load``
+    allocates each record at the size the zip directory declares, however small the file."""
+    try:
+        if not zipfile.is_zipfile(path):
+            return  # torch's legacy format, or not a .pt at all: torch.load names the problem
+        with zipfile.ZipFile(path) as archive:
+            total = sum(info.file_size for info in archive.infolist())
+    except Exception:  # a corrupt zip: torch.load names the problem in one line
+        return
+    check_memory_for(f"{where(path)} unpacks to {size_text(total)}, so loading it", total)
+
+
 def _graphs(graphs: list, path: Path, notes: list[str]) -> Loaded:
-    """Check each graph (features, edges, one label) and copy it with float32 features."""
+    """Check each graph and copy it with float32 features and int64 edges.
+
+    Guaranteed of each graph: node features x, a (n_i, F) tensor of real numbers, all finite,
+    with n_i >= 1 and one F >= 1 for all; an edge_index, a 2×E tensor of integers (int8 to
+    int64 or uint8: never bool, float or complex) naming nodes 0..n_i-1; one real label y.
+    """
     import torch
 
+    integers = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
     labels, checked, width = [], [], None
     for i, graph in enumerate(graphs):
         x, edges, y = graph.get("x"), graph.get("edge_index"), graph.get("y")
@@ -89,18 +116,31 @@ def _graphs(graphs: list, path: Path, notes: list[str]) -> Loaded:
             raise DataFormatError(
                 f"{where(path)}: graph {i} has no node features x (a num_nodes×F tensor of numbers)"
             )
+        if x.shape[0] == 0:
+            raise DataFormatError(f"{where(path)}: graph {i} has no nodes (x is 0×{x.shape[1]})")
         width = x.shape[1] if width is None else width
         if x.shape[1] != width:
             raise DataFormatError(
                 f"{where(path)}: graph {i} has {x.shape[1]} node features, graph 0 has {width}"
             )
+        if width == 0:
+            raise DataFormatError(
+                f"{where(path)}: graph {i} has 0 node features; each node needs at least one"
+            )
         if not torch.isfinite(x.float()).all():
             raise DataFormatError(f"{where(path)}: graph {i}'s node features hold NaN or infinite values")
         if edges is None:
             edges = torch.zeros(2, 0, dtype=torch.long)
-        if edges.dim() != 2 or edges.shape[0] != 2 or edges.is_floating_point():
+        if not isinstance(edges, torch.Tensor) or edges.dtype not in integers:
+            what = str(edges.dtype).removeprefix("torch.") if isinstance(edges, torch.Tensor) else None
             raise DataFormatError(
-                f"{where(path)}: graph {i}'s edge_index is not a 2×E tensor of node indices"
+                f"{where(path)}: graph {i}'s edge_index is {what or 'a ' + type(edges).__name__}; "
+                "it must be a 2×E tensor of integer node indices (torch.long)"
+            )
+        if edges.dim() != 2 or edges.shape[0] != 2:
+            shape = "×".join(map(str, edges.shape))
+            raise DataFormatError(
+                f"{where(path)}: graph {i}'s edge_index is {shape}; it must be a 2×E tensor of node indices"
             )
         if edges.numel() and (edges.min() < 0 or edges.max() >= x.shape[0]):
             raise DataFormatError(
@@ -110,6 +150,11 @@ def _graphs(graphs: list, path: Path, notes: list[str]) -> Loaded:
             count = "no y" if not isinstance(y, torch.Tensor) else f"a y of {y.numel()} values"
             raise DataFormatError(
                 f"{where(path)}: graph {i} has {count}; each graph needs one graph-level label y"
+            )
+        if y.is_complex():
+            raise DataFormatError(
+                f"{where(path)}: graph {i}'s label y is {str(y.dtype).removeprefix('torch.')}; "
+                "labels must be real numbers (complex ones are not read)"
             )
         labels.append(y.reshape(()).item())
         copy = graph.clone()

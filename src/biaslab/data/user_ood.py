@@ -17,7 +17,7 @@ import numpy as np
 
 from biaslab.data.user_arrays import load_npz_arrays, read_arrays
 from biaslab.data.user_data import UserData
-from biaslab.data.user_formats import where
+from biaslab.data.user_formats import listed, where
 from biaslab.errors import ConfigError, DataFormatError
 
 __all__ = ["MIN_OOD_ROWS", "OODInputs", "load_ood_inputs"]
@@ -49,8 +49,10 @@ def load_ood_inputs(path: str | os.PathLike, like: UserData) -> OODInputs:
     Raises:
         ConfigError: not an .npz file, or data a comparison cannot flag OOD inputs of (graphs,
             molecules).
-        DataFormatError: no ``x``, another example shape than ``like``'s, fewer than
-            :data:`MIN_OOD_ROWS` inputs, or values :func:`read_arrays` refuses (text, NaN, inf).
+        DataFormatError: not an .npz archive, arrays larger than the free memory
+            (:func:`~biaslab.data.user_arrays.load_npz_arrays`), no ``x``, another example shape
+            than ``like``'s, fewer than :data:`MIN_OOD_ROWS` inputs, or values :func:`read_arrays`
+            refuses (text, NaN, inf, no values per input).
     """
     path = Path(path)
     if like.x is None:
@@ -61,7 +63,7 @@ def load_ood_inputs(path: str | os.PathLike, like: UserData) -> OODInputs:
         raise ConfigError(f"the OOD set must be an .npz file of x (and mask for sets), not {where(path)}")
     arrays = load_npz_arrays(path)
     if "x" not in arrays:
-        found = ", ".join(sorted(arrays)) or "nothing"
+        found = listed(sorted(arrays))
         raise DataFormatError(f"{where(path)} has no array x (it holds {found}): save the OOD inputs as x")
     arrays["y"] = np.zeros(len(arrays["x"]), dtype=np.int64)  # unlabelled: the reader wants a y
     loaded = read_arrays(arrays, like.kind, path)

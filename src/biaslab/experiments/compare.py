@@ -14,6 +14,7 @@ candidate with the best validation score is recommended, never the best on test.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -77,6 +78,19 @@ class CompareConfig:
             raise ConfigError(f"split=scaffold groups molecules by their scaffold; this is {data.kind} data")
         candidates(self, data)
         read_ood(self, data)
+
+    def input_files(self) -> dict[str, str]:
+        """The files this comparison reads, by label: the data (not a demo set), each model given as
+        a file (an installed module is fixed by its package), the OOD set. A run records their
+        digests and ``--resume`` refuses one that changed (``biaslab.inputs``)."""
+        files = {} if is_demo_set(self.data) else {"data": self.data}
+        for spec in self.model or ():
+            source = spec.rpartition(":")[0]
+            if source.endswith(".py") or "/" in source or os.sep in source:
+                files[f"model {spec}"] = source
+        if self.ood:
+            files["OOD set"] = self.ood
+        return files
 
 
 def read(cfg: CompareConfig):

@@ -17,8 +17,11 @@ from __future__ import annotations
 import socket
 from collections.abc import Callable, Sequence
 
-from biaslab.errors import ConfigError
+from biaslab.errors import ClusterLostError, ConfigError
 from biaslab.scale.tasks import MAX_ATTEMPTS, Receive, TaskSpec, died, run_task
+
+POLL_S = 2.0  # seconds a wait for a finished task lasts before the cluster is looked at
+PROBE_S = 5.0  # seconds the head has to accept a connection
 
 
 def ray_module():
@@ -93,14 +96,16 @@ class RayExecutor:
             max_retries=self.max_attempts - 1,
             retry_exceptions=False,
         )(work)
-        queue, running = list(specs), {}
+        queue, running, finished = list(specs), {}, 0
         limit = self.workers or len(specs)
         try:
             while queue or running:
                 while queue and len(running) < limit:
                     spec = queue.pop(0)
                     running[remote.remote(spec)] = spec
-                ready, _ = ray.wait(list(running), num_returns=1)
+                ready, _ = ray.wait(list(running), num_returns=1, timeout=POLL_S)
+                if not ready:  # nothing finished yet: is the cluster still there?
+                    self._check_alive(ray)
                 for ref in ready:
                     spec = running.pop(ref)
                     try:
@@ -108,12 +113,52 @@ class RayExecutor:
                     except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError):
                         outcome = died(spec, self.max_attempts)
                     receive(spec, outcome)
-        except BaseException:
-            for ref in running:
-                ray.cancel(ref, force=True)
+                    finished += 1
+        except BaseException as exc:
+            if _cluster_gone(ray, exc):  # the cluster, not the run: what finished is kept
+                raise ClusterLostError(
+                    f"the Ray cluster went away mid-run ({type(exc).__name__}: {_first_line(exc)}); "
+                    f"{finished} of {len(specs)} tasks had finished and are kept; start the cluster again, "
+                    "or resume with --executor local"
+                ) from None
+            try:
+                for ref in running:
+                    ray.cancel(ref, force=True)
+            except Exception:  # cancelling on a cluster that is gone: nothing left to stop
+                pass
             raise
+
+    def _check_alive(self, ray) -> None:
+        """A ConnectionError when the cluster's head no longer answers. Ray itself would wait on
+        the results, then end this whole process a minute later ("Failed to connect to GCS"):
+        asked between two waits, the run ends first, in one line, its finished tasks kept."""
+        address = self.address if self.address and "://" not in self.address else None
+        if address is None and self.address is None:
+            address = ray.get_runtime_context().gcs_address
+        if address:
+            try:
+                check_reachable(address, timeout=PROBE_S)
+            except ConfigError:
+                raise ConnectionError(f"the cluster's head at {address} no longer answers") from None
 
     def close(self) -> None:
         if self._connected_here:
-            ray_module().shutdown()
+            try:
+                ray_module().shutdown()
+            except Exception:  # a cluster that went away: nothing left to leave
+                pass
             self._connected_here = False
+
+
+def _cluster_gone(ray, exc: BaseException) -> bool:
+    """Whether ``exc`` says the cluster itself went away (the local raylet or the head died, an
+    object's owner or the connection lost), not that a task failed: a task's own exception is
+    caught inside it (``run_task``) and returns as its outcome."""
+    if isinstance(exc, ray.exceptions.RayTaskError):
+        return False
+    return isinstance(exc, (ray.exceptions.RayError, ConnectionError))
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return " ".join(text.splitlines()[0].split())[:200] if text else "no message"
