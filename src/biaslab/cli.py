@@ -486,9 +486,11 @@ def cmd_report(runs_dir: str) -> None:
     from biaslab.runs import find_runs
 
     folder = Path(runs_dir)
-    if folder.is_dir() and not find_runs(
-        folder
-    ):  # an index of nothing is not written into a stranger's folder
+    try:
+        empty = folder.is_dir() and not find_runs(folder)
+    except OSError:  # a name too long, a folder that cannot be read: render_index says which
+        empty = False
+    if empty:  # no index of nothing in a folder of other things
         raise UsageError(f"{printable(str(folder))} holds no biaslab runs: there is nothing to index")
     print(printable(render_index(folder, order=workshop_order())))
 

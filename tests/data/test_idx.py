@@ -137,3 +137,30 @@ def test_load_idx_dataset_count_mismatch(tmp_path):
     write_idx(tmp_path / "train-labels-idx1-ubyte", np.zeros(5, dtype=np.uint8))
     with pytest.raises(DataFormatError, match="train-labels-idx1-ubyte"):
         load_idx_dataset(tmp_path)
+
+
+def test_a_header_that_declares_terabytes_reads_nothing(tmp_path):
+    """Dims of 2^32 - 1 images of 2^16 x 2^16 pixels: refused from the header, nothing allocated."""
+    path = tmp_path / "huge-idx3-ubyte"
+    path.write_bytes(b"\x00\x00\x08\x03" + struct.pack(">3I", 2**32 - 1, 2**16, 2**16) + b"\x00" * 16)
+    with pytest.raises(DataFormatError, match="would need about .* of memory"):
+        read_idx(path)
+
+
+def test_a_gzip_bomb_is_read_no_further_than_its_header_declares(tmp_path, monkeypatch):
+    """10 declared bytes followed by 200 MB of zeros, gzipped to 200 kB: refused after reading 11."""
+    import io
+
+    body = io.BytesIO()
+    with gzip.GzipFile(fileobj=body, mode="wb") as out:
+        out.write(b"\x00\x00\x08\x01" + struct.pack(">I", 10))
+        for _ in range(200):
+            out.write(bytes(1 << 20))
+    path = tmp_path / "bomb-idx1-ubyte.gz"
+    path.write_bytes(body.getvalue())
+    read = []
+    original = gzip.GzipFile.read
+    monkeypatch.setattr(gzip.GzipFile, "read", lambda self, n=-1: read.append(n) or original(self, n))
+    with pytest.raises(DataFormatError, match="followed by trailing data: more than 10 data bytes"):
+        read_idx(path)
+    assert -1 not in read and sum(read) <= 4 + 4 + 11  # never the whole stream

@@ -117,7 +117,8 @@ def test_parquet_columns_keep_their_types(tmp_path, monkeypatch):
         column = lambda j: types.SimpleNamespace(to_numpy=lambda: arrays[j])
         return types.SimpleNamespace(column_names=list(columns), column=column)
 
-    parquet = types.SimpleNamespace(read_table=read_table)
+    footer = types.SimpleNamespace(metadata=types.SimpleNamespace(num_row_groups=0))  # sizes: none
+    parquet = types.SimpleNamespace(read_table=read_table, ParquetFile=lambda path: footer)
     monkeypatch.setitem(sys.modules, "pyarrow", types.SimpleNamespace(parquet=parquet))
     monkeypatch.setitem(sys.modules, "pyarrow.parquet", parquet)
     path = tmp_path / "t.parquet"

@@ -233,3 +233,23 @@ def test_messages_listing_thousands_of_names_stay_short(tmp_path):
     np.savez(tmp_path / "extra.npz", **arrays)
     notes = load_user_data(tmp_path / "extra.npz").notes
     assert max(map(len, notes)) < 400 and any("1,995 more" in n for n in notes)
+
+
+def test_a_table_is_checked_against_the_free_memory_before_it_is_read(tmp_path, monkeypatch):
+    """A CSV's cells become Python strings (about 12 bytes per byte of text), a Parquet file's
+    columns Arrow's and then NumPy's: both are refused from their size before anything is read."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = "\n".join(f"{i * 0.5},{i % 2}" for i in range(N))
+    (tmp_path / "t.csv").write_text("a,label\n" + rows + "\n")
+    pq.write_table(
+        pa.table({"a": np.arange(N, dtype=np.float64), "label": np.arange(N) % 2}), tmp_path / "t.parquet"
+    )
+    for name in ("t.csv", "t.parquet"):
+        assert load_user_data(tmp_path / name, target="label").x.shape == (N, 1)  # enough memory: read
+    monkeypatch.setattr(user_formats, "available_memory", lambda: 1_000, raising=False)
+    for name in ("t.csv", "t.parquet"):
+        refused(
+            DataFormatError, lambda name=name: load_user_data(tmp_path / name, target="label"), name, "memory"
+        )

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from biaslab.data.user_formats import check_memory_for
 from biaslab.errors import BiaslabError, DataFormatError
 from biaslab.fileio import atomic_write_bytes
 
@@ -33,32 +34,38 @@ def read_idx(path: str | os.PathLike) -> np.ndarray:
         float64) and shape.
 
     Raises:
-        DataFormatError: bad magic number, unknown dtype code, or a payload whose size does not
-            match the dimensions exactly (truncated or trailing data).
+        DataFormatError: bad magic number, unknown dtype code, dimensions whose array would not
+            fit in the free memory (checked from the header, before any data is read or
+            decompressed: a gzip bomb stops at the size the header declares), or a payload whose
+            size does not match the dimensions exactly (truncated or trailing data).
     """
     path = Path(path)
     try:
-        raw = path.read_bytes()
-        if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
+        with path.open("rb") as file:
+            gzipped = file.read(2) == b"\x1f\x8b"
+            file.seek(0)
+            stream = gzip.GzipFile(fileobj=file) if gzipped else file
+            head = stream.read(4)
+            if len(head) < 4 or head[:2] != b"\x00\x00":
+                raise DataFormatError(f"{path} is not an IDX file (bad magic number)")
+            code, ndim = head[2], head[3]
+            if code not in _IDX_DTYPES:
+                raise DataFormatError(f"{path} has unknown IDX dtype code 0x{code:02X}")
+            dims_raw = stream.read(4 * ndim)
+            if len(dims_raw) < 4 * ndim:
+                raise DataFormatError(f"{path} is truncated inside its IDX header")
+            dims = struct.unpack(f">{ndim}I", dims_raw)
+            dtype = np.dtype(_IDX_DTYPES[code])
+            expected = int(np.prod(dims, dtype=object)) * dtype.itemsize  # exact: dims may be huge
+            check_memory_for(f"{path} (IDX dims {dims})", 2 * expected)  # the bytes and the array
+            data = stream.read(expected + 1)  # never more than the header promises, plus one to tell
     except (OSError, EOFError, zlib.error) as exc:
         raise DataFormatError(f"cannot read IDX file {path}: {exc}") from None
-    if len(raw) < 4 or raw[:2] != b"\x00\x00":
-        raise DataFormatError(f"{path} is not an IDX file (bad magic number)")
-    code, ndim = raw[2], raw[3]
-    if code not in _IDX_DTYPES:
-        raise DataFormatError(f"{path} has unknown IDX dtype code 0x{code:02X}")
-    start = 4 + 4 * ndim
-    if len(raw) < start:
-        raise DataFormatError(f"{path} is truncated inside its IDX header")
-    dims = struct.unpack(f">{ndim}I", raw[4:start])
-    dtype = np.dtype(_IDX_DTYPES[code])
-    expected = int(np.prod(dims, dtype=np.int64)) * dtype.itemsize
-    got = len(raw) - start
-    if got != expected:
-        problem = "truncated" if got < expected else "followed by trailing data"
+    if len(data) != expected:
+        problem = "truncated" if len(data) < expected else "followed by trailing data"
+        got = f"{len(data)}" if len(data) <= expected else f"more than {expected}"
         raise DataFormatError(f"{path} is {problem}: {got} data bytes, dims {dims} need {expected}")
-    array = np.frombuffer(raw, dtype=dtype, offset=start).reshape(dims)
+    array = np.frombuffer(data, dtype=dtype).reshape(dims)
     return array.astype(dtype.newbyteorder("="))  # a writable copy in native byte order
 
 

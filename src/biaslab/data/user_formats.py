@@ -242,10 +242,19 @@ def _target_column(table: _Table, target: str | None, path: Path) -> str:
     raise ConfigError(f"{where(path)} has no column {show(target)}; {_columns(table)}{hint}")
 
 
+CSV_BYTES_PER_BYTE = 12  # a cell's text as a Python str in a list: ~50 bytes of overhead per ~5 of text
+
+
 def _read_csv(path: Path) -> _Table:
     """A CSV (comma, semicolon or tab separated: the header's most frequent of the three) or a
-    TSV file as text columns; ``row_label`` names the line a row ends on."""
+    TSV file as text columns; ``row_label`` names the line a row ends on. Each cell becomes a
+    Python string (about ``CSV_BYTES_PER_BYTE`` bytes of memory per byte of text): a file whose
+    cells would not fit in the free memory is refused before it is read."""
     try:
+        check_memory_for(
+            f"reading {where(path)} as text cells", CSV_BYTES_PER_BYTE * path.stat().st_size,
+            "keep the columns you need, or save it as Parquet",
+        )  # fmt: skip
         with open(path, newline="", encoding="utf-8-sig") as handle:
             header_line = handle.readline()
             handle.seek(0)
@@ -290,7 +299,12 @@ def _read_parquet(path: Path) -> _Table:
             f"reading Parquet ({where(path)}) needs pyarrow: pip install pyarrow (or save the table as CSV)"
         ) from None
     try:
+        meta = pq.ParquetFile(path).metadata  # the footer only: sizes before any column is read
+        unpacked = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+        check_memory_for(f"reading {where(path)}", 3 * unpacked)  # Arrow's columns, then NumPy's copies
         data = pq.read_table(path)
+    except DataFormatError:
+        raise
     except Exception as exc:  # pyarrow's errors have no common base below Exception
         reason = " ".join(str(exc).split())
         raise DataFormatError(f"{where(path)} cannot be read as Parquet: {printable(reason)}") from None
