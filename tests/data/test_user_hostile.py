@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from biaslab.data import user_arrays, user_formats
+from biaslab.data import user_formats, user_images
 from biaslab.data.user_data import UserData, load_user_data
 from biaslab.data.user_formats import listed
 from biaslab.data.user_ood import load_ood_inputs
@@ -187,7 +187,7 @@ def test_an_image_header_claiming_too_many_pixels_is_one_line_and_no_warning(tmp
 def test_the_pixel_limit_and_memory_budget_hold_before_decoding(tmp_path, monkeypatch):
     pytest.importorskip("PIL")
     root = folder(tmp_path)
-    monkeypatch.setattr(user_arrays, "MAX_IMAGE_PIXELS", 100, raising=False)
+    monkeypatch.setattr(user_images, "MAX_IMAGE_PIXELS", 100, raising=False)
     refused(DataFormatError, lambda: load_user_data(root), "10×12", "120 pixels", "100")
     monkeypatch.undo()
     monkeypatch.setattr(user_formats, "available_memory", lambda: 50_000, raising=False)

@@ -26,9 +26,11 @@ from typing import Literal, get_args
 
 import numpy as np
 
-from biaslab.data.user_arrays import read_arrays, read_image_folder, read_npz
-from biaslab.data.user_formats import Loaded, read_table, show, where
+from biaslab.data.user_arrays import read_arrays, read_npz
+from biaslab.data.user_formats import Loaded, show, where
 from biaslab.data.user_graphs import read_graph_list
+from biaslab.data.user_images import read_image_folder
+from biaslab.data.user_tables import read_table
 from biaslab.errors import ConfigError, DataFormatError
 
 __all__ = [
