@@ -68,20 +68,9 @@ def figure_claim(
     when biaslab agrees and the document does not (then with ``computation``)."""
     truth = reproducible_value(exact, claim)
     figure = np.asarray(ast.literal_eval(notes), dtype=float)
-    verdict = "fail" if not _close(measured, truth, tolerance) else "pass"
-    if verdict == "pass" and not _close(figure, truth, tolerance):
-        verdict = "notes-wrong"
-    return Claim(
-        claim,
-        notes,
-        shown if shown is not None else format_value(measured),
-        {"pass": True, "fail": False}.get(verdict),
-        source,
-        kind="check",
-        printed=printed,
-        verdict="notes-wrong" if verdict == "notes-wrong" else None,
-        computation=computation if verdict == "notes-wrong" else None,
-    )
+    verdict = _verdict(measured, figure, truth, tolerance, "notes-wrong")
+    shown_computation = computation if verdict == "notes-wrong" else None  # only beside a wrong figure
+    return _settled(claim, notes, measured, shown, verdict, source, printed, shown_computation)
 
 
 def slip_claim(
@@ -108,18 +97,33 @@ def slip_claim(
     """
     truth = reproducible_value(exact, claim)
     wrong = reproducible_value(printed_gives, claim)
+    verdict = _verdict(measured, wrong, truth, tolerance, "slip")
+    return _settled(claim, correct, measured, shown, verdict, source, printed, computation)
+
+
+def _verdict(measured: Any, printed: Any, truth: np.ndarray, tolerance: float, slip: str) -> str:
+    """``fail`` when biaslab's value misses the exact one (a bug), ``pass`` when the document's
+    value meets it too, else ``slip`` (the verdict key for the document's kind of slip)."""
     if not _close(measured, truth, tolerance):
-        verdict = "fail"
-    else:
-        verdict = "pass" if _close(wrong, truth, tolerance) else "slip"
+        return "fail"
+    return "pass" if _close(printed, truth, tolerance) else slip
+
+
+def _settled(
+    claim: str, expected: str, measured: Any, shown: str | None, verdict: str, source: str,
+    printed: str | None, computation: str | None,
+) -> Claim:  # fmt: skip
+    """The claim as results.json holds it: a check, ``passed`` set for pass and fail, and for a
+    slip of the document its verdict."""
+    slip = verdict not in ("pass", "fail")
     return Claim(
         claim,
-        correct,
+        expected,
         shown if shown is not None else format_value(measured),
-        {"pass": True, "fail": False}.get(verdict),
+        None if slip else verdict == "pass",
         source,
-        kind="check",
+        kind="check",  # an exact computation: it fails only through a bug
         printed=printed,
-        verdict="slip" if verdict == "slip" else None,
+        verdict=verdict if slip else None,
         computation=computation,
     )

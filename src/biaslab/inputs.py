@@ -55,11 +55,14 @@ def content_digest(path: str | os.PathLike) -> dict[str, Any]:
     raise DataFormatError(f"{path} is neither a file nor a folder")
 
 
+def _named(cfg: Any) -> dict[str, str]:
+    """``cfg.input_files()``: the inputs the config names by label (none without that method)."""
+    return cfg.input_files() if hasattr(cfg, "input_files") else {}
+
+
 def input_digests(cfg: Any) -> dict[str, dict[str, Any]]:
-    """``{label: {"path", "sha256", "bytes"}}`` for every input ``cfg.input_files()`` names (none
-    for a config without that method)."""
-    named = cfg.input_files() if hasattr(cfg, "input_files") else {}
-    return {label: {"path": str(path), **content_digest(path)} for label, path in named.items()}
+    """``{label: {"path", "sha256", "bytes"}}`` for every input the config names."""
+    return {label: {"path": str(path), **content_digest(path)} for label, path in _named(cfg).items()}
 
 
 def changed_input(saved: dict, cfg: Any, config_path: str | os.PathLike) -> None:
@@ -69,7 +72,7 @@ def changed_input(saved: dict, cfg: Any, config_path: str | os.PathLike) -> None
     if "inputs" not in saved:
         return
     recorded = saved["inputs"] if isinstance(saved["inputs"], dict) else {}
-    for label, path in (cfg.input_files() if hasattr(cfg, "input_files") else {}).items():
+    for label, path in _named(cfg).items():
         before = recorded.get(label)
         if not isinstance(before, dict):
             raise CheckpointError(f"{config_path} records no digest of its {label} {path}; cannot resume")

@@ -132,14 +132,15 @@ class RayExecutor:
         """A ConnectionError when the cluster's head no longer answers. Ray itself would wait on
         the results, then end this whole process a minute later ("Failed to connect to GCS"):
         asked between two waits, the run ends first, in one line, its finished tasks kept."""
-        address = self.address if self.address and "://" not in self.address else None
-        if address is None and self.address is None:
-            address = ray.get_runtime_context().gcs_address
-        if address:
-            try:
-                check_reachable(address, timeout=PROBE_S)
-            except ConfigError:
-                raise ConnectionError(f"the cluster's head at {address} no longer answers") from None
+        if self.address and "://" in self.address:
+            return  # Ray Client: its server, not a head port, is what this process talks to
+        address = self.address or ray.get_runtime_context().gcs_address
+        if not address:
+            return
+        try:
+            check_reachable(address, timeout=PROBE_S)
+        except ConfigError:
+            raise ConnectionError(f"the cluster's head at {address} no longer answers") from None
 
     def close(self) -> None:
         if self._connected_here:
