@@ -207,6 +207,56 @@ def test_checkpoint_with_missing_keys_or_wrong_types(capsys, in_tmp, reference, 
     assert_same_run(run, reference)
 
 
+@pytest.mark.parametrize("forgery", ["legacy format", "a directory declaring 4 GiB"])
+def test_a_checkpoint_that_cannot_be_bounded_is_refused_before_loading(
+    capsys, in_tmp, reference, monkeypatch, forgery
+):
+    import torch
+
+    from biaslab.train import checkpoint
+
+    run = in_tmp / "run"
+    with pytest.raises(KeyboardInterrupt):
+        _interrupt_after_records(run, 2)
+    ckpt = run / "checkpoints" / "perceptron.pt"
+    state = torch.load(ckpt, weights_only=True)
+    if forgery == "legacy format":
+        torch.save(state, ckpt, _use_new_zipfile_serialization=False)
+        needle = "not torch's zip format"
+    else:  # the zip's directory claims a member of 4 GiB (torch.load would allocate it)
+        data = bytearray(ckpt.read_bytes())
+        end = data.rindex(b"PK\x05\x06")  # end of central directory -> its offset
+        central = int.from_bytes(data[end + 16 : end + 20], "little")
+        data[central + 24 : central + 28] = (0xFFFFFFF0).to_bytes(4, "little")  # uncompressed size
+        ckpt.write_bytes(bytes(data))
+        monkeypatch.setattr(checkpoint, "available_memory", lambda: 2 << 30)  # a 2 GiB machine
+        needle = "more than the free memory"
+    line = one_line_error(capsys, main(["run", "--resume", str(run), "--no-progress"]))
+    assert str(ckpt) in line and needle in line and "delete it" in line, line
+    ckpt.unlink()
+    assert main(["run", "--resume", str(run), "--no-progress"]) == 0
+    assert_same_run(run, reference)
+
+
+def test_a_resume_refused_after_taking_the_lock_leaves_the_lock_file_as_it_was(capsys, in_tmp):
+    """The checkpoint is judged once the lock is held; its refusal gives the lock back with the
+    note the file held (here a killed holder's), not the refused attempt's own or none."""
+    import torch
+
+    run = in_tmp / "run"
+    with pytest.raises(KeyboardInterrupt):
+        _interrupt_after_records(run, 2)
+    note = b"process 99999 on elsewhere since 2026-11-28T10:00:00\n"
+    (run / ".lock").write_bytes(note)
+    ckpt = run / "checkpoints" / "perceptron.pt"
+    state = torch.load(ckpt, weights_only=True)
+    state.pop("history")
+    torch.save(state, ckpt)
+    line = one_line_error(capsys, main(["run", "--resume", str(run), "--no-progress"]))
+    assert str(ckpt) in line, line
+    assert (run / ".lock").read_bytes() == note
+
+
 @pytest.mark.parametrize(
     "edit, needle",
     [

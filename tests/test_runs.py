@@ -283,6 +283,23 @@ def test_write_json_replaces_atomically(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results.json"]
 
 
+def test_a_run_file_too_large_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    """A forged results.json or metrics.jsonl of many GB is refused from its size, not parsed."""
+    from biaslab import fileio
+
+    monkeypatch.setattr(fileio, "MAX_RUN_FILE_BYTES", 1000)
+    big = tmp_path / "results.json"
+    big.write_text(json.dumps({"a": "x" * 2000}))
+    with pytest.raises(BiaslabError, match="results.json holds .* more than the 0 MiB a run's file"):
+        read_json(big)
+    run = RunDir(tmp_path)
+    run.metrics_path.write_text(json.dumps({"tag": "t", "step": 1, "pad": "x" * 2000}) + "\n")
+    with pytest.raises(BiaslabError, match="metrics.jsonl holds"):
+        run.read_metrics()
+    monkeypatch.setattr(fileio, "MAX_RUN_FILE_BYTES", 10_000)  # within the bound: read as before
+    assert read_json(big) == {"a": "x" * 2000} and len(run.read_metrics()) == 1
+
+
 def test_read_json_errors(tmp_path):
     with pytest.raises(BiaslabError, match="does not exist"):
         read_json(tmp_path / "missing.json")

@@ -28,15 +28,21 @@ __all__ = [
     "atomic_write",
     "atomic_write_bytes",
     "atomic_write_text",
+    "check_run_file_size",
     "data_dir",
     "json_safe",
     "read_json",
     "remove_temp_files",
+    "torch_zip_bytes",
     "write_json",
     "write_traceback",
 ]
 
 DATA_ENV_VAR = "BIASLAB_DATA"
+# The most a run's JSON file or metrics.jsonl may hold before it is read (whole): about 100 times
+# the largest a biaslab run writes (the workshop's results.json, a few MB), so that only a file
+# that is not a run's, or a forged one, is refused rather than parsed into many GB of objects.
+MAX_RUN_FILE_BYTES = 256 << 20
 
 _UMASK = os.umask(0)  # read the process umask (it can only be read by setting it) ...
 os.umask(_UMASK)  # ... and restore it at once; new files get the usual 0o666 & ~umask mode.
@@ -243,8 +249,38 @@ def write_json(path: str | os.PathLike, data: Any) -> Path:
     return atomic_write_text(path, json.dumps(json_safe(data), indent=2) + "\n")
 
 
+def check_run_file_size(path: str | os.PathLike) -> None:
+    """Refuse, in one BiaslabError line, a run file larger than ``MAX_RUN_FILE_BYTES`` before it
+    is read whole (a missing file passes: its reader names it)."""
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        return
+    if size > MAX_RUN_FILE_BYTES:
+        raise BiaslabError(
+            f"{path} holds {size / 2**20:,.0f} MiB, more than the {MAX_RUN_FILE_BYTES >> 20} MiB a "
+            "run's file may hold: not read (is it this run's file?)"
+        )
+
+
+def torch_zip_bytes(path: str | os.PathLike) -> int | None:
+    """What a ``.pt`` file in torch's zip format (``torch.save``'s since torch 1.6) unpacks to:
+    the sum of the sizes its zip directory declares, which ``torch.load`` allocates however
+    small the file is. None when the file is not a readable zip: torch's legacy format (whose
+    allocations cannot be checked before loading), or not a ``.pt`` at all."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return sum(info.file_size for info in archive.infolist())
+    except (OSError, zipfile.BadZipFile, ValueError, EOFError):
+        return None
+
+
 def read_json(path: str | os.PathLike) -> Any:
-    """Parse a JSON file; a missing, unreadable or malformed file is a one-line BiaslabError."""
+    """Parse a JSON file; a missing, unreadable, too large (:func:`check_run_file_size`) or
+    malformed file is a one-line BiaslabError."""
+    check_run_file_size(path)
     try:
         return json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:

@@ -34,6 +34,7 @@ class DirectoryLock:
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
         self._fd: int | None = None
+        self._found = b""  # the note the file held when the lock was taken (restored by a refusal)
 
     @property
     def held(self) -> bool:
@@ -62,16 +63,21 @@ class DirectoryLock:
             text = message or f"{self.path.parent} is locked by {{holder}}"
             raise RunLockedError(text.replace("{holder}", holder)) from None
         stamp = datetime.now().isoformat(timespec="seconds")
+        self._found = os.pread(fd, 4096, 0)
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"process {os.getpid()} on {socket.gethostname()} since {stamp}\n".encode(), 0)
         self._fd = fd
 
-    def release(self) -> None:
-        """Give the lock back (idempotent); the file stays, emptied."""
+    def release(self, restore: bool = False) -> None:
+        """Give the lock back (idempotent); the file stays, emptied, or with ``restore`` holding
+        again the note it held when the lock was taken (an attempt that was refused leaves the
+        folder byte for byte as it found it)."""
         fd, self._fd = self._fd, None
         if fd is not None:
             try:
                 os.ftruncate(fd, 0)
+                if restore and self._found:
+                    os.pwrite(fd, self._found, 0)
             except OSError:
                 pass
             os.close(fd)

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from biaslab.errors import BiaslabError
-from biaslab.fileio import atomic_write_text
+from biaslab.fileio import atomic_write_text, check_run_file_size
 
 __all__ = ["LOGGERS", "CsvSink", "MlflowSink", "Sink", "TensorBoardSink", "check_loggers", "make_sinks"]
 
@@ -196,8 +196,9 @@ def _scalars(record: dict):
 def _config_of(run_dir: Path) -> dict:
     """The run's config (config.json's ``config``), or nothing when it cannot be read."""
     try:
+        check_run_file_size(run_dir / "config.json")
         config = json.loads((run_dir / "config.json").read_text(encoding="utf-8")).get("config", {})
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, BiaslabError):
         return {}
     return config if isinstance(config, dict) else {}
 

@@ -360,6 +360,7 @@ def _started(
     """The run in its locked directory: config.json (a new run), the experiment, and what a
     failure leaves (a run that wrote nothing worth resuming is removed; a bug's traceback)."""
     rundir.sinks = make_sinks(log, rundir.path)
+    refused = False  # a resume refused after taking the lock leaves the lock file as it was
     try:
         if not resumed:
             rundir.write_config(
@@ -378,6 +379,7 @@ def _started(
         finally:
             warming.join()  # the imports are done before a run returns
     except BiaslabError as exc:
+        refused = resumed
         kept = not rundir.discard_if_unused()  # failed before writing anything worth resuming
         if isinstance(exc, (StorageError, ClusterLostError)) and kept and rundir.is_run:
             exc.resume = rundir.path
@@ -394,7 +396,7 @@ def _started(
             rundir.close_sinks()  # (after a success they are closed already: nothing to do)
         except Exception:  # best effort: never hide the failure that ended the attempt
             pass
-        rundir.release()
+        rundir.release(restore=refused)
 
 
 def _checked_overrides(overrides) -> dict[str, Any]:

@@ -41,6 +41,7 @@ from biaslab.fileio import (
     TEMP_NAME,
     as_storage_error,
     atomic_write_text,
+    check_run_file_size,
     json_safe,
     read_json,
     remove_temp_files,
@@ -318,7 +319,7 @@ class RunDir:
             run.repair_metrics()
             (path / TRACEBACK).unlink(missing_ok=True)  # an earlier attempt's bug: a new attempt
         except BaseException:
-            run.release()
+            run.release(restore=True)
             raise
         return run
 
@@ -333,10 +334,11 @@ class RunDir:
             )
             self._lock = lock
 
-    def release(self) -> None:
-        """Give the lock back (idempotent)."""
+    def release(self, restore: bool = False) -> None:
+        """Give the lock back (idempotent); ``restore``: the lock file's note as it was found
+        (a refused attempt)."""
         if self._lock is not None:
-            self._lock.release()
+            self._lock.release(restore)
             self._lock = None
 
     def _make_dirs(self, what: str, probe: bool = False) -> None:
@@ -526,6 +528,7 @@ class RunDir:
         """
         if not self.metrics_path.exists():
             return []
+        check_run_file_size(self.metrics_path)
         try:
             data = self.metrics_path.read_bytes()
         except OSError as exc:

@@ -38,6 +38,7 @@ RDKIT, QM9PACK = importlib.util.find_spec("rdkit"), importlib.util.find_spec("qm
 
 
 ENDLESS = 4 << 20  # what an "endless" body sends in all: far more than any file here
+TRICKLE_S, TRICKLE_BYTES = 0.05, 40  # a byte every 50 ms, well inside any read's timeout
 
 
 class Server:
@@ -48,6 +49,8 @@ class Server:
     ``endless``: paths whose body goes on past the file (``ENDLESS`` bytes in all, so that a
     client that never stops still ends): with no Content-Length (``None``) or the one given;
     ``stall``: paths whose response sends its headers, then nothing until the server closes;
+    ``trickle``: paths whose response sends one byte every ``TRICKLE_S`` (``TRICKLE_BYTES`` at
+    most, then closes: no test waits without end);
     ``ranges``: False to answer every request with the whole file; ``log``: (path, Range header);
     ``requests``: at most this many are answered, then 503 (no test loops without end).
     """
@@ -55,6 +58,7 @@ class Server:
     def __init__(self):
         self.files, self.cut, self.ranges, self.log = {}, set(), True, []
         self.breaks, self.endless, self.stall, self.requests = {}, {}, set(), 1000
+        self.trickle = set()
         self.closing = threading.Event()
         server = self
 
@@ -103,6 +107,13 @@ class Server:
                 if self.path in server.breaks:
                     share = server.breaks[self.path]
                     self.wfile.write(body[start : start + int((len(body) - start) * share)])
+                    return
+                if self.path in server.trickle:
+                    for byte in body[start : start + TRICKLE_BYTES]:
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                        if server.closing.wait(TRICKLE_S):
+                            return
                     return
                 if self.path in server.stall:
                     self.wfile.flush()
@@ -378,6 +389,24 @@ def test_a_read_that_hangs_times_out(cache, server, monkeypatch, tmp_path):
     with pytest.raises(DataFetchError, match=f"the download of {name} .* broke off {stalls} time"):
         fetch("mnist", progress=False)
     assert [p for p, _ in server.log].count(f"/mnist/{name}") == fetch_module.MAX_STALLS
+
+
+def test_a_server_that_trickles_is_given_up(cache, server, monkeypatch, tmp_path):
+    """A byte every 50 ms keeps each read inside its 0.2 s timeout, and each attempt brings
+    bytes: only a minimum rate (here 100 bytes/s over 0.5 s) ends it, after MAX_STALLS tries."""
+    _, files = idx_files(tmp_path, 0)
+    publish(server, monkeypatch, "mnist", files)
+    name = "train-images-idx3-ubyte.gz"
+    server.trickle.add(f"/mnist/{name}")
+    monkeypatch.setattr(fetch_module, "TIMEOUT_S", 0.2)
+    monkeypatch.setattr(fetch_module, "MIN_RATE", 100)
+    monkeypatch.setattr(fetch_module, "SLOW_WINDOW_S", 0.5)
+    stalls = fetch_module.MAX_STALLS
+    with pytest.raises(DataFetchError, match=rf"broke off {stalls} time\(s\), the last {stalls} too slow"):
+        fetch("mnist", progress=False)
+    assert [p for p, _ in server.log].count(f"/mnist/{name}") == stalls
+    part = cache / "downloads" / "mnist" / f"{name}.part"
+    assert 0 < part.stat().st_size < len(files[name])  # what came is kept for the next try
 
 
 # ----------------------------------------------------------------------------- resuming

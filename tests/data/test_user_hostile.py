@@ -140,6 +140,13 @@ def test_a_graph_file_is_checked_against_the_free_memory_before_loading(tmp_path
     refused(DataFormatError, lambda: load_user_data(tmp_path / "g.pt"), "g.pt", "unpacks to", "memory")
 
 
+def test_a_graph_file_in_torchs_legacy_format_is_refused_before_loading(tmp_path):
+    """The legacy format declares its storage sizes inside the pickle: no bound before loading."""
+    pytest.importorskip("torch_geometric")
+    torch.save(graphs(), tmp_path / "g.pt", _use_new_zipfile_serialization=False)
+    refused(DataFormatError, lambda: load_user_data(tmp_path / "g.pt"), "g.pt", "zip format", "torch.save")
+
+
 def test_an_edge_list_of_zero_features_is_one_line(tmp_path):
     pytest.importorskip("torch_geometric")
     np.savez(

@@ -15,8 +15,11 @@ set's name (``https://example.org/data/{name}/``); ``file:///folder/`` works too
 
 Bounds: a download stops one byte past the file's published size (or, where none is published,
 past the cap the source table gives it) and is refused; one file gets at most ``MAX_ATTEMPTS``
-requests in a call; connecting and every read time out after ``TIMEOUT_S``. Each of these ends
-in a :class:`DataFetchError` (one line; exit 2 on the command line).
+requests in a call; connecting and every read time out after ``TIMEOUT_S``; an attempt that
+brings fewer than ``MIN_RATE`` bytes a second over ``SLOW_WINDOW_S`` seconds is broken off
+(curl's ``--speed-limit``/``--speed-time``: a server that trickles a byte now and then would keep
+every read inside its timeout for ever), and ``MAX_STALLS`` such or empty attempts in a row end the
+download. Each of these ends in a :class:`DataFetchError` (one line; exit 2 on the command line).
 """
 
 from __future__ import annotations
@@ -46,7 +49,9 @@ CHOICES = (*SOURCES, "all")
 MIRROR_ENV_VAR = "BIASLAB_MIRROR"
 DOWNLOADS = "downloads"
 TIMEOUT_S = 60.0  # for connecting and for each read of the socket (urlopen's timeout is both)
-MAX_STALLS = 3  # attempts in a row that bring no byte before a download is given up
+MAX_STALLS = 3  # attempts in a row that bring no byte (or are too slow) before a download is given up
+MIN_RATE = 1024  # bytes a second, at the least, over each SLOW_WINDOW_S of an attempt
+SLOW_WINDOW_S = 60.0
 # Requests for one file in one call, those that bring bytes included. A link that breaks off now
 # and then is resumed a few times; a server that breaks off at the same place every time (and
 # ignores Range, so that each try starts over) would otherwise be asked without end. The bytes
@@ -208,8 +213,8 @@ def _transfer(url: str, part: Path, file: RemoteFile, source: Source, progress: 
     Raises:
         DataMissingError: the server cannot be reached or answers with an error.
         DataFetchError: the server sent more than ``file.limit`` bytes (``part`` is removed); or
-            the download broke off ``MAX_STALLS`` times in a row without a byte, or
-            ``MAX_ATTEMPTS`` times in all (``part`` is kept for the next call).
+            the download broke off ``MAX_STALLS`` times in a row without a byte or too slowly,
+            or ``MAX_ATTEMPTS`` times in all (``part`` is kept for the next call).
     """
     have = part.stat().st_size if part.is_file() else 0
     if have > file.limit:  # not a beginning of this file
@@ -217,13 +222,13 @@ def _transfer(url: str, part: Path, file: RemoteFile, source: Source, progress: 
         have = 0
     meter = _Progress(f"{source.title}: {file.name}", file.size, have, progress)
     attempts = stalls = 0
-    started_over = False  # the server answered a Range request with the whole file
+    started_over = slow = False  # the server answered a Range request with the whole file
     try:
         while file.size is None or have < file.size:
             if attempts == MAX_ATTEMPTS:
                 raise DataFetchError(_broke_off(source, file, url, have, attempts, started_over))
             attempts += 1
-            got, complete, restarted = _attempt(url, part, have, file.limit, source, meter)
+            got, complete, restarted, slow = _attempt(url, part, have, file.limit, source, meter)
             started_over = started_over or restarted
             have = part.stat().st_size if part.is_file() else 0
             if have > file.limit:
@@ -231,9 +236,9 @@ def _transfer(url: str, part: Path, file: RemoteFile, source: Source, progress: 
                 raise DataFetchError(_too_long(source, file, url, have))
             if complete:
                 return
-            stalls = 0 if got else stalls + 1
+            stalls = 0 if got and not slow else stalls + 1
             if stalls >= MAX_STALLS:
-                raise DataFetchError(_broke_off(source, file, url, have, attempts, started_over))
+                raise DataFetchError(_broke_off(source, file, url, have, attempts, started_over, slow))
     finally:
         meter.close()
 
@@ -251,15 +256,19 @@ def _too_long(source: Source, file: RemoteFile, url: str, have: int) -> str:
 
 
 def _broke_off(
-    source: Source, file: RemoteFile, url: str, have: int, attempts: int, started_over: bool
-) -> str:
-    """The message for a download given up after breaking off too often."""
+    source: Source, file: RemoteFile, url: str, have: int, attempts: int, started_over: bool,
+    slow: bool = False,
+) -> str:  # fmt: skip
+    """The message for a download given up after breaking off too often (or too slow)."""
     of = f" of {file.size:,}" if file.size is not None else ""
     if started_over:
         advice = "the server ignores HTTP Range, so each try started over; use a mirror (--mirror)"
     else:
         advice = f"{have:,}{of} bytes kept: run the same command again to resume it"
-    return f"{source.title}: the download of {file.name} from {url} broke off {attempts} time(s); {advice}"
+    how = f"broke off {attempts} time(s)"
+    if slow:
+        how += f", the last {MAX_STALLS} too slow (under {MIN_RATE:,} bytes/s for {SLOW_WINDOW_S:g} s)"
+    return f"{source.title}: the download of {file.name} from {url} {how}; {advice}"
 
 
 def _attempt(
@@ -270,7 +279,7 @@ def _attempt(
 
     Returns:
         (bytes received, whether the file is now complete, whether the server sent the file
-        from its start in answer to a Range request).
+        from its start in answer to a Range request, whether it was broken off as too slow).
     """
     headers = {"User-Agent": f"biaslab/{__version__}"}
     if have:
@@ -279,7 +288,7 @@ def _attempt(
         response = urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=TIMEOUT_S)
     except urllib.error.HTTPError as exc:
         if exc.code == 416 and have:  # nothing left past ``have``: the part holds the whole file
-            return 0, True, False
+            return 0, True, False, False
         raise DataMissingError(
             f"{source.title}: {url} answered HTTP {exc.code} {exc.reason}; offline: {source.offline}"
         ) from None
@@ -298,32 +307,45 @@ def _attempt(
         elif have and not response.headers.get("Content-Range", "").startswith(f"bytes {have}-"):
             part.unlink()  # another range than asked for: start afresh with the next attempt
             meter.restart()
-            return 0, False, False
+            return 0, False, False, False
         length = response.headers.get("Content-Length")
         total = have + int(length) if length and length.isdigit() else None
-        got = _copy(response, part, append=have > 0, room=limit - have, meter=meter)
-    return got, total is None or have + got >= total, restarted
+        got, slow = _copy(response, part, append=have > 0, room=limit - have, meter=meter)
+    return got, not slow and (total is None or have + got >= total), restarted, slow
 
 
-def _copy(response, part: Path, append: bool, room: int, meter: _Progress) -> int:
+def _copy(response, part: Path, append: bool, room: int, meter: _Progress) -> tuple[int, bool]:
     """Append (or write) the response's body to ``part`` until it ends, breaks off (a timeout
-    included) or has brought ``room + 1`` bytes, one more than the file can hold; the bytes."""
+    included), has brought ``room + 1`` bytes (one more than the file can hold), or brings fewer
+    than ``MIN_RATE`` bytes a second over a window of ``SLOW_WINDOW_S``.
+
+    Returns:
+        (the bytes received, whether the attempt was broken off as too slow).
+    """
+    read = getattr(response, "read1", response.read)  # what has arrived, not a full CHUNK's wait
     got = 0
+    window_start, window_got = time.monotonic(), 0
     try:
         with open(part, "ab" if append else "wb") as out:
             while got <= room:
                 try:
-                    chunk = response.read(min(CHUNK, room + 1 - got))
+                    chunk = read(min(CHUNK, room + 1 - got))
                 except (OSError, http.client.HTTPException):  # the connection broke off or timed out
                     break
                 if not chunk:
                     break
                 out.write(chunk)
                 got += len(chunk)
+                window_got += len(chunk)
                 meter.update(len(chunk))
+                elapsed = time.monotonic() - window_start
+                if elapsed >= SLOW_WINDOW_S:
+                    if window_got < MIN_RATE * elapsed:
+                        return got, True
+                    window_start, window_got = time.monotonic(), 0
     except OSError as exc:  # writing the part: a full disk, a read-only folder
         raise (as_storage_error(exc, part) or exc) from None
-    return got
+    return got, False
 
 
 class _Progress:

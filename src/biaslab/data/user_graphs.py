@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib.util
 import re
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +27,7 @@ from biaslab.data.user_formats import (
     where,
 )
 from biaslab.errors import ConfigError, DataFormatError, DataMissingError
+from biaslab.fileio import torch_zip_bytes
 
 __all__ = ["read_edge_list", "read_graph_list"]
 
@@ -87,15 +87,17 @@ def read_graph_list(path: Path, kind: str | None) -> Loaded:
 
 
 def _check_unpacked_size(path: Path) -> None:
-    """Refuse a ``.pt`` zip whose members unpack to more than the free memory: ``torch.load``
-    allocates each record at the size the zip directory declares, however small the file."""
-    try:
-        if not zipfile.is_zipfile(path):
-            return  # torch's legacy format, or not a .pt at all: torch.load names the problem
-        with zipfile.ZipFile(path) as archive:
-            total = sum(info.file_size for info in archive.infolist())
-    except Exception:  # a corrupt zip: torch.load names the problem in one line
-        return
+    """Refuse a ``.pt`` file unless it is torch's zip format with members that unpack to less
+    than the free memory: ``torch.load`` allocates each record at the size the zip directory
+    declares, however small the file; the legacy format (before torch 1.6) declares its storage
+    sizes inside the pickle, so what it allocates cannot be known before it is loaded."""
+    total = torch_zip_bytes(path)
+    if total is None:
+        raise DataFormatError(
+            f"{where(path)} is not a .pt file in torch's zip format (what torch.save writes since "
+            "torch 1.6; the legacy format is refused, since what it allocates cannot be checked "
+            "before loading): load it and save it again with torch.save"
+        )
     check_memory_for(f"{where(path)} unpacks to {size_text(total)}, so loading it", total)
 
 

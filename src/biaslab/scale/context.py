@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from biaslab.config import to_dict
-from biaslab.fileio import json_safe
+from biaslab.fileio import check_run_file_size, json_safe
 from biaslab.train.recipes import TrainSetup
 from biaslab.train.seed import derive_seed
 
@@ -111,6 +111,7 @@ class RecordFile:
         self.path = path
         self.records: list[dict] = []
         if path is not None and path.exists():
+            check_run_file_size(path)
             lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
             self.records = [json.loads(line) for line in lines if line.endswith("\n")]  # a cut line dropped
 

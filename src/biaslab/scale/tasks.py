@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from biaslab.errors import BiaslabError
-from biaslab.fileio import atomic_write_text
+from biaslab.fileio import atomic_write_text, check_run_file_size
 from biaslab.hardware import make_deterministic, use_threads
 from biaslab.runs import CHECKPOINTS, TASKS
 from biaslab.scale.context import RecordFile, TaskContext
@@ -222,8 +222,9 @@ class Study:
         if not path.exists():
             return None
         try:
+            check_run_file_size(path)
             saved = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        except (OSError, ValueError, BiaslabError):
             return None  # unreadable: the task runs again
         return saved if isinstance(saved, dict) and saved.get("key") == plain(spec.key) else None
 

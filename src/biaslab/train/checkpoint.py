@@ -19,8 +19,9 @@ from typing import Any, NoReturn
 import torch
 from torch import nn
 
+from biaslab.config import available_memory
 from biaslab.errors import CheckpointError
-from biaslab.fileio import atomic_write
+from biaslab.fileio import atomic_write, torch_zip_bytes
 from biaslab.train.distributed import barrier
 from biaslab.train.seed import rng_state, set_rng_state
 
@@ -47,7 +48,22 @@ def save(path: Path, state: dict[str, Any]) -> None:
 
 
 def load(path: Path, expected_fingerprint: str, tag: str) -> dict[str, Any]:
-    """The state saved at ``path``; a corrupt file or another training's is a CheckpointError."""
+    """The state saved at ``path``; a corrupt file or another training's is a CheckpointError.
+
+    Before ``torch.load``, the file must be torch's zip format (what :func:`save` writes) and
+    declare no more than the free memory (a forged directory would otherwise have ``torch.load``
+    allocate what it declares; the legacy format's allocations cannot be checked beforehand)."""
+    unpacked = torch_zip_bytes(path)
+    if unpacked is None:
+        raise CheckpointError(
+            f"checkpoint {path} is corrupt or not a biaslab checkpoint (not torch's zip format); "
+            f"delete it to restart '{tag}' from scratch"
+        )
+    if unpacked > 0.9 * available_memory():
+        raise CheckpointError(
+            f"checkpoint {path} declares {unpacked / 2**20:,.0f} MiB, more than the free memory: "
+            f"not a checkpoint this training wrote; delete it to restart '{tag}' from scratch"
+        )
     try:
         # torch warns about some refused pickles (e.g. "Detected pickle protocol 4") before it
         # raises: the user should see our one line only.
