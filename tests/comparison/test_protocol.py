@@ -462,8 +462,8 @@ def test_new_inputs_are_standardized_as_the_data_were():
     """An OOD set goes through the training rows' statistics, exactly as the data's own rows."""
     data = table(n=120)
     prepared = prepare(data, seed=0)
-    x, mask = prepared.standardize(data.x[prepared.rows["test"]])
-    assert mask is None and torch.equal(x, prepared.splits.x_test)
+    inputs = prepared.standardize(data.x[prepared.rows["test"]])
+    assert inputs.mask is None and inputs.raw is None and torch.equal(inputs.x, prepared.splits.x_test)
 
 
 def test_a_result_and_its_curve_cross_a_process_boundary_as_plain_data():

@@ -37,7 +37,7 @@ def write_csv(path, header, rows, sep=","):
 def table(tmp_path, labels=None, name="data.csv", **columns):
     """A CSV of N rows: columns a, b (numbers) and label (default: cat/dog/eel), overridable."""
     labels = [("cat", "dog", "eel")[i % 3] for i in range(N)] if labels is None else labels
-    cols = {"a": RNG.normal(size=N).round(3), "b": np.arange(N), **columns, "label": labels}
+    cols = {"a": RNG.normal(size=N).round(3), "b": 2 * np.arange(N), **columns, "label": labels}
     return write_csv(tmp_path / name, list(cols), zip(*cols.values(), strict=True))
 
 
@@ -108,7 +108,7 @@ def test_parquet_columns_keep_their_types(tmp_path, monkeypatch):
 
     columns = {
         "n": np.arange(N, dtype=np.int64),
-        "c": np.array(["x"] * N, dtype=object),
+        "c": np.array([1.5] * 5 + ["x"] + [2.0] * (N - 6), dtype=object),
         "label": np.array([("a", "b")[i % 2] for i in range(N)], dtype=object),
     }
 
@@ -123,10 +123,11 @@ def test_parquet_columns_keep_their_types(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "pyarrow.parquet", parquet)
     path = tmp_path / "t.parquet"
     path.write_bytes(b"PAR1")
-    refused(DataFormatError, lambda: load_user_data(path, target="label"), "column 'c'", "row 1 holds 'x'")
+    refused(DataFormatError, lambda: load_user_data(path, target="label"), "column 'c'", "row 6 holds 'x'")
     del columns["c"]
-    columns["label"][3] = None
-    refused(DataFormatError, lambda: load_user_data(path, target="label"), "1 missing values", "row 4")
+    columns["label"][3] = None  # a null target: the row is dropped, naming it
+    data = load_user_data(path, target="label")
+    assert len(data) == N - 1 and any("target is missing (first on row 4)" in n for n in data.notes)
     columns["label"][3] = "a"
     data = load_user_data(path, target="label")
     assert data.x[:, 0].tolist() == list(range(N)) and data.classes == ("a", "b")
@@ -156,12 +157,67 @@ def test_target_column_missing_or_not_given(tmp_path):
     ("column", "words"),
     [
         (["1.5"] * 5 + ["red"] + ["2"] * (N - 6), ["column 'c'", "not numeric", "line 7", "'red'"]),
-        (["1"] * 3 + [""] + ["nan"] + ["2"] * (N - 5), ["column 'c'", "2 missing or non-finite", "line 5"]),
-        (["inf"] + ["2"] * (N - 1), ["column 'c'", "1 missing or non-finite", "line 2"]),
-        (["1e39"] + ["2"] * (N - 1), ["column 'c'", "non-finite"]),  # beyond float32
+        (["inf"] + ["2"] * (N - 1), ["column 'c'", "infinite value", "line 2"]),
+        (["1e39"] + ["2"] * (N - 1), ["column 'c'", "beyond float32's range", "line 2"]),
     ],
 )
 def test_bad_feature_columns_are_one_line(tmp_path, column, words):
+    path = table(tmp_path, c=column)
+    refused(DataFormatError, lambda: load_user_data(path, target="label"), "data.csv", *words)
+
+
+def test_a_real_table_keeps_missing_cells_and_reads_text_as_categories(tmp_path):
+    """Empty cells and NaN stay missing; a text column becomes category codes in sorted order;
+    an ID, a constant and pandas' unnamed index column are dropped; a row with no target too."""
+    sizes = [("small", "medium", "large", "")[i % 4] for i in range(N)]
+    gaps = ["" if i % 5 == 0 else f"{i / 10:g}" for i in range(N)]
+    labels = [("cat", "dog")[i % 2] if i != 7 else "" for i in range(N)]
+    path = write_csv(
+        tmp_path / "real.csv",
+        ["", "id", "size", "gap", "same", "label"],
+        [[i, f"row-{i}", sizes[i], gaps[i], 3, labels[i]] for i in range(N)],
+    )
+    data = load_user_data(path, target="label")
+    assert data.feature_names == ("size", "gap") and len(data) == N - 1
+    assert [c.kind for c in data.columns] == ["categories", "numbers"]
+    assert data.columns[0].categories == ("large", "medium", "small")
+    assert data.categorical.tolist() == [True, False] and data.is_raw_table
+    kept = [i for i in range(N) if i != 7]
+    expected_codes = [{"large": 0, "medium": 1, "small": 2}.get(sizes[i], np.nan) for i in kept]
+    np.testing.assert_array_equal(data.x[:, 0], np.array(expected_codes, dtype=np.float32))
+    assert np.isnan(data.x[:, 1]).sum() == sum(gaps[i] == "" for i in kept)
+    notes = " | ".join(data.notes)
+    for words in (
+        "1 of them categories (text): 'size'",
+        "missing cells in columns 'size', 'gap'",
+        "column 'id' dropped: an ID",
+        "column 'same' dropped: constant",
+        "column '' dropped: the row numbers",
+        "dropped 1 rows whose target is missing (first on line 9)",
+    ):
+        assert words in notes, (words, notes)
+
+
+def test_a_schema_reads_new_rows_with_the_training_codes():
+    from biaslab.data.table_columns import ColumnSchema
+
+    schema = ColumnSchema("size", "categories", ("large", "small"))
+    codes, unseen = schema.codes(np.array(["small", " large ", "", "huge", None], dtype=object))
+    np.testing.assert_array_equal(codes, [1, 0, np.nan, np.nan, np.nan])
+    assert unseen == 1  # 'huge': read as missing, as scikit-learn's trees read an unknown category
+
+
+@pytest.mark.parametrize(
+    ("column", "words"),
+    [
+        ([f"2024-01-{1 + i % 28:02d}" for i in range(N)], ["column 'c'", "holds dates", "'2024-01-01'"]),
+        ([f"note number {i} of many" for i in range(N)], ["column 'c'", "free text", "24 distinct"]),
+    ],
+)
+def test_dates_and_free_text_are_one_line(tmp_path, column, words, monkeypatch):
+    from biaslab.data import table_columns
+
+    monkeypatch.setattr(table_columns, "MAX_CATEGORIES", 10)  # 24 rows: more than 10 texts is free text
     path = table(tmp_path, c=column)
     refused(DataFormatError, lambda: load_user_data(path, target="label"), "data.csv", *words)
 
@@ -189,9 +245,9 @@ def test_bad_targets_and_files(tmp_path):
         "numeric target",
         "'cat'",
     )
-    missing = table(tmp_path, ["1"] * 3 + ["NA"] + ["2"] * (N - 4), name="gap.csv")
+    no_target = table(tmp_path, [""] * N, name="none.csv")
     refused(
-        DataFormatError, lambda: load_user_data(missing, target="label"), "target column 'label'", "line 5"
+        DataFormatError, lambda: load_user_data(no_target, target="label"), "'label'", "empty on every row"
     )
     ragged = tmp_path / "ragged.csv"
     ragged.write_text("a,label\n1,0\n2,1,3\n", encoding="utf-8")

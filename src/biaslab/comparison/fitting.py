@@ -18,7 +18,11 @@ step function, :func:`protocol_step`:
 protocol, so that both the protocol and its learning curves can fit on it.
 
 A scikit-learn candidate fits on the flattened training rows; its class probabilities are read
-as log-probabilities, so that both engines hand the protocol logits (softmax(log p) = p).
+as log-probabilities, so that both engines hand the protocol logits (softmax(log p) = p). On a
+raw table (missing cells, categories) an estimator that reads one natively (scikit-learn's
+``HistGradientBoosting``: a ``categorical_features`` parameter) fits on the raw rows,
+:attr:`Prepared.native`; every other candidate reads the encoded ones
+(:mod:`biaslab.comparison.table_encoding`).
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ __all__ = [
     "MONITORS",
     "REGRESSION_LOSSES",
     "Fitted",
+    "Inputs",
     "Prepared",
     "SplitRows",
     "errors",
@@ -103,6 +108,11 @@ class Prepared(SplitRows):
             (F,) per column or feature otherwise (masked entries left out); a constant
             feature's std is 1.
         y_mean, y_std: the training targets' mean and standard deviation (regress), else None.
+        encoding: a raw table's :class:`~biaslab.comparison.table_encoding.TableEncoding`,
+            fitted on the training rows (``input_shape`` is then its width); else None.
+        native: a raw table's rows as read, split -> (n_s, F) float64 (NaN where missing,
+            category codes), for estimators that read them natively; else None.
+        categorical: (F,) bool, which raw columns are categories; else None.
     """
 
     splits: Splits
@@ -118,23 +128,30 @@ class Prepared(SplitRows):
     y_std: float | None = None
     masks: dict[str, torch.Tensor] | None = None
     seed: int = 0
+    encoding: Any = None
+    native: dict[str, np.ndarray] | None = None
+    categorical: np.ndarray | None = None
 
     def tensors(self, split: str) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
         """``(x, mask or None, y)`` of ``split`` ("train", "val" or "test")."""
         mask = None if self.masks is None else self.masks[split]
         return getattr(self.splits, f"x_{split}"), mask, getattr(self.splits, f"y_{split}")
 
-    def standardize(
-        self, x: np.ndarray, mask: np.ndarray | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """New inputs of the data's kind and example shape (an OOD set) scaled by the training
-        rows' statistics, exactly as :func:`~biaslab.comparison.protocol.prepare` scaled the data.
+    def standardize(self, x: np.ndarray, mask: np.ndarray | None = None) -> Inputs:
+        """New inputs of the data's kind and example shape (an OOD set) encoded (a raw table)
+        and scaled by the training rows' statistics, exactly as
+        :func:`~biaslab.comparison.protocol.prepare` prepared the data.
 
         Shapes:
-            x (M, *input_shape), mask (M, S) or None -> (M, *input_shape) float32, (M, S) bool.
+            x (M, *example shape as read), mask (M, S) or None -> :class:`Inputs`.
         """
+        raw = None
+        if self.encoding is not None:
+            raw = np.asarray(x, dtype=np.float64)
+            x = self.encoding.transform(raw)
         scaled = standardized(x, mask, self.x_mean, self.x_std, self.kind)
-        return torch.from_numpy(scaled), None if mask is None else torch.from_numpy(mask.astype(bool))
+        mask_t = None if mask is None else torch.from_numpy(mask.astype(bool))
+        return Inputs(torch.from_numpy(scaled), mask_t, raw)
 
     def train_subset(self, rows, repeat_to: int | None = None) -> Prepared:
         """The same preparation with the training set cut to ``rows`` (positions in it), repeated
@@ -148,13 +165,30 @@ class Prepared(SplitRows):
         if repeat_to is not None:
             rows = rows[np.arange(max(repeat_to, len(rows))) % len(rows)]
         masks = None if self.masks is None else {**self.masks, "train": self.masks["train"][rows]}
+        native = None if self.native is None else {**self.native, "train": self.native["train"][rows]}
         return replace(
             self,
             splits=self.splits.train_subset(rows),
             rows={**self.rows, "train": self.rows["train"][rows]},
             targets={**self.targets, "train": self.targets["train"][rows]},
             masks=masks,
+            native=native,
         )
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """New rows as the candidates read them (:meth:`Prepared.standardize`).
+
+    Shapes (M rows):
+        x: (M, *input_shape) float32, encoded and standardized; mask: (M, S) bool or None;
+        raw: a raw table's rows as read, (M, F) float64, for estimators that read them
+        natively; else None.
+    """
+
+    x: torch.Tensor
+    mask: torch.Tensor | None = None
+    raw: np.ndarray | None = None
 
 
 @dataclass
@@ -171,6 +205,7 @@ class Fitted:
         seconds: wall-clock seconds of the fit (validation included).
         parameters: the torch model's parameter count; None for scikit-learn.
         history: the trainer's records, one per epoch ([] for scikit-learn).
+        native: the estimator was fitted on a raw table's rows (missing cells, category codes).
     """
 
     model: Any
@@ -182,6 +217,7 @@ class Fitted:
     seconds: float
     parameters: int | None
     history: list[dict]
+    native: bool = False
 
     def outputs(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> np.ndarray:
         """The model's outputs on rows ``x``: logits (classify; log-probabilities for
@@ -193,18 +229,27 @@ class Fitted:
         if self.engine == "torch":
             out = torch_outputs(self.model, x, mask if self.takes_mask else None)
             return regression_column(out).double().numpy() if self.task == "regress" else out.double().numpy()
-        flat = x.reshape(len(x), -1).numpy()
+        return self._estimator_outputs(x.reshape(len(x), -1).numpy())
+
+    def _estimator_outputs(self, flat: np.ndarray) -> np.ndarray:
+        """A scikit-learn model's predictions (regress) or log-probabilities (classify) on ``flat``."""
         with on_current_threads():
             if self.task == "regress":
                 return np.asarray(self.model.predict(flat), dtype=np.float64)
-            probs = np.zeros((len(x), self.n_outputs))  # columns follow the estimator's classes_
+            probs = np.zeros((len(flat), self.n_outputs))  # columns follow the estimator's classes_
             probs[:, np.asarray(self.model.classes_, dtype=np.int64)] = self.model.predict_proba(flat)
         return np.log(np.clip(probs, PROBABILITY_FLOOR, 1.0))
 
     def outputs_on(self, prepared: Prepared, split: str) -> np.ndarray:
         """:meth:`outputs` on the rows of ``prepared``'s ``split`` ("val" or "test")."""
+        if self.native:
+            return self._estimator_outputs(prepared.native[split])
         x, mask, _ = prepared.tensors(split)
         return self.outputs(x, mask)
+
+    def outputs_of(self, inputs: Inputs) -> np.ndarray:
+        """:meth:`outputs` on new rows (:meth:`Prepared.standardize`), raw where it reads them."""
+        return self._estimator_outputs(inputs.raw) if self.native else self.outputs(inputs.x, inputs.mask)
 
 
 def regression_column(out: torch.Tensor) -> torch.Tensor:
@@ -330,17 +375,28 @@ def fit_sklearn(candidate: Candidate, prepared: Prepared, seed: int) -> Fitted:
     """Build ``candidate``'s estimator and fit it on the training rows flattened to (N, -1)
     (regression targets standardized, as the torch candidates see them).
 
-    An estimator with an unset ``random_state`` gets ``seed``, so that a seed fixes its fit.
+    An estimator with an unset ``random_state`` gets ``seed``, so that a seed fixes its fit. On a
+    raw table, one with a ``categorical_features`` parameter fits on the raw rows (missing cells
+    as they are, the category columns named to it); any other on the encoded rows.
     """
     estimator = candidate.build(prepared.input_shape, prepared.n_outputs, prepared.task)
-    if estimator.get_params().get("random_state", 0) is None:
+    params = estimator.get_params()
+    if params.get("random_state", 0) is None:
         estimator.set_params(random_state=seed)
     x, _, y = prepared.tensors("train")
+    flat = x.reshape(len(x), -1).numpy()
+    native = prepared.native is not None and "categorical_features" in params
+    if native:
+        flat = prepared.native["train"]
+        if prepared.categorical.any():
+            estimator.set_params(categorical_features=prepared.categorical)
     start = time.perf_counter()
     with on_current_threads():  # its OpenMP loaded with it: on the fit's threads, not every core
-        estimator.fit(x.reshape(len(x), -1).numpy(), y.numpy())
+        estimator.fit(flat, y.numpy())
     seconds = time.perf_counter() - start
-    return Fitted(estimator, "sklearn", prepared.task, prepared.n_outputs, False, None, seconds, None, [])
+    return Fitted(
+        estimator, "sklearn", prepared.task, prepared.n_outputs, False, None, seconds, None, [], native
+    )
 
 
 def errors(predicted: np.ndarray, targets: np.ndarray, prefix: str = "") -> dict[str, float]:

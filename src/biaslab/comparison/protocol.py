@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from biaslab.comparison.curves import Curve, learning_curve, nested_order
-from biaslab.comparison.fitting import Fitted, Prepared, errors
+from biaslab.comparison.fitting import Fitted, Inputs, Prepared, errors
 from biaslab.comparison.preparation import (
     SPLITS,
     feature_axis,
@@ -42,6 +42,7 @@ from biaslab.comparison.preparation import (
     standardized,
     trained_targets,
 )
+from biaslab.comparison.table_encoding import TableEncoding
 from biaslab.comparison.training import fit
 from biaslab.data.splits import Splits
 from biaslab.errors import ConfigError
@@ -89,7 +90,10 @@ def prepare(
             split). Graphs and molecules are prepared by
             :func:`~biaslab.comparison.graph_data.prepare_graphs`.
     Returns:
-        A :class:`Prepared`: features standardized per column (tables), per channel (images) or
+        A :class:`Prepared`: a raw table (missing cells, categories) encoded
+        (:class:`~biaslab.comparison.table_encoding.TableEncoding`, fitted on the training rows,
+        its raw rows kept for the trees that read them); features standardized per column
+        (tables), per channel (images) or
         per feature (sequences, sets: padding ignored, and zero again after); regression targets
         standardized too.
     """
@@ -104,10 +108,15 @@ def prepare(
     if not (0 < val < 1 and 0 < test < 1 and val + test < 1):
         raise ConfigError(f"val={val}, test={test}: each a fraction in (0, 1), together below 1")
     rows = split_rows(data, val, test, np.random.default_rng(derive_seed(seed, "compare-split")))
-    mask = data.mask
-    axis = feature_axis(data.kind, data.x.ndim)
-    x_mean, x_std = feature_stats(data.x, None if mask is None else mask.astype(bool), axis, rows["train"])
-    x = standardized(data.x, mask, x_mean, x_std, data.kind)
+    mask, inputs, encoding, native = data.mask, data.x, None, None
+    if data.is_raw_table:  # missing cells, categories: encoded on the training rows' statistics
+        categories = tuple(c.categories for c in data.columns if c.kind == "categories")
+        encoding = TableEncoding(data.categorical).fit(data.x[rows["train"]], data.feature_names, categories)
+        inputs = encoding.transform(data.x)  # (N, F) raw -> (N, F') finite
+        native = {name: data.x[r].astype(np.float64) for name, r in rows.items()}
+    axis = feature_axis(data.kind, inputs.ndim)
+    x_mean, x_std = feature_stats(inputs, None if mask is None else mask.astype(bool), axis, rows["train"])
+    x = standardized(inputs, mask, x_mean, x_std, data.kind)
     y, y_mean, y_std = trained_targets(data.y, data.task, rows["train"])
     targets = given_targets(data.y, data.task, rows)
     parts = {name: (torch.from_numpy(x[r]), torch.from_numpy(y[r])) for name, r in rows.items()}
@@ -118,7 +127,7 @@ def prepare(
         splits=Splits(*parts["train"], *parts["val"], *parts["test"], rows["train"], rows["val"]),
         kind=data.kind,
         task=data.task,
-        input_shape=tuple(data.x.shape[1:]),
+        input_shape=tuple(inputs.shape[1:]),
         n_outputs=data.n_outputs,
         rows=rows,
         targets=targets,
@@ -128,6 +137,9 @@ def prepare(
         y_std=y_std,
         masks=masks,
         seed=seed,
+        encoding=encoding,
+        native=native,
+        categorical=None if encoding is None else data.categorical,
     )
 
 
@@ -238,17 +250,11 @@ def fit_candidate(
     )
 
 
-def ood_auroc(
-    result: CandidateResult, prepared: Prepared, x: torch.Tensor, mask: torch.Tensor | None
-) -> float:
-    """How well a classifier's confidence flags out-of-distribution inputs ``x`` (standardized as
-    the data) among the test rows: the AUROC of the max-softmax-probability detector (Hendrycks &
-    Gimpel 2017), the one every classifier has.
-
-    Shapes:
-        x (M, *input_shape), mask (M, S) or None.
-    """
+def ood_auroc(result: CandidateResult, prepared: Prepared, inputs: Inputs) -> float:
+    """How well a classifier's confidence flags out-of-distribution ``inputs`` (prepared as the
+    data, :meth:`Prepared.standardize`) among the test rows: the AUROC of the
+    max-softmax-probability detector (Hendrycks & Gimpel 2017), the one every classifier has."""
     detector = MSP()
     inside = detector.score(result.fitted.outputs_on(prepared, "test"))
-    outside = detector.score(result.fitted.outputs(x, mask))
+    outside = detector.score(result.fitted.outputs_of(inputs))
     return auroc(inside, outside)

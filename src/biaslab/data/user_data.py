@@ -66,7 +66,8 @@ NOUNS = {
 
 @dataclass(frozen=True, eq=False)
 class UserData:
-    """A user's data set, one kind, checked: every input finite, at least two classes.
+    """A user's data set, one kind, checked: every input finite (a table's may be missing), at
+    least two classes.
 
     Shapes (N examples):
         x: table (N, F) float32; image (N, C, H, W) float32 in [0, 1] (C = 1 grayscale, 3 RGB,
@@ -85,6 +86,10 @@ class UserData:
             layout) for the 3-D models; else None.
         graphs: graph: N torch-geometric ``Data`` (x (n_i, F) float32, edge_index (2, E_i)
             int64, y (1,) the encoded label, as ``y``); else None.
+        columns: table: each feature column's
+            :class:`~biaslab.data.table_columns.ColumnSchema` (numbers, or categories whose codes
+            x holds), aligned with ``feature_names``; a table's x may hold NaN (a missing cell);
+            () for other kinds.
         source: the path read.
         notes: what was inferred or done, one sentence each (kind, task, dropped rows, resizing).
     """
@@ -101,6 +106,7 @@ class UserData:
     graphs: list | None = None
     source: str = ""
     notes: tuple[str, ...] = ()
+    columns: tuple = ()
 
     def __len__(self) -> int:
         return len(self.y)
@@ -109,6 +115,18 @@ class UserData:
     def n_classes(self) -> int:
         """K for ``classify``, 0 for ``regress``."""
         return len(self.classes)
+
+    @property
+    def categorical(self) -> np.ndarray:
+        """(F,) bool: which of a table's columns are categories (codes in x); all False otherwise."""
+        width = 0 if self.x is None or self.x.ndim != 2 else self.x.shape[1]
+        flags = [c.kind == "categories" for c in self.columns]
+        return np.array(flags if len(flags) == width else [False] * width, dtype=bool)
+
+    @property
+    def is_raw_table(self) -> bool:
+        """A table with categories or missing cells: the candidates need it encoded."""
+        return self.kind == "table" and (bool(self.categorical.any()) or bool(np.isnan(self.x).any()))
 
     @property
     def n_outputs(self) -> int:
@@ -153,7 +171,7 @@ def load_user_data(
         ConfigError: a bad argument (an unknown kind or task, no such path, no or an unknown
             target column, a kind that contradicts the data, a bad ``image_size``).
         DataFormatError: bad data, one line naming the file and the column or array: an unknown
-            extension, non-numeric features, NaN or inf, a single class, too few examples, mixed
+            extension, a table column of dates or free text, inf, a single class, too few examples, mixed
             image sizes, no parsable SMILES, ...
         DataMissingError: the optional library a format needs (pyarrow, Pillow, RDKit,
             torch-geometric), naming its pip command.
@@ -211,6 +229,7 @@ def _checked(loaded: Loaded, path: Path, target: str | None, task: str | None, m
         graphs=graphs,
         source=os.fspath(path),
         notes=tuple(notes),
+        columns=loaded.columns,
     )
 
 

@@ -73,6 +73,7 @@ class Loaded:
     positions: tuple[np.ndarray, ...] | None = None
     graphs: list | None = None
     notes: list[str] = field(default_factory=list)
+    columns: tuple = ()  # a table's feature columns (ColumnSchema each), aligned with feature_names
 
 
 def show(value, limit: int = 40) -> str:

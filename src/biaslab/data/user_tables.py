@@ -1,8 +1,9 @@
 """Reading a user's tables: CSV (or TSV) and Parquet files, and CSVs of SMILES strings (molecules).
 
 A table is checked against the free memory before it is read (a CSV from its size, each cell a
-Python string; a Parquet file from its footer), then read as columns: the target, numeric
-features (a bad value named with its row), missing cells refused; a ``smiles`` column makes it
+Python string; a Parquet file from its footer), then read as columns: the target (a row without
+one dropped) and features, each numbers with missing cells, categories (text), or dropped (an ID,
+a constant: :mod:`biaslab.data.table_columns`); a ``smiles`` column makes it
 molecules, parsed by RDKit (rows that do not parse are dropped and counted). Every refusal is one
 line naming the file, the column and the problem (:mod:`biaslab.data.user_formats`).
 """
@@ -18,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from biaslab.data.molecules import GEOMETRY_COLUMNS, coordinates_in_smiles_order
+from biaslab.data.table_columns import read_column
 from biaslab.data.user_formats import (
     GRAPH_EXTRA,
     KIND_FILES,
@@ -53,14 +55,16 @@ def read_table(path: Path, target: str | None, kind: str | None) -> Loaded:
             ``"table"`` or ``"molecule"``.
 
     Returns:
-        A table: x (N, F) float32 of every column but the target; a molecule set: the SMILES
+        A table: x (N, F) float32 of the feature columns (NaN where missing; a category column
+        as its codes, ``columns`` holding each column's schema); a molecule set: the SMILES
         RDKit can parse and their targets (the others dropped and counted in the notes).
 
     Raises:
         ConfigError: no target given, or not a column (the message lists the columns and the
             closest name); a kind a table cannot be.
-        DataFormatError: an unreadable file, a ragged row, a duplicated column name, a
-            non-numeric feature (naming a bad value), missing or non-finite values.
+        DataFormatError: an unreadable file, a ragged row, a duplicated column name, a column
+            of dates, free text or numbers with stray text (naming a bad value), an infinite
+            value, no target on any row, no usable feature.
         DataMissingError: Parquet without pyarrow, SMILES without RDKit.
     """
     table = _read_parquet(path) if path.suffix.lower() in (".parquet", ".pq") else _read_csv(path)
@@ -205,52 +209,76 @@ def _as_numbers(values: np.ndarray) -> tuple[np.ndarray, int | None]:
     return out, None
 
 
-def _bad_rows(values: np.ndarray, what: str, table: _Table, path: Path) -> None:
-    """Refuse a column with missing or non-finite values: one line, how many and the first."""
-    bad = np.flatnonzero(~np.isfinite(values))
-    if len(bad):
-        raise DataFormatError(
-            f"{where(path)}: {what} has {len(bad)} missing or non-finite values (empty, NaN or inf), "
-            f"first on {table.row_label(int(bad[0]))}; fill or drop those rows"
-        )
-
-
-def _target_values(table: _Table, target: str, path: Path) -> np.ndarray:
-    """The target as numbers when every cell is one, else as stripped text; no cell missing."""
+def _target_values(table: _Table, target: str, path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """The target as numbers when every cell is one, else as stripped text; and which rows
+    hold one (a row whose target is missing is dropped: there is nothing to learn from it)."""
     raw = table.columns[target]
     numbers, bad = _as_numbers(raw)
     if bad is None:
-        _bad_rows(numbers, f"target column {show(target)}", table, path)
-        return numbers
+        infinite = np.flatnonzero(np.isinf(numbers))
+        if len(infinite):
+            raise DataFormatError(
+                f"{where(path)}: target column {show(target)} holds an infinite value on "
+                f"{table.row_label(int(infinite[0]))}; fix or drop that row"
+            )
+        return numbers, ~np.isnan(numbers)
     text = np.array([None if c is None else str(c).strip() for c in raw], dtype=object)
-    missing = np.flatnonzero([c is None or c.lower() in MISSING_CELLS for c in text])
-    if len(missing):
-        raise DataFormatError(
-            f"{where(path)}: target column {show(target)} has {len(missing)} missing values, "
-            f"first on {table.row_label(int(missing[0]))}; fill or drop those rows"
-        )
-    return text
+    present = np.array([c is not None and c.lower() not in MISSING_CELLS for c in text], dtype=bool)
+    return text, present
 
 
 def _table(table: _Table, target: str, path: Path) -> Loaded:
+    """Every column but the target as features (:func:`~biaslab.data.table_columns.read_column`:
+    numbers with missing cells, categories, IDs and constants dropped), the rows without a
+    target dropped."""
     features = [n for n in table.names if n != target]
     if not features:
         raise DataFormatError(
             f"{where(path)} has no column besides the target {show(target)}; a table needs features"
         )
-    x = np.empty((len(table.columns[target]), len(features)), dtype=np.float32)
-    for j, name in enumerate(features):
-        numbers, bad = _as_numbers(table.columns[name])
-        if bad is not None:
-            raise DataFormatError(
-                f"{where(path)}: column {show(name)} is not numeric ({table.row_label(bad)} holds "
-                f"{show(table.columns[name][bad])}); features must be numbers: encode or drop it"
-            )
+    y, present = _target_values(table, target, path)
+    if not present.any():
+        raise DataFormatError(f"{where(path)}: target column {show(target)} is empty on every row")
+    kept, dropped = [], []
+    for name in features:
+        numbers, first_text = _as_numbers(table.columns[name])
+        try:
+            column = read_column(name, table.columns[name], numbers, first_text, table.row_label)
+        except ValueError as exc:
+            raise DataFormatError(f"{where(path)}: column {show(name)} {exc}") from None
+        (kept if column.values is not None else dropped).append(column)
+    if not kept:
+        raise DataFormatError(
+            f"{where(path)}: no column can be a feature ({listed([c.schema.name for c in dropped])}: "
+            "IDs or constants); a table needs features"
+        )
+    x = np.empty((len(y), len(kept)), dtype=np.float32)
+    for j, column in enumerate(kept):
         with np.errstate(over="ignore"):  # beyond float32 becomes inf, refused below
-            x[:, j] = numbers
-        _bad_rows(x[:, j], f"column {show(name)}", table, path)  # after float32: overflow is inf
-    notes = [f"kind table: {len(features)} numeric columns besides the target, none named 'smiles'"]
-    return Loaded("table", x, _target_values(table, target, path), tuple(features), notes=notes)
+            x[:, j] = column.values
+        beyond = np.flatnonzero(np.isinf(x[:, j]))  # past float32's range (finite in float64)
+        if len(beyond):
+            raise DataFormatError(
+                f"{where(path)}: column {show(column.schema.name)} holds a value beyond float32's range "
+                f"(about ±3.4e38) on {table.row_label(int(beyond[0]))}; rescale the column"
+            )
+    categorical = [c.schema.name for c in kept if c.schema.kind == "categories"]
+    notes = [
+        f"kind table: {len(kept)} feature columns besides the target"
+        + (f", {len(categorical)} of them categories (text): {listed(categorical)}" if categorical else "")
+        + ", none named 'smiles'"
+    ]
+    missing = int(np.isnan(x).sum())
+    if missing:
+        columns = [c.schema.name for j, c in enumerate(kept) if np.isnan(x[:, j]).any()]
+        notes.append(f"{missing:,} missing cells in columns {listed(columns)}: kept as missing values")
+    for column in dropped:
+        notes.append(f"column {show(column.schema.name)} dropped: {column.dropped}")
+    if not present.all():
+        first = table.row_label(int(np.flatnonzero(~present)[0]))
+        notes.append(f"dropped {int((~present).sum()):,} rows whose target is missing (first on {first})")
+    schema = tuple(c.schema for c in kept)
+    return Loaded("table", x[present], y[present], tuple(s.name for s in schema), notes=notes, columns=schema)
 
 
 # --------------------------------------------------------------------------- molecules
@@ -270,7 +298,12 @@ def _molecules(table: _Table, smiles_columns: list[str], target: str, path: Path
     from biaslab.data.molecules import parse_smiles
 
     _require_rdkit(path)
-    y = _target_values(table, target, path)
+    y, present = _target_values(table, target, path)
+    if not present.all():
+        raise DataFormatError(
+            f"{where(path)}: target column {show(target)} has {int((~present).sum())} missing values, "
+            f"first on {table.row_label(int(np.flatnonzero(~present)[0]))}; fill or drop those rows"
+        )
     smiles = [("" if s is None else str(s)).strip() for s in table.columns[column]]
     good = np.array([bool(s) and _parses(parse_smiles, s) for s in smiles], dtype=bool)
     bad = np.flatnonzero(~good)

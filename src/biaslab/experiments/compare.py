@@ -229,7 +229,7 @@ def fit_compare(task, name: str) -> dict:
     return {
         "scores": result.scores(),
         "curve": curve.as_dict(),
-        "ood_auroc": None if ood is None else ood_auroc(result, prepared, *ood),
+        "ood_auroc": None if ood is None else ood_auroc(result, prepared, ood),
         "invariance": invariances(
             result.fitted, prepared, probes, task.seed_for(_reference(chosen)[1]), INVARIANCE_ROWS
         ),
@@ -305,6 +305,14 @@ def _metrics(ctx, tag, task, result, curve) -> None:
     ctx.timing(**{f"{tag}_train": result.train_seconds})
 
 
+RAW_TABLE_WORDS = (
+    "gradient-boosted trees read missing cells and categories as they are (scikit-learn's native "
+    "support); the other candidates read each missing cell as the training rows' median plus a "
+    "'was missing' column, and each category as a 0/1 column (one-hot; a category the training rows "
+    "never held is all zeros), fitted on the training rows only"
+)
+
+
 def _data_table(ctx, data, chosen, split) -> None:
     task = f"classify into {data.n_classes} classes" if data.task == "classify" else "regress"
     rows = [
@@ -316,6 +324,8 @@ def _data_table(ctx, data, chosen, split) -> None:
         ["split", SPLIT_WORDS[split] if data.task == "classify" or split != "random" else "random"],
         *(["note", note] for note in data.notes),
     ]
+    if data.is_raw_table:
+        rows.append(["encoding", RAW_TABLE_WORDS])
     ctx.table("Your data", ["", "value"], rows)
 
 
