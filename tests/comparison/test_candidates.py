@@ -46,8 +46,8 @@ def test_the_decision_guide_names_each_kinds_candidates():
         for kind in ("table", "image", "sequence", "set")
     }
     assert names == {
-        "table": ["gradient-boosted trees", "MLP"],
-        "image": ["MLP", "CNN", "CNN + augmentation"],
+        "table": ["gradient-boosted trees", "linear model", "k-nearest neighbours", "MLP"],
+        "image": ["linear model", "k-nearest neighbours", "MLP", "CNN", "CNN + augmentation"],
         "sequence": ["MLP", "1-D CNN", "GRU", "Transformer"],
         "set": ["Deep Sets", "Transformer without positions"],
     }
@@ -95,9 +95,30 @@ def test_every_candidate_maps_a_batch_to_one_output_per_class(kind, shape, task,
 
 
 def test_the_trees_are_seeded_by_a_fixed_random_state():
-    (trees,) = [c for c in candidates_for("table", task="regress") if c.engine == "sklearn"]
+    (trees,) = [c for c in candidates_for("table", task="regress") if c.name == "gradient-boosted trees"]
     assert trees.build((20,), 1, "regress").random_state == 0
     assert trees.build((20,), 2, "classify").random_state == 0
+
+
+@pytest.mark.parametrize("task", ["classify", "regress"])
+def test_the_linear_model_and_nearest_neighbours_equal_scikit_learns(task):
+    """The two simplest priors are scikit-learn's estimators, fitted by the protocol's path."""
+    from sklearn.linear_model import LogisticRegression, Ridge
+    from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(200, 6))
+    y = (x[:, 0] - x[:, 1] > 0).astype(np.int64) if task == "classify" else x @ np.arange(6.0)
+    guide = {c.name: c for c in candidates_for("table", task=task)}
+    references = {
+        "linear model": LogisticRegression(max_iter=1000) if task == "classify" else Ridge(alpha=1.0),
+        "k-nearest neighbours": (KNeighborsClassifier if task == "classify" else KNeighborsRegressor)(5),
+    }
+    for name, reference in references.items():
+        ours = guide[name].build((6,), 2 if task == "classify" else 1, task).fit(x[:150], y[:150])
+        reference.fit(x[:150], y[:150])
+        np.testing.assert_allclose(ours.predict(x[150:]), reference.predict(x[150:]))
+        assert guide[name].engine == "sklearn" and guide[name].prior
 
 
 def permuted(x, mask, seed=1):

@@ -202,7 +202,7 @@ def test_a_candidate_given_what_it_cannot_read_is_one_line():
     egnn = candidates_for("molecule", task="classify", has_positions=True)[-1]
     with pytest.raises(ConfigError, match="'EGNN' reads 3-D coordinates"):
         fit(egnn, prepared, "classify", CONFIG, QUIET)
-    mlp = candidates_for("table", task="classify")[1]
+    mlp = candidates_for("table", task="classify")[-1]
     with pytest.raises(ConfigError, match="'MLP' reads fixed-size inputs; molecule data are graphs"):
         fit(mlp, prepared, "classify", CONFIG, QUIET)
     fingerprint_mlp = candidates_for("molecule", task="classify")[1]
@@ -271,7 +271,10 @@ def test_fit_candidate_scores_every_graph_and_molecule_candidate(task):
     keys = (
         ({"accuracy", "loss"}, {"accuracy", "ece", "ece_after_temperature"})
         if task == "classify"
-        else ({"mae", "rmse"}, {"mae", "rmse", "baseline_mae", "baseline_rmse"})
+        else (
+            {"mae", "rmse", "interval_half_width"},
+            {"mae", "rmse", "baseline_mae", "baseline_rmse", "interval_coverage", "interval_width"},
+        )
     )
     for data in (chains_and_branched(task=task), molecules(task=task, positions=True)):
         prepared = prepare(data, seed=0)

@@ -50,7 +50,7 @@ def test_the_ood_column_appears_when_measured():
 
 def test_the_recommendation_names_the_symmetries_its_prior_captures():
     (permutation,) = probes_for("set", (6, 2))
-    survives = Survival("permutation", "MLP", "accuracy", 0.95, 0.947, 0.3, 2.0, True)
+    survives = Survival("permutation", "MLP", "accuracy", 0.95, 0.947, 0.3, 2.0, -0.5, 1.1, 4000)
     report = SymmetryReport("set", (Finding(permutation, survives, {"A": 2e-7, "B": 0.8}),))
     board = {"A": judged("A", 0.95, 0.9), "B": judged("B", 0.90, 0.9)}
     sentence = recommendation("classify", board, report)

@@ -229,8 +229,25 @@ def test_regression_errors_are_in_the_target_unit_and_beat_the_mean():
     assert result.test["mae"] < 0.1 * result.test["baseline_mae"]  # the rule is linear
     assert result.test["baseline_mae"] > 10  # the target's unit, not the standardized one
     mlp = fit_candidate(MLP, prepared, "regress", TrainConfig(epochs=20, batch_size=32, lr=1e-2), QUIET)
-    assert set(mlp.val) == {"mae", "rmse"}
+    assert set(mlp.val) == {"mae", "rmse", "interval_half_width"}
     assert mlp.test["mae"] < 0.5 * mlp.test["baseline_mae"]
+
+
+def test_regression_intervals_are_split_conformal_on_the_validation_rows():
+    """The half-width is the ⌈(n+1)·0.9⌉-th smallest validation residual; coverage and width
+    are read on the test rows (Lei et al. 2018)."""
+    data = table(task="regress")
+    prepared = prepare(data, seed=0)
+    result = fit_candidate(LINEAR, prepared, "regress", CONFIG, QUIET)
+    val_pred = prepared.to_unit(result.fitted.outputs_on(prepared, "val"))
+    residuals = np.sort(np.abs(prepared.targets["val"] - val_pred))
+    n = len(residuals)
+    q = residuals[int(np.ceil((n + 1) * 0.9)) - 1]
+    assert result.val["interval_half_width"] == pytest.approx(q)
+    test_pred = prepared.to_unit(result.fitted.outputs_on(prepared, "test"))
+    inside = np.abs(prepared.targets["test"] - test_pred) <= q
+    assert result.test["interval_coverage"] == pytest.approx(inside.mean())
+    assert result.test["interval_width"] == pytest.approx(2 * q)
 
 
 def test_sklearn_candidates_fit_on_training_rows_and_report_the_same_figures():

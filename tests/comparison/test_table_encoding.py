@@ -107,7 +107,7 @@ def test_trees_read_the_raw_rows_natively_and_equal_scikit_learns(task):
 def test_the_mlp_trains_on_the_encoded_rows_and_new_rows_go_through_the_same_encoding():
     data = raw_table()
     prepared = prepare(data, seed=0)
-    mlp = candidates_for("table", task="classify")[1]
+    mlp = candidates_for("table", task="classify")[-1]
     result = fit_candidate(mlp, prepared, "classify", TrainConfig(epochs=3), TrainSetup(tag="mlp", seed=0))
     assert not result.fitted.native and result.parameters is not None
     inputs = prepared.standardize(data.x[prepared.rows["test"]])  # as an OOD set would be

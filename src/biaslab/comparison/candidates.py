@@ -3,9 +3,12 @@
 The workshop's decision guide (Day 4, "which architecture for which data"), as candidates:
 
     kind       candidates (name: prior)
-    table      gradient-boosted trees: axis-aligned splits; MLP: none beyond smoothness
-    image      MLP; CNN: locality and translation equivariance; CNN + augmentation: the same,
-               plus invariance to small shifts taught by shifted copies
+    table      gradient-boosted trees: axis-aligned splits; linear model: the target is a
+               linear function of the inputs; k-nearest neighbours: similar inputs have similar
+               targets; MLP: none beyond smoothness
+    image      linear model and k-nearest neighbours on the flattened image; MLP; CNN: locality
+               and translation equivariance; CNN + augmentation: the same, plus invariance to
+               small shifts taught by shifted copies
     sequence   MLP; 1-D CNN: local patterns anywhere in time; GRU: order, a carried state;
                Transformer: content-dependent relevance, order from positions
     set        Deep Sets: permutation invariance; Transformer without positions: permutation
@@ -84,6 +87,18 @@ PERMUTATION = "permutation invariance"
 FINGERPRINT = "a fixed substructure fingerprint (Morgan bits): the chemist's features"
 
 _MLP = Candidate("MLP", NO_PRIOR, "torch", models.mlp)
+_LINEAR = Candidate(
+    "linear model",
+    "the target is a linear function of the inputs (the class scores, to classify)",
+    "sklearn",
+    models.linear_model,
+)
+_NEIGHBOURS = Candidate(
+    "k-nearest neighbours",
+    "similar inputs, in the raw metric (Euclidean on standardized inputs), have similar targets",
+    "sklearn",
+    models.nearest_neighbours,
+)
 _GRAPH_MODELS = (
     Candidate(
         "GCN",
@@ -122,9 +137,13 @@ _GUIDE: dict[str, tuple[Candidate, ...]] = {
             "sklearn",
             models.gradient_boosted_trees,
         ),
+        _LINEAR,
+        _NEIGHBOURS,
         _MLP,
     ),
     "image": (
+        _LINEAR,
+        _NEIGHBOURS,
         _MLP,
         Candidate("CNN", LOCALITY, "torch", models.image_cnn),
         Candidate(

@@ -9,6 +9,7 @@ recommended is the best on **validation**, never on test (the test rows decide n
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -103,7 +104,8 @@ def leaderboard(task: str, judged: Mapping[str, Judged], n_seeds: int) -> tuple[
     if task == "classify":
         measures = ["validation accuracy", "test accuracy", "test ECE after temperature"]
     else:
-        measures = ["validation MAE", "test MAE", "test MAE / mean predictor's"]
+        measures = ["validation MAE", "test MAE", "test MAE / mean predictor's",
+                    "90% interval: test coverage", "90% interval: mean width"]  # fmt: skip
     with_ood = any(j.ood_auroc is not None for j in judged.values())
     curve_column = f"validation error, all rows ({n_seeds} seed{'s' * (n_seeds > 1)})"
     columns = [
@@ -119,7 +121,8 @@ def leaderboard(task: str, judged: Mapping[str, Judged], n_seeds: int) -> tuple[
         if task == "classify":
             values = [val["accuracy"], test["accuracy"], test["ece_after_temperature"]]
         else:
-            values = [val["mae"], test["mae"], test["mae"] / test["baseline_mae"]]
+            interval = [test.get("interval_coverage", math.nan), test.get("interval_width", math.nan)]
+            values = [val["mae"], test["mae"], test["mae"] / test["baseline_mae"], *interval]
         mean, std = j.curve.val_errors[-1], j.curve.val_errors_std[-1]
         spread = f"{mean:.4g} ± {std:.2g}" if n_seeds > 1 else f"{mean:.4g}"
         rows.append(
@@ -127,7 +130,7 @@ def leaderboard(task: str, judged: Mapping[str, Judged], n_seeds: int) -> tuple[
                 name,
                 j.candidate.prior,
                 "-" if j.result.parameters is None else j.result.parameters,
-                *(round(v, 4) for v in values),
+                *("-" if math.isnan(v) else round(v, 4) for v in values),
                 spread,
                 *([round(j.ood_auroc, 4)] if with_ood else []),
                 round(j.result.train_seconds, 2),
@@ -137,15 +140,23 @@ def leaderboard(task: str, judged: Mapping[str, Judged], n_seeds: int) -> tuple[
     return columns, rows
 
 
+def recommended(task: str, judged: Mapping[str, Judged]) -> str | None:
+    """The name of the candidate with the best validation score (None when every one diverged)."""
+    fitted = {name: j for name, j in judged.items() if j.result is not None}
+    if not fitted:
+        return None
+    return max(fitted, key=lambda name: validation_score(task, fitted[name].result))
+
+
 def recommendation(task: str, judged: Mapping[str, Judged], symmetries: SymmetryReport | None = None) -> str:
     """One sentence: the candidate with the best validation score, its verdict and why, and the
     symmetries of the data its prior captures (when they were probed)."""
     from biaslab.comparison.symmetry_report import fitting_symmetries
 
-    fitted = {name: j for name, j in judged.items() if j.result is not None}
-    if not fitted:
+    best = recommended(task, judged)
+    if best is None:
         return "every candidate diverged: lower lr"
-    best = max(fitted, key=lambda name: validation_score(task, fitted[name].result))
+    fitted = {name: j for name, j in judged.items() if j.result is not None}
     result, decision = fitted[best].result, fitted[best].decision
     measure, value = (
         ("validation accuracy", result.val["accuracy"])

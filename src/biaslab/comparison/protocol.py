@@ -10,7 +10,9 @@ for the user's data (Day 4: each a prior), by ``biaslab compare``:
 3. **choose on validation** (:func:`fit_candidate`): the epoch kept, the temperature that
    calibrates the logits; the test rows are read **once**, after every choice;
 4. **report what a decision needs**: accuracy and calibration (ECE over 15 bins, before and
-   after temperature scaling) to classify; MAE and RMSE against the mean predictor's to regress;
+   after temperature scaling) to classify; MAE and RMSE against the mean predictor's to regress,
+   and how sure each prediction is: split-conformal 90% intervals from the validation residuals
+   (Lei et al. 2018), their coverage and mean width on the test rows;
 5. **ask whether more data would help** (:func:`learning_curve`): the validation error on nested
    subsets at an equal step budget, and the power law through it extrapolated to 2x and 4x the
    data.
@@ -47,6 +49,7 @@ from biaslab.comparison.training import fit
 from biaslab.data.splits import Splits
 from biaslab.errors import ConfigError
 from biaslab.evaluate.calibration import TemperatureScaling, expected_calibration_error
+from biaslab.evaluate.conformal import SplitConformal, coverage_and_width
 from biaslab.evaluate.ood import MSP, auroc
 from biaslab.train.seed import derive_seed
 from biaslab.train.trainer import accuracy
@@ -71,6 +74,7 @@ __all__ = [
 ]
 
 ECE_BINS = 15  # equal-width confidence bins of the expected calibration error
+INTERVAL_COVERAGE = 0.9  # the split-conformal intervals' nominal coverage, to regress
 
 
 def prepare(
@@ -154,10 +158,14 @@ class CandidateResult:
         train_seconds: wall-clock seconds of the fit (validation included).
         best_epoch: the epoch kept on validation (torch, 1-based); None for scikit-learn.
         val: classify ``accuracy``, ``loss`` (cross-entropy); regress ``mae``, ``rmse`` (the
-            target's unit), of the kept model.
+            target's unit), of the kept model, and ``interval_half_width``, the half-width q of
+            the split-conformal 90% intervals fitted on these residuals (left out when the
+            validation rows are too few for a finite q: fewer than 9).
         test: measured once, after every choice: classify ``accuracy``, ``ece``,
             ``ece_after_temperature``; regress ``mae``, ``rmse``, ``baseline_mae``,
-            ``baseline_rmse`` (the mean of the training targets predicted for every row).
+            ``baseline_rmse`` (the mean of the training targets predicted for every row) and,
+            with a finite q, ``interval_coverage`` (the share of test targets inside prediction ± q)
+            and ``interval_width`` (2q).
         fitted: the trained candidate (:class:`~biaslab.comparison.fitting.Fitted`), for what
             reads a model after the scores: the symmetry probes, OOD detectors.
     """
@@ -201,6 +209,21 @@ def _classification_scores(prepared: Prepared, val_logits: np.ndarray, test_logi
     return val, test
 
 
+def _regression_scores(prepared: Prepared, val_pred: np.ndarray, test_pred: np.ndarray):
+    """Validation and test errors in the target's unit, against the mean predictor's; and the
+    split-conformal intervals fitted on the validation residuals, judged on the test rows."""
+    y_val, y_test = prepared.targets["val"], prepared.targets["test"]
+    interval = SplitConformal(INTERVAL_COVERAGE).fit(y_val, val_pred)
+    val = errors(val_pred, y_val)
+    baseline = np.full(len(test_pred), prepared.y_mean)  # the mean of the training targets
+    test = {**errors(test_pred, y_test), **errors(baseline, y_test, prefix="baseline_")}
+    if np.isfinite(interval.quantile_):
+        val["interval_half_width"] = interval.quantile_
+        coverage, width = coverage_and_width(y_test, *interval.predict_interval(test_pred))
+        test.update(interval_coverage=coverage, interval_width=width)
+    return val, test
+
+
 def fit_candidate(
     candidate: Candidate,
     prepared: Prepared,
@@ -232,12 +255,7 @@ def fit_candidate(
     if task == "classify":
         val, test = _classification_scores(prepared, val_out, test_out)
     else:
-        val = errors(prepared.to_unit(val_out), prepared.targets["val"])
-        baseline = np.full(len(test_out), prepared.y_mean)  # the mean of the training targets
-        test = {
-            **errors(prepared.to_unit(test_out), prepared.targets["test"]),
-            **errors(baseline, prepared.targets["test"], prefix="baseline_"),
-        }
+        val, test = _regression_scores(prepared, prepared.to_unit(val_out), prepared.to_unit(test_out))
     return CandidateResult(
         candidate.name,
         candidate.prior,

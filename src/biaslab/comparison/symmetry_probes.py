@@ -8,10 +8,12 @@ transformation T a prior of the data's kind could assume (:func:`probes_for`):
    natural reference: it assumes no symmetry, so it can learn T(x) and x apart) is trained twice
    by the comparison protocol, once as is and once with its training batches augmented by T
    (each example transformed with probability :data:`AUGMENT_PROBABILITY`). Both are judged on
-   the **validation** rows, never the test rows. If augmenting costs (almost) nothing, the label
-   survives T; if it costs a lot, T changes the label. The thresholds: :data:`SURVIVAL_POINTS`
-   points of accuracy (widened to the noise of the two validation accuracies, see
-   :func:`survival_threshold`) and :data:`SURVIVAL_MAE_FRACTION` of the MAE to regress.
+   the **validation** rows, never the test rows. The cost of augmenting is measured with its 95%
+   interval (:func:`survival`), against a margin (:data:`SURVIVAL_POINTS` points of accuracy,
+   :data:`SURVIVAL_MAE_FRACTION` of the MAE to regress), and one of three outcomes is said: the
+   label **survives** T (the whole interval lies below the margin), T **changes** it (the whole
+   interval lies above), or the validation rows **cannot tell** (the interval straddles the
+   margin: how many rows would decide is said too).
 2. **Which candidates are invariant to T?** (:func:`candidate_invariance`) The symmetry verifier
    (:func:`biaslab.evaluate.symmetry.invariance_error`) of a trained model on validation inputs:
    about 1e-7 for an exact symmetry (Deep Sets under a permutation), order 1 for none (an MLP).
@@ -63,10 +65,11 @@ if TYPE_CHECKING:
 __all__ = [
     "AUGMENT_PROBABILITY",
     "EXACT_INVARIANCE",
-    "NOISE_Z",
     "NO_INVARIANCE",
+    "OUTCOMES",
     "SURVIVAL_MAE_FRACTION",
     "SURVIVAL_POINTS",
+    "Z_95",
     "Probe",
     "Survival",
     "augmented",
@@ -76,21 +79,19 @@ __all__ = [
     "label_survival",
     "probes_for",
     "survival",
-    "survival_threshold",
     "with_probe",
 ]
 
 # Each training example is transformed with this probability: the model sees x and T(x) alike,
 # as augmentation does, and can fit both only if they share a label.
 AUGMENT_PROBABILITY = 0.5
-# The label survives T when augmenting with T costs less than this many points of validation
-# accuracy (2 points: below what a prior's fit is argued from), or than NOISE_Z standard errors
-# of the difference of the two accuracies, whichever is larger (on a small validation set one
-# row is already several points).
+# The margin: augmenting with T may cost up to this many points of validation accuracy (2
+# points: below what a prior's fit is argued from), or raise the validation MAE by up to 5%,
+# with the label still surviving T.
 SURVIVAL_POINTS = 2.0
-NOISE_Z = 2.0
-# To regress: the label survives T when augmenting raises the validation MAE by less than 5%.
 SURVIVAL_MAE_FRACTION = 0.05
+Z_95 = 1.959964  # the normal quantile of a two-sided 95% interval
+OUTCOMES = ("survives", "changes", "cannot tell")
 # Invariance errors (relative, as the verifier gives them): below EXACT_INVARIANCE the model is
 # invariant by construction (float32 rounding is ~1e-7); at or above NO_INVARIANCE it is not.
 EXACT_INVARIANCE = 1e-5
@@ -182,8 +183,9 @@ class Survival:
         plain, augmented: the validation metric without and with augmentation.
         cost: accuracy points lost (100 × (plain − augmented)) or the MAE's relative rise
             ((augmented − plain) / plain); negative when augmenting helped.
-        threshold: the cost below which the label survives (same unit as ``cost``).
-        survives: ``cost < threshold``.
+        margin: the most augmenting may cost with the label surviving (same unit as ``cost``).
+        low, high: the cost's 95% interval (:func:`survival`).
+        n_val: the validation rows it was measured on.
     """
 
     probe: str
@@ -192,25 +194,49 @@ class Survival:
     plain: float
     augmented: float
     cost: float
-    threshold: float
-    survives: bool
+    margin: float
+    low: float
+    high: float
+    n_val: int
+
+    @property
+    def outcome(self) -> str:
+        """``"survives"`` (the interval below the margin), ``"changes"`` (above it) or
+        ``"cannot tell"`` (it straddles the margin)."""
+        if self.high < self.margin:
+            return "survives"
+        return "changes" if self.low > self.margin else "cannot tell"
+
+    @property
+    def survives(self) -> bool:
+        return self.outcome == "survives"
+
+    @property
+    def rows_to_decide(self) -> int | None:
+        """About how many validation rows would narrow the interval off the margin (the interval's
+        half-width falls as 1/sqrt(rows)); None once decided, or for a cost exactly on it."""
+        gap = abs(self.cost - self.margin)
+        if self.outcome != "cannot tell" or gap == 0:
+            return None
+        half = (self.high - self.low) / 2
+        return math.ceil(self.n_val * (half / gap) ** 2)
+
+    def _amount(self, value: float) -> str:
+        return f"{value:.1f} points" if self.metric == "accuracy" else f"{100 * value:.1f}% of the MAE"
 
     @property
     def cost_text(self) -> str:
-        """``"0.3 points"`` or ``"4.1% of the MAE"``; a negative cost says it helped."""
+        """``"costs 0.3 points"`` or ``"costs 4.1% of the MAE"``; a negative cost says it helped."""
+        return f"{'costs' if self.cost >= 0 else 'gains'} {self._amount(abs(self.cost))}"
+
+    @property
+    def interval_text(self) -> str:
+        """``"95% interval -0.8 to 4.6 points, margin 2.0 points"``."""
         if self.metric == "accuracy":
-            text = f"{abs(self.cost):.1f} points"
+            span = f"{self.low:.1f} to {self.high:.1f} points"
         else:
-            text = f"{100 * abs(self.cost):.1f}% of the MAE"
-        return f"costs {text}" if self.cost >= 0 else f"gains {text}"
-
-
-def survival_threshold(plain: float, augmented: float, n_val: int) -> float:
-    """The cost, in accuracy points, below which the label survives: the larger of
-    :data:`SURVIVAL_POINTS` and :data:`NOISE_Z` standard errors of the difference of two
-    accuracies measured on ``n_val`` rows, ``100·sqrt((p₁(1−p₁) + p₂(1−p₂)) / n_val)``."""
-    spread = (plain * (1 - plain) + augmented * (1 - augmented)) / max(n_val, 1)
-    return max(SURVIVAL_POINTS, NOISE_Z * 100 * math.sqrt(spread))
+            span = f"{100 * self.low:.1f}% to {100 * self.high:.1f}% of the MAE"
+        return f"95% interval {span}, margin {self._amount(self.margin)}"
 
 
 def label_survival(
@@ -229,8 +255,7 @@ def label_survival(
     compare their validation scores. (``fit_candidate`` scores the test rows too, as it always
     does; those scores are not used for the verdict.)
 
-    Classify: the label survives when the accuracy lost is below :func:`survival_threshold`.
-    Regress: when the MAE rises by less than :data:`SURVIVAL_MAE_FRACTION`.
+    The outcome, from the cost's 95% interval against the margin: see :func:`survival`.
 
     Args:
         setup: the plain training's.
@@ -259,18 +284,29 @@ def label_survival(
 
 def survival(probe: str, candidate: str, task: Task, plain: dict, moved: dict, n_val: int) -> Survival:
     """The verdict of :func:`label_survival` from the two trainings' validation scores (``plain``
-    and ``moved``: ``CandidateResult.val``) on ``n_val`` validation rows."""
+    and ``moved``: ``CandidateResult.val``) on ``n_val`` validation rows: the cost and its 95%
+    interval, cost ± :data:`Z_95` standard errors, each score's variance from what the scores hold.
+
+    Classify: the two accuracies as proportions of ``n_val`` rows, their variances p(1−p)/n
+    taken at Agresti and Caffo's (2000) adjusted proportions (one success and one failure added
+    to each), so that two perfect scores still leave an interval. Regress: the MAE's variance is
+    var(|e|)/n = (RMSE² − MAE²)/n, the interval of the rise divided by the plain MAE. The two
+    trainings are treated as independent (they are judged on the same rows, so the interval is,
+    if anything, too wide: "cannot tell" errs toward caution).
+    """
+    n = max(n_val, 1)
     if task == "classify":
         a, b = plain["accuracy"], moved["accuracy"]
-        cost = 100 * (a - b)
-        threshold = survival_threshold(a, b, n_val)
-        metric = "accuracy"
+        cost, margin, metric = 100 * (a - b), SURVIVAL_POINTS, "accuracy"
+        adjusted = [(p * n + 1) / (n + 2) for p in (a, b)]
+        se = 100 * math.sqrt(sum(p * (1 - p) / (n + 2) for p in adjusted))
     else:
         a, b = plain["mae"], moved["mae"]
-        cost = (b - a) / max(a, np.finfo(np.float64).tiny)
-        threshold = SURVIVAL_MAE_FRACTION
-        metric = "mae"
-    return Survival(probe, candidate, metric, a, b, cost, threshold, cost < threshold)
+        scale = max(a, np.finfo(np.float64).tiny)
+        cost, margin, metric = (b - a) / scale, SURVIVAL_MAE_FRACTION, "mae"
+        spread = sum(max(s["rmse"] ** 2 - s["mae"] ** 2, 0.0) for s in (plain, moved))
+        se = math.sqrt(spread / n) / scale
+    return Survival(probe, candidate, metric, a, b, cost, margin, cost - Z_95 * se, cost + Z_95 * se, n_val)
 
 
 # -- 2. which candidates are invariant to T? ---------------------------------------------------

@@ -134,7 +134,18 @@ def explain(report: SymmetryReport) -> list[str]:
             if invariant:
                 sentences.append(f"Invariant to {probe.description}: {named}; the label was not probed.")
             continue
-        if survival.survives:
+        if survival.outcome == "cannot tell":
+            rows = survival.rows_to_decide
+            more = f"; about {rows:,} validation rows would decide" if rows else ""
+            held = ""
+            if invariant:
+                held = f" {named} {'is' if len(invariant) == 1 else 'are'} invariant to it, should it hold."
+            sentences.append(
+                f"Whether the label survives {probe.description} cannot be told from "
+                f"{survival.n_val:,} validation rows (augmenting with it {survival.cost_text}; "
+                f"{survival.interval_text}){more}.{held}"
+            )
+        elif survival.survives:
             head = f"The label survives {probe.description} (augmenting with it {survival.cost_text})"
             if invariant:
                 which = invariant[0][1] if len(invariant) == 1 else named
@@ -163,9 +174,9 @@ def symmetry_table(report: SymmetryReport) -> tuple[list[str], list[list[str]]]:
     """The report as a table: a row per probe, the label's fate and each candidate's invariance.
 
     Returns:
-        ``(columns, rows)``: ``transformation``, ``the label`` (``survives`` or ``changes``, with
-        what augmenting the reference cost against the threshold), then per candidate its
-        invariance error and :func:`invariance_word`.
+        ``(columns, rows)``: ``transformation``, ``the label`` (``survives``, ``changes`` or
+        ``cannot tell``, with what augmenting the reference cost, its 95% interval and the
+        margin), then per candidate its invariance error and :func:`invariance_word`.
     """
     names = list(dict.fromkeys(name for f in report.findings for name in f.invariance))
     columns = ["transformation", "the label", *(f"{name}: invariance" for name in names)]
@@ -175,13 +186,10 @@ def symmetry_table(report: SymmetryReport) -> tuple[list[str], list[list[str]]]:
         if survival is None:
             label = "not probed"
         else:
-            bar = (
-                f"{survival.threshold:.1f} points"
-                if survival.metric == "accuracy"
-                else f"{100 * survival.threshold:.0f}% of the MAE"
+            label = (
+                f"{survival.outcome}: augmenting {survival.candidate} with it {survival.cost_text} "
+                f"({survival.interval_text})"
             )
-            fate = "survives" if survival.survives else "changes"
-            label = f"{fate}: augmenting {survival.candidate} with it {survival.cost_text} (bar: {bar})"
         cells = [
             f"{_error_text(e)} ({invariance_word(e)})"
             if (e := finding.invariance.get(name)) is not None

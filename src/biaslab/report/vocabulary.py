@@ -61,6 +61,11 @@ MEASURES = {
     "baseline_mae": "MAE of the mean predictor", "baseline_rmse": "RMSE of the mean predictor",
     "invariance": "invariance error", "label_survives": "label survives",
     "augmentation_cost": "cost of augmenting the MLP's training (accuracy points, or share of the MAE)",
+    "augmentation_cost_low": "cost of augmenting the MLP's training, 95% interval's low end",
+    "augmentation_cost_high": "cost of augmenting the MLP's training, 95% interval's high end",
+    "label_changes": "label changes", "interval_coverage": "coverage of the 90% conformal intervals",
+    "interval_width": "mean width of the 90% conformal intervals",
+    "interval_half_width": "half-width of the 90% conformal intervals",
 }  # fmt: skip
 
 # Words that narrow the measure right after them: "final" + "val" + "loss" -> "final validation loss".
@@ -96,7 +101,8 @@ NAMES = {
     "double_descent": "double descent", "bowl": "bowl", "softmax": "softmax", "clean": "clean",
     "train_seconds": "training time (s)", "udl-cnn": "CNN of UDL fig. 10.8",
     "udl-mlp": "MLP of UDL fig. 10.8", "gradient-boosted-trees": "gradient-boosted trees",
-    "cnn-augmentation": "CNN + augmentation", "1-d-cnn": "1-D CNN", "deep-sets": "Deep Sets",
+    "cnn-augmentation": "CNN + augmentation", "linear-model": "linear model",
+    "k-nearest-neighbours": "k-nearest neighbours", "1-d-cnn": "1-D CNN", "deep-sets": "Deep Sets",
     "transformer-without-positions": "transformer without positions",
     "mpnn": "MPNN", "graph-transformer": "graph Transformer", "egnn": "EGNN",
     "fingerprint-mlp": "fingerprint MLP", "fingerprint-trees": "fingerprint trees",
