@@ -189,26 +189,34 @@ class RunContext(FitContext):
         return verdict_of(record.as_dict())
 
     def table(
-        self, title: str, columns: list[str], rows: list[list[Any]], timing_columns: Sequence[str] = ()
+        self,
+        title: str,
+        columns: list[str],
+        rows: list[list[Any]],
+        timing_columns: Sequence[str] = (),
+        lead: bool = False,
     ) -> None:
         """A table of results; ``timing_columns`` names the columns holding wall-clock times,
-        which the report flags as machine-dependent and which no seed fixes (``reproducible``)."""
+        which the report flags as machine-dependent and which no seed fixes (``reproducible``).
+        ``lead=True``: part of the run's answer, shown first in the report ("The answer")."""
         unknown = set(timing_columns) - set(columns)
         if unknown:
             raise ValueError(f"timing_columns {sorted(unknown)} are not among the columns {list(columns)}")
-        table = {"title": title, "columns": list(columns), "rows": rows}
+        table = {"title": title, "columns": list(columns), "rows": rows, **({"lead": True} if lead else {})}
         if timing_columns:
             table["timing_columns"] = list(timing_columns)
         self.tables.append(table)
 
-    def figure(self, name: str, fig, caption: str = "") -> Path:
-        """Save a matplotlib figure as figures/<name>.png and close it."""
+    def figure(self, name: str, fig, caption: str = "", lead: bool = False) -> Path:
+        """Save a matplotlib figure as figures/<name>.png and close it; ``lead=True``: part of
+        the run's answer, shown first in the report."""
         import matplotlib.pyplot as plt
 
         path = self.run.figures_dir / f"{name}.png"
         atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=100))
         plt.close(fig)
-        self.figures.append({"file": f"{path.parent.name}/{path.name}", "caption": caption})
+        record = {"file": f"{path.parent.name}/{path.name}", "caption": caption}
+        self.figures.append({**record, "lead": True} if lead else record)
         return path
 
 

@@ -66,6 +66,11 @@ def test_digits_quick_writes_leaderboard_figure_and_claims(capsys, tmp_path):
     (recommendation,) = table(res, "Recommendation")["rows"]
     assert "validation accuracy" in recommendation[0] and "recommended:" in stdout
     assert {k: unknown_words(k, "compare") for k in res["metrics"] if unknown_words(k, "compare")} == {}
+    # The report answers first: the recommendation, the leaderboard and the curves lead.
+    assert [t["title"] for t in res["tables"] if t.get("lead")] == ["Recommendation", "Leaderboard"]
+    assert [f["file"] for f in res["figures"] if f.get("lead")] == ["figures/learning_curves.png"]
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert page.index('id="answer"') < page.index('id="claims"') < page.index('id="metrics"')
 
 
 def test_a_table_with_empty_cells_text_and_an_id_column_is_compared(capsys, tmp_path):

@@ -58,9 +58,32 @@ def test_the_contents_list_every_section(tmp_path):
     text = render_report(make_run(tmp_path / "run")).read_text(encoding="utf-8")
     contents = re.search(r'<nav class="contents".*?</nav>', text, re.DOTALL).group(0)
     anchors = re.findall(r'href="#([^"]*)"', contents)
-    sections = ["claims", "metrics", "figures", "figure-1", "figure-2", "tables", "table-1", "configuration"]
+    sections = ["claims", "figures", "figure-1", "figure-2", "tables", "table-1", "metrics", "configuration"]
     assert anchors == sections
     assert "Decision boundaries" in contents and "Extra" in contents
+
+
+def test_what_a_lab_marks_as_its_answer_comes_first(tmp_path):
+    """A table or figure recorded with lead=True opens the report ("The answer"), before the
+    claims; the rest follow in their sections, the raw metrics and configuration last."""
+    run = make_run(tmp_path / "run")
+    res = json.loads((run / "results.json").read_text())
+    res["figures"][1]["lead"] = True
+    res["tables"] = [{"title": "Recommendation", "columns": ["it"], "rows": [["the CNN"]], "lead": True},
+                     *res["tables"]]  # fmt: skip
+    (run / "results.json").write_text(json.dumps(res))
+    text = render_report(run).read_text(encoding="utf-8")
+    contents = re.search(r'<nav class="contents".*?</nav>', text, re.DOTALL).group(0)
+    anchors = re.findall(r'href="#([^"]*)"', contents)
+    assert anchors == [
+        "answer", "table-1", "figure-2", "claims", "figures", "figure-1", "tables", "table-2",
+        "metrics", "configuration",
+    ]  # fmt: skip
+    body = text.split("</nav>", 2)[-1]
+    order = [
+        body.index(f'id="{a}"') for a in ("answer", "table-1", "figure-2", "claims", "figure-1", "metrics")
+    ]
+    assert order == sorted(order) and body.count('id="figure-2"') == 1
 
 
 def test_metric_labels_carry_their_keys_as_tooltips(tmp_path):

@@ -144,7 +144,6 @@ def run(ctx) -> None:
     cfg: CompareConfig = ctx.cfg
     data, prepared, chosen = _study(cfg, ctx.seed_for("split"))
     task = data.task
-    _data_table(ctx, data, chosen.values(), cfg.split)
 
     # Each candidate (its fit and learning curve) a task, and each probe's augmented reference.
     probes, (_, reference_tag, reused) = _probes(cfg, data, prepared), _reference(chosen)
@@ -170,14 +169,18 @@ def run(ctx) -> None:
             ctx.metric(**{f"{tag}_ood_auroc": round(out["ood_auroc"], 6)})
         ctx.echo(f"{name}: {headline(task, result)}; {decision.verdict}")
 
-    ctx.table("Leaderboard", *leaderboard(task, judged, len(seeds)), timing_columns=["train seconds"])
-    _curves_figure(ctx, task, judged, cfg.require)
+    # The report answers first (the lead: recommendation, leaderboard, learning curves), then the
+    # data's symmetries, then what the data and protocol were.
     symmetries = _symmetries(ctx, prepared, probes, outcomes, judged, reference_tag) if probes else None
     _claims(ctx, task, judged, cfg.require, bool(cfg.ood))  # the config checked the OOD file
     if task == "regress":
         _interval_claim(ctx, judged, len(prepared.rows["test"]))
     sentence = recommendation(task, judged, symmetries)
-    ctx.table("Recommendation", ["recommendation"], [[sentence]])
+    ctx.table("Recommendation", ["recommendation"], [[sentence]], lead=True)
+    board = leaderboard(task, judged, len(seeds))
+    ctx.table("Leaderboard", *board, timing_columns=["train seconds"], lead=True)
+    _curves_figure(ctx, task, judged, cfg.require)
+    _data_table(ctx, data, chosen.values(), cfg.split)
     ctx.echo(f"recommended: {sentence}")
 
 
@@ -369,6 +372,7 @@ def _curves_figure(ctx, task, judged, require) -> None:
         plots.error_vs_data({n: v for n, v in lines.items() if v}, target=target),
         f"Validation {unit} against training examples, log-log, with each candidate's power law "
         "extended dashed to 4x the training set; the grey line is the requirement.",
+        lead=True,
     )
 
 

@@ -156,6 +156,7 @@ def _figure(run_dir: Path, fig: dict) -> dict:
     path = (run_dir / name).resolve()
     mime = _MIME.get(path.suffix.lower())
     data = {"name": name, "caption": caption, "alt": caption or name, "uri": None, "size": None, "href": None}
+    data["lead"] = fig.get("lead") is True
     if not name or not path.is_relative_to(run_dir.resolve()) or not path.is_file() or not mime:
         return data
     raw = path.read_bytes()
@@ -227,17 +228,22 @@ def _table_title(table: dict) -> str:
 
 def _contents(context: dict) -> list[dict]:
     """The contents list: an anchor and a title per section shown, tables and figures by name."""
-    figures = [
-        {"anchor": f["anchor"], "title": shorten(f["caption"] or f["name"], 60)} for f in context["figures"]
-    ]
-    tables = [{"anchor": t["anchor"], "title": shorten(t["title"], 60)} for t in context["tables"]]
+
+    def entries(tables: list, figures: list) -> list[dict]:
+        return [{"anchor": t["anchor"], "title": shorten(t["title"], 60)} for t in tables] + [
+            {"anchor": f["anchor"], "title": shorten(f["caption"] or f["name"], 60)} for f in figures
+        ]
+
+    figures, tables = entries([], context["figures"]), entries(context["tables"], [])
+    lead = entries(context["lead_tables"], context["lead_figures"])
     sections = [
+        ("answer", "The answer", lead, lead),
         ("claims", "Claims", True, []),
-        ("metrics", "Metrics", context["metrics"], []),
-        ("timings", "Timings", context["timings"], []),
         ("figures", "Figures", figures, figures),
         ("tables", "Tables", tables, tables),
         ("labs", "Labs", context["labs"] is not None, []),
+        ("metrics", "Metrics", context["metrics"], []),
+        ("timings", "Timings", context["timings"], []),
         ("configuration", "Configuration", True, []),
     ]
     return [{"anchor": a, "title": t, "entries": entries} for a, t, present, entries in sections if present]
@@ -264,6 +270,11 @@ def _report_context(run_dir: Path, complete: bool | None, order: Sequence[str] |
     figures = [_figure(run_dir, f) for f in res.get("figures") or [] if isinstance(f, dict)]
     for i, f in enumerate(figures):
         f["anchor"] = f"figure-{i + 1}"
+    shown_tables = [
+        {"anchor": f"table-{i + 1}", "title": _table_title(t), "lead": bool(t.get("lead")),
+         **_table(_timing_marked(t), t.get("rows") or [])}
+        for i, t in enumerate(tables)
+    ]  # fmt: skip
     labs = rundir.labs_dir
     n_records = _count_records(rundir.metrics_path)
     context = {
@@ -278,15 +289,11 @@ def _report_context(run_dir: Path, complete: bool | None, order: Sequence[str] |
         "tally": tally(claims).describe(),
         "metrics": _metrics_block(_as_dict(res.get("metrics")), lab, tables),
         "timings": _timings_block(timings, lab, labs.is_dir()),
-        "figures": figures,
-        "tables": [
-            {
-                "anchor": f"table-{i + 1}",
-                "title": _table_title(t),
-                **_table(_timing_marked(t), t.get("rows") or []),
-            }
-            for i, t in enumerate(tables)
-        ],
+        # What the lab marked as its answer (ctx.table / ctx.figure with lead=True) comes first.
+        "lead_tables": [t for t in shown_tables if t["lead"]],
+        "lead_figures": [f for f in figures if f["lead"]],
+        "figures": [f for f in figures if not f["lead"]],
+        "tables": [t for t in shown_tables if not t["lead"]],
         "labs": runs_groups(find_runs(labs), labs, run_dir.absolute(), order) if labs.is_dir() else None,
         "columns": COLUMNS,
         "config": _config_sections(cfg),
