@@ -176,6 +176,12 @@ def add_compare_parser(sub) -> None:
         help="an .npz of inputs the models were not made for (x shaped as DATA's, no labels): each "
         "classifier's OOD AUROC (max softmax probability) joins its verdict",
     )
+    p.add_argument(
+        "--time-limit",
+        metavar="DURATION",
+        help="the study's wall-clock budget (90s, 10m, 1h), shared by its trainings: one past its part "
+        "stops after that epoch with its best epoch so far, marked 'stopped at the time budget'",
+    )
     add_run_options(p)
 
 
@@ -440,6 +446,7 @@ def cmd_compare(args, argv: list[str]) -> int:
         "models": args.models,
         "model": ",".join(args.own_models) or None,
         "ood": args.ood,
+        "time_limit": args.time_limit,
     }
     if args.resume is not None:
         named = [f"--{k}" if k != "data" else "DATA" for k, v in given.items() if v is not None]

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import shlex
 import sys
 import unicodedata
 
-__all__ = ["format_duration", "format_value", "printable", "shell_quote", "tell"]
+__all__ = ["format_duration", "format_value", "parse_duration", "printable", "shell_quote", "tell"]
 
 # Format characters that reorder what follows them on screen (bidirectional overrides and
 # isolates): shown escaped like control characters, so text reads as it is stored.
@@ -84,6 +85,20 @@ def format_value(v) -> str:
     if isinstance(v, dict):
         return "{" + ", ".join(f"{k}: {format_value(x)}" for k, x in v.items()) + "}"
     return str(v)
+
+
+_DURATION = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(s|sec|m|min|h)?\s*", re.IGNORECASE)
+_UNIT_SECONDS = {None: 1.0, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+
+
+def parse_duration(text: str) -> float:
+    """Seconds from a duration as a person writes it: ``"90"`` or ``"90s"``, ``"10m"``,
+    ``"1.5h"``; a ValueError saying the form for anything else (or for zero)."""
+    found = _DURATION.fullmatch(str(text))
+    seconds = float(found[1]) * _UNIT_SECONDS[found[2] and found[2].lower()] if found else 0.0
+    if not seconds > 0:
+        raise ValueError(f"{text!r} is not a duration: a positive number with s, m or h (90s, 10m, 1.5h)")
+    return seconds
 
 
 def format_duration(seconds) -> str:

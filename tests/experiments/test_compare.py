@@ -98,6 +98,26 @@ def test_a_table_with_empty_cells_text_and_an_id_column_is_compared(capsys, tmp_
     assert 0.5 < res["metrics"]["mlp_test_accuracy"] <= 1
 
 
+def test_a_time_limit_stops_each_training_at_its_part_of_the_budget(capsys, tmp_path):
+    """A budget far too small: every torch training stops after its first epoch, keeping it,
+    and says so; scikit-learn's fits are not stopped. Bad text is one line before any folder."""
+    out = tmp_path / "run"
+    args = ("compare", "sklearn:wine", "--quick", "--out", out, "--no-progress")
+    code, stdout, err = cli(capsys, *args, "--time-limit", "0.01s", "--set", "epochs=5")
+    assert code == 0, err
+    res = read_json(out / "results.json")
+    rows = {row[0]: row[-1] for row in table(res, "Leaderboard")["rows"]}
+    assert rows["MLP"].endswith("stopped at the time budget") and "MLP: " in stdout
+    assert not any(v.endswith("budget") for k, v in rows.items() if k != "MLP")
+    assert res["metrics"]["mlp_stopped_at_budget"] is True
+    assert res["metrics"]["gradient-boosted-trees_stopped_at_budget"] is False
+    about = {k: v for k, v in table(res, "Your data")["rows"] if k == "time limit"}
+    assert about["time limit"].startswith("0.01s: 0.0025 s per candidate")  # 4 candidates, no probe
+    code, _, err = cli(capsys, *args[:-3], "--out", tmp_path / "bad", "--time-limit", "ten minutes")
+    assert code == 2 and "not a duration" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "bad").exists()
+
+
 def test_diabetes_reports_mae_against_the_mean_predictor(capsys, tmp_path):
     out = tmp_path / "diabetes"
     code, _, err = cli(capsys, "compare", "sklearn:diabetes", "--quick", "--out", out, "--no-progress")

@@ -168,3 +168,43 @@ def test_best_minimises_errors_and_maximises_scores(monitor, minimise):
     assert best.improved({monitor: 0.5}, 2) is minimise
     assert best.improved({"other": 0.1}, 3) is None
     assert best.epoch == (2 if minimise else 1)
+
+
+class FakeClock:
+    """time.monotonic that advances ``per_call`` seconds each time it is read."""
+
+    def __init__(self, per_call):
+        self.now, self.per_call = 0.0, per_call
+
+    def __call__(self):
+        self.now += self.per_call
+        return self.now
+
+
+def test_a_time_limit_stops_after_the_epoch_that_passes_it_and_keeps_the_best():
+    """The clock is read at the fit's start and after each validation: with 1 s per reading,
+    epochs 1, 2, 3, 4 end 1, 2, 3, 4 s in; the fourth is the first past a 3.5 s limit."""
+    from biaslab.train.callbacks import TimeLimit
+
+    limit = TimeLimit(3.5, clock=FakeClock(1.0))
+    cfg = TrainConfig(epochs=30, batch_size=16, lr=3e-2)
+    trainer = Trainer(model(), config=cfg, callbacks=[KeepBest("val_loss"), limit])
+    history = trainer.fit(data(0), data(1))
+    assert len(history) == 4 and limit.stopped
+    losses = [r["val_loss"] for r in history]
+    assert trainer.evaluate(data(1))["loss"] == pytest.approx(min(losses), rel=1e-6)
+
+    unlimited = TimeLimit(1e9)  # the fit ends at its last epoch: not "stopped"
+    Trainer(model(), config=TrainConfig(epochs=2, batch_size=16), callbacks=[unlimited]).fit(data(0), data(1))
+    assert not unlimited.stopped
+    with pytest.raises(ValueError, match="positive number of seconds"):
+        TimeLimit(0)
+
+
+def test_a_setup_with_a_time_limit_adds_the_callback():
+    from biaslab.train.callbacks import TimeLimit
+    from biaslab.train.recipes import TrainSetup
+
+    trainer = TrainSetup(time_limit_s=5.0).trainer(model(), TrainConfig(epochs=1))
+    assert trainer.callback(TimeLimit).seconds == 5.0
+    assert TrainSetup().trainer(model(), TrainConfig(epochs=1)).callback(TimeLimit) is None

@@ -42,7 +42,7 @@ from biaslab.data.splits import Splits
 from biaslab.errors import ConfigError
 from biaslab.hardware import on_current_threads
 from biaslab.nn.mlp import device_of
-from biaslab.train.callbacks import KeepBest
+from biaslab.train.callbacks import KeepBest, TimeLimit
 from biaslab.train.config import EVAL_BATCH, TrainConfig
 from biaslab.train.recipes import TrainSetup
 from biaslab.train.seed import derive_seed
@@ -206,6 +206,8 @@ class Fitted:
         parameters: the torch model's parameter count; None for scikit-learn.
         history: the trainer's records, one per epoch ([] for scikit-learn).
         native: the estimator was fitted on a raw table's rows (missing cells, category codes).
+        stopped_at_budget: the setup's time limit ended the training before its last epoch (the
+            best epoch so far kept).
     """
 
     model: Any
@@ -218,6 +220,7 @@ class Fitted:
     parameters: int | None
     history: list[dict]
     native: bool = False
+    stopped_at_budget: bool = False
 
     def outputs(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> np.ndarray:
         """The model's outputs on rows ``x``: logits (classify; log-probabilities for
@@ -304,14 +307,15 @@ def kept_best(config: TrainConfig, monitor: str) -> TrainConfig:
 
 def train_keeping_best(
     model: nn.Module, task: str, config: TrainConfig, setup: TrainSetup, step, train: tuple, val: tuple
-) -> tuple[list[dict], int, float]:
+) -> tuple[list[dict], int, float, bool]:
     """Train ``model`` with the shared Trainer and ``step`` on the ``train`` batch tensors, and
     leave it holding the weights of its best epoch on ``val`` (:data:`MONITORS`: a
     :class:`~biaslab.train.callbacks.KeepBest`, early stopping if ``patience`` watching the same).
 
     Returns:
-        ``(history, best_epoch, seconds)``: the trainer's records, the epoch kept (1-based) and
-        the fit's wall-clock seconds (validation included).
+        ``(history, best_epoch, seconds, stopped_at_budget)``: the trainer's records, the epoch
+        kept (1-based), the fit's wall-clock seconds (validation included), and whether the
+        setup's time limit (``setup.time_limit_s``) ended it before its last epoch.
     """
     monitor = MONITORS[task]
     keep = KeepBest(monitor, config.min_delta)
@@ -325,7 +329,9 @@ def train_keeping_best(
     start = time.perf_counter()
     history = trainer.fit(train, val=val)
     seconds = time.perf_counter() - start
-    return history, keep.best.epoch if keep.weights is not None else len(history), seconds
+    limit = trainer.callback(TimeLimit)
+    best_epoch = keep.best.epoch if keep.weights is not None else len(history)
+    return history, best_epoch, seconds, limit is not None and limit.stopped
 
 
 def fit_torch(
@@ -354,7 +360,7 @@ def fit_torch(
         return (x, mask, y) if candidate.takes_mask else (x, y)
 
     step = protocol_step(task, candidate.augment, loss)
-    history, best_epoch, seconds = train_keeping_best(
+    history, best_epoch, seconds, stopped = train_keeping_best(
         model, task, config, setup, step, batch("train"), batch("val")
     )
     parameters = sum(p.numel() for p in model.parameters())
@@ -368,6 +374,7 @@ def fit_torch(
         seconds,
         parameters,
         history,
+        stopped_at_budget=stopped,
     )
 
 

@@ -88,6 +88,7 @@ class GraphFitted:
     parameters: int | None
     history: list[dict]
     takes_mask: bool = False
+    stopped_at_budget: bool = False  # the setup's time limit ended the training early
 
     def outputs(self, store: GraphStore, rows) -> np.ndarray:
         """The model's outputs on the graphs ``rows`` of ``store``: logits (classify) or
@@ -195,11 +196,14 @@ def fit_graph_model(
         return rows, prepared.y[rows]  # (n_s,) positions in the store, (n_s,) targets
 
     step = graph_step(task, store, loss)
-    history, best_epoch, seconds = train_keeping_best(
+    history, best_epoch, seconds, stopped = train_keeping_best(
         model, task, config, setup, step, positions("train"), positions("val")
     )
     parameters = sum(p.numel() for p in model.parameters())
-    return GraphFitted(model, "torch", task, prepared.n_outputs, best_epoch, seconds, parameters, history)
+    return GraphFitted(
+        model, "torch", task, prepared.n_outputs, best_epoch, seconds, parameters, history,
+        stopped_at_budget=stopped,
+    )  # fmt: skip
 
 
 @torch.no_grad()

@@ -134,7 +134,8 @@ def leaderboard(task: str, judged: Mapping[str, Judged], n_seeds: int) -> tuple[
                 spread,
                 *([round(j.ood_auroc, 4)] if with_ood else []),
                 round(j.result.train_seconds, 2),
-                f"{j.decision.verdict} (rule {j.decision.rule})",
+                f"{j.decision.verdict} (rule {j.decision.rule})"
+                + ("; stopped at the time budget" if j.result.stopped_at_budget else ""),
             ]
         )
     return columns, rows

@@ -168,6 +168,8 @@ class CandidateResult:
             and ``interval_width`` (2q).
         fitted: the trained candidate (:class:`~biaslab.comparison.fitting.Fitted`), for what
             reads a model after the scores: the symmetry probes, OOD detectors.
+        stopped_at_budget: a time limit ended its training before the last epoch (its best
+            epoch so far kept).
     """
 
     name: str
@@ -178,6 +180,7 @@ class CandidateResult:
     val: dict[str, float]
     test: dict[str, float]
     fitted: Fitted | None = field(default=None, repr=False, compare=False)
+    stopped_at_budget: bool = False
 
     def scores(self) -> dict:
         """Everything but the fitted model, as plain data (what a task returns to its driver)."""
@@ -265,6 +268,7 @@ def fit_candidate(
         val,
         test,
         fitted,
+        getattr(fitted, "stopped_at_budget", False),
     )
 
 

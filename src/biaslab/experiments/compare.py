@@ -36,6 +36,7 @@ from biaslab.config import check_range
 from biaslab.data.demo_sets import demo_set, is_demo_set, load_data
 from biaslab.errors import ConfigError, DivergenceError
 from biaslab.evaluate.decision import decide
+from biaslab.formatting import parse_duration
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.scale.context import run_cache
@@ -72,10 +73,16 @@ class CompareConfig:
     curve_points: int = 4  # training-set sizes N/2**k of each learning curve
     curve_seeds: int = 2  # subsets and trainings per size
     symmetries: bool = True  # probe the data's symmetries: one more MLP training per probe
+    time_limit: str = ""  # the study's wall-clock budget (90s, 10m, 1h) shared by its trainings; "": none
 
     def __post_init__(self):
         check_range(self, "curve_points", 1, 10)
         check_range(self, "curve_seeds", 1, 10)
+        if self.time_limit:
+            try:
+                parse_duration(self.time_limit)
+            except ValueError as exc:
+                raise ConfigError(f"time_limit: {exc}") from None
         plain = self.task == self.kind == "auto" and self.split == "random"
         plain = plain and not (self.models or self.model or self.ood)
         if is_demo_set(self.data) and plain:
@@ -167,7 +174,9 @@ def run(ctx) -> None:
         _metrics(ctx, tag, task, result, curve)
         if out["ood_auroc"] is not None:
             ctx.metric(**{f"{tag}_ood_auroc": round(out["ood_auroc"], 6)})
-        ctx.echo(f"{name}: {headline(task, result)}; {decision.verdict}")
+        budget = "; stopped at the time budget" if result.stopped_at_budget else ""
+        ctx.metric(**{f"{tag}_stopped_at_budget": result.stopped_at_budget})
+        ctx.echo(f"{name}: {headline(task, result)}; {decision.verdict}{budget}")
 
     # The report answers first (the lead: recommendation, leaderboard, learning curves), then the
     # data's symmetries, then what the data and protocol were.
@@ -180,7 +189,7 @@ def run(ctx) -> None:
     board = leaderboard(task, judged, len(seeds))
     ctx.table("Leaderboard", *board, timing_columns=["train seconds"], lead=True)
     _curves_figure(ctx, task, judged, cfg.require)
-    _data_table(ctx, data, chosen.values(), cfg.split)
+    _data_table(ctx, data, chosen.values(), cfg.split, time_share(cfg, chosen, probes), cfg.time_limit)
     ctx.echo(f"recommended: {sentence}")
 
 
@@ -222,23 +231,41 @@ def _reference(chosen: dict):
     return reference, slug(reference.name) if reused else "symmetry-reference", reused
 
 
+def time_share(cfg: CompareConfig, chosen, probes) -> float | None:
+    """Each training's share of ``time_limit`` (None without one): the budget divided between
+    the candidates and the probes' trainings (the reference MLP's when it is no candidate)."""
+    if not cfg.time_limit:
+        return None
+    reference = 1 if probes and not _reference(chosen)[2] else 0
+    return parse_duration(cfg.time_limit) / (len(chosen) + len(probes) + reference)
+
+
+def _limited(setup, seconds: float | None):
+    """``setup`` with a time limit (a Trainer stops after the epoch that passes it)."""
+    return setup if seconds is None else replace(setup, time_limit_s=seconds)
+
+
 def fit_compare(task, name: str) -> dict:
     """One candidate by the protocol, its learning curve, its OOD AUROC and its invariance error
-    under each probe: a task (``ctx.tasks``)."""
+    under each probe: a task (``ctx.tasks``). With a time limit, the candidate's share goes half
+    to its fit and half to its learning curve's fits, shared equally."""
     cfg: CompareConfig = task.cfg
     data, prepared, chosen = _study(cfg, task.seed_for("split"))
     candidate, tag, config = chosen[name], slug(name), cfg.train.training()
+    probes = _probes(cfg, data, prepared)
+    share = time_share(cfg, chosen, probes)
+    curve_share = None if share is None else share / 2 / (cfg.curve_points * cfg.curve_seeds)
     try:
-        result = fit_candidate(candidate, prepared, data.task, config, task.training(tag))
+        setup = _limited(task.training(tag), None if share is None else share / 2)
+        result = fit_candidate(candidate, prepared, data.task, config, setup)
         curve = learning_curve(
             candidate, prepared, data.task, config,
-            lambda size, seed: task.training(f"{tag}-{size}-{seed}"),
+            lambda size, seed: _limited(task.training(f"{tag}-{size}-{seed}"), curve_share),
             points=cfg.curve_points, seeds=tuple(range(cfg.curve_seeds)),
         )  # fmt: skip
     except DivergenceError as exc:
         return {"diverged": str(exc)}
     ood = _ood_inputs(cfg, task.seed_for("split"))
-    probes = _probes(cfg, data, prepared)
     return {
         "scores": result.scores(),
         "curve": curve.as_dict(),
@@ -254,9 +281,14 @@ def fit_reference(task, _: str) -> dict:
     cfg: CompareConfig = task.cfg
     data, prepared, chosen = _study(cfg, task.seed_for("split"))
     reference, tag, _ = _reference(chosen)
-    return {
-        "val": fit_candidate(reference, prepared, data.task, cfg.train.training(), task.training(tag)).val
-    }
+    setup = _limited(task.training(tag), _probe_share(cfg, data, prepared, chosen))
+    return {"val": fit_candidate(reference, prepared, data.task, cfg.train.training(), setup).val}
+
+
+def _probe_share(cfg, data, prepared, chosen) -> float | None:
+    """A probe training's time limit: half a share, as the plain MLP's fit has (a fair pair)."""
+    share = time_share(cfg, chosen, _probes(cfg, data, prepared))
+    return None if share is None else share / 2
 
 
 def fit_augmented(task, _: str, probe_name: str) -> dict:
@@ -268,6 +300,7 @@ def fit_augmented(task, _: str, probe_name: str) -> dict:
     probe = next(p for p in _probes(cfg, data, prepared) if p.name == probe_name)
     seed = task.seed_for(tag)  # the plain training's: both start from the same weights
     setup = replace(task.training(f"{tag}-{slug(probe.name)}"), seed=seed)
+    setup = _limited(setup, _probe_share(cfg, data, prepared, chosen))
     moved = fit_candidate(
         with_probe(reference, probe, seed), prepared, data.task, cfg.train.training(), setup
     )
@@ -333,7 +366,7 @@ RAW_TABLE_WORDS = (
 )
 
 
-def _data_table(ctx, data, chosen, split) -> None:
+def _data_table(ctx, data, chosen, split, share=None, time_limit="") -> None:
     task = f"classify into {data.n_classes} classes" if data.task == "classify" else "regress"
     rows = [
         ["data", data.source],
@@ -346,6 +379,14 @@ def _data_table(ctx, data, chosen, split) -> None:
     ]
     if data.is_raw_table:
         rows.append(["encoding", RAW_TABLE_WORDS])
+    if share is not None:
+        rows.append([
+            "time limit",
+            f"{time_limit}: {share:.3g} s per candidate or probe, half to its fit and half to its "
+            "learning curve; a training past its part stops after that epoch, keeping its best epoch "
+            "(scikit-learn's fits are not stopped); with a time limit the run depends on the machine's "
+            "speed, not on its seed alone",
+        ])  # fmt: skip
     ctx.table("Your data", ["", "value"], rows)
 
 
@@ -440,6 +481,7 @@ def compare(
     models=(),
     model=(),
     ood: str | None = None,
+    time_limit: str | float | None = None,
     profile: str = "default",
     seed: int = 0,
     out=None,
@@ -465,6 +507,9 @@ def compare(
         model: your own models, ``"module:factory"`` or ``"file.py:factory"``.
         ood: an ``.npz`` of inputs the models were not made for (``x`` shaped as the data's):
             each classifier's OOD AUROC joins its verdict.
+        time_limit: the study's wall-clock budget, ``"10m"``, ``"90s"``, ``"1h"`` or seconds as
+            a number, shared by its trainings (a training past its part stops after that epoch,
+            keeping its best one so far, marked "stopped at the time budget").
         profile, seed, out, device: as for :func:`biaslab.run`; ``overrides`` any other config key
             (``{"epochs": 50}``), ``run_options`` the rest of :func:`biaslab.run`'s keywords.
 
@@ -473,7 +518,9 @@ def compare(
     """
     from biaslab.runner import run as run_lab
 
-    keys = {"data": data, "target": target, "task": task, "kind": kind, "ood": ood}
+    if isinstance(time_limit, (int, float)) and not isinstance(time_limit, bool):
+        time_limit = f"{time_limit}s"
+    keys = {"data": data, "target": target, "task": task, "kind": kind, "ood": ood, "time_limit": time_limit}
     keys = {k: v for k, v in keys.items() if v is not None}
     keys |= {"models": tuple(models)} if models else {}
     keys |= {"model": tuple(model)} if model else {}

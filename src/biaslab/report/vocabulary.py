@@ -63,7 +63,8 @@ MEASURES = {
     "augmentation_cost": "cost of augmenting the MLP's training (accuracy points, or share of the MAE)",
     "augmentation_cost_low": "cost of augmenting the MLP's training, 95% interval's low end",
     "augmentation_cost_high": "cost of augmenting the MLP's training, 95% interval's high end",
-    "label_changes": "label changes", "interval_coverage": "coverage of the 90% conformal intervals",
+    "label_changes": "label changes", "stopped_at_budget": "stopped at the time budget",
+    "interval_coverage": "coverage of the 90% conformal intervals",
     "interval_width": "mean width of the 90% conformal intervals",
     "interval_half_width": "half-width of the 90% conformal intervals",
 }  # fmt: skip

@@ -186,6 +186,32 @@ class KeepBest(Callback):
         self.best.value, self.best.epoch, self.weights = best, best_epoch, weights
 
 
+class TimeLimit(Callback):
+    """Stop the fit after the epoch during which ``seconds`` of wall-clock time have passed since
+    it started (Lightning's ``Timer`` callback); :class:`KeepBest`, if any, then brings back the
+    best epoch so far. ``stopped`` says whether the limit ended the fit (not its last epoch).
+
+    The clock is the machine's: a fit it stops is no longer fixed by its seed alone. A resumed fit
+    starts a fresh clock (the time a killed attempt spent is not known).
+    """
+
+    def __init__(self, seconds: float, clock=time.monotonic):
+        if not (isinstance(seconds, (int, float)) and seconds > 0 and math.isfinite(seconds)):
+            raise ValueError(f"a time limit is a positive number of seconds, not {seconds!r}")
+        self.seconds, self.clock = float(seconds), clock
+        self.stopped = False
+        self._start = 0.0
+
+    def on_fit_start(self, trainer) -> None:
+        self._start = self.clock()
+
+    def on_validation_end(self, trainer, record: dict) -> None:
+        if trainer.stopping or self.clock() - self._start < self.seconds:
+            return  # the fit ends anyway, or there is time left
+        trainer.should_stop = True
+        self.stopped = True
+
+
 class LogRecords(Callback):
     """Hand every epoch's record to ``logger.log``; on a resume, ``logger.rewind(step)`` first
     drops what a killed run logged after its checkpoint. Across processes, rank 0's only."""

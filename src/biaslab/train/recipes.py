@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from biaslab.nn.mlp import device_of
-from biaslab.train.callbacks import LogRecords, TrainingProgress
+from biaslab.train.callbacks import LogRecords, TimeLimit, TrainingProgress
 from biaslab.train.checkpoint import Checkpointing
 from biaslab.train.config import EVAL_BATCH, TrainConfig
 from biaslab.train.seed import derive_seed
@@ -44,6 +44,8 @@ class TrainSetup:
             a bar on a terminal only).
         lr_key: the config key of the learning rate, for a divergence message (default "lr").
         device: where the training runs (default "cpu").
+        time_limit_s: stop after the epoch that passes this many wall-clock seconds
+            (:class:`~biaslab.train.callbacks.TimeLimit`); None (default): no limit.
     """
 
     tag: str = "train"
@@ -54,6 +56,7 @@ class TrainSetup:
     progress: bool | str | None = None
     lr_key: str = "lr"
     device: str = "cpu"
+    time_limit_s: float | None = None
 
     def callbacks(self) -> list:
         """The callbacks this setup asks for: a checkpoint file, a metrics log, the progress display."""
@@ -62,6 +65,8 @@ class TrainSetup:
         )
         if self.logger is not None:
             callbacks.append(LogRecords(self.logger))
+        if self.time_limit_s is not None:
+            callbacks.append(TimeLimit(self.time_limit_s))
         return [*callbacks, TrainingProgress(self.progress)]
 
     def trainer(self, model: nn.Module, config: TrainConfig, callbacks=(), **kwargs: Any) -> Trainer:
