@@ -65,6 +65,9 @@ def test_digits_quick_writes_leaderboard_figure_and_claims(capsys, tmp_path):
     assert data["kind"] == "image" and data["task"] == "classify into 10 classes"
     (recommendation,) = table(res, "Recommendation")["rows"]
     assert "validation accuracy" in recommendation[0] and "recommended:" in stdout
+    # The quick profile validates each candidate on 2 splits (the test rows kept): mean ± error.
+    assert "over 2 splits of 1,259 training and 269 validation rows" in recommendation[0]
+    assert table(res, "Validation splits")["rows"] == [[2, 1259, 269, 269]]
     assert {k: unknown_words(k, "compare") for k in res["metrics"] if unknown_words(k, "compare")} == {}
     # The report answers first: the recommendation, the leaderboard and the curves lead.
     assert [t["title"] for t in res["tables"] if t.get("lead")] == ["Recommendation", "Leaderboard"]
@@ -112,7 +115,8 @@ def test_a_time_limit_stops_each_training_at_its_part_of_the_budget(capsys, tmp_
     assert res["metrics"]["mlp_stopped_at_budget"] is True
     assert res["metrics"]["gradient-boosted-trees_stopped_at_budget"] is False
     about = {k: v for k, v in table(res, "Your data")["rows"] if k == "time limit"}
-    assert about["time limit"].startswith("0.01s: 0.0025 s per candidate")  # 4 candidates, no probe
+    # 4 candidates on 2 validation splits (the quick profile's), no probe: 8 parts
+    assert about["time limit"].startswith("0.01s: 0.00125 s per candidate and validation split")
     code, _, err = cli(capsys, *args[:-3], "--out", tmp_path / "bad", "--time-limit", "ten minutes")
     assert code == 2 and "not a duration" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "bad").exists()

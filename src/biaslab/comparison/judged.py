@@ -79,6 +79,8 @@ class Judged:
         diverged: why the training diverged ("" when it did not).
         ood_auroc: how well its max softmax probability flags the OOD set among the test rows
             (None: no OOD set).
+        val_scores: its validation scores (``CandidateResult.val``) on each validation split,
+            the protocol's first (:mod:`biaslab.comparison.resampling`); () when only that one.
     """
 
     candidate: Candidate
@@ -87,6 +89,7 @@ class Judged:
     decision: Decision | None = None
     diverged: str = ""
     ood_auroc: float | None = None
+    val_scores: tuple[dict, ...] = ()
 
 
 def validation_score(task: str, result: CandidateResult) -> tuple[float, ...]:
@@ -108,8 +111,10 @@ def leaderboard(task: str, judged: Mapping[str, Judged], n_seeds: int) -> tuple[
                     "90% interval: test coverage", "90% interval: mean width"]  # fmt: skip
     with_ood = any(j.ood_auroc is not None for j in judged.values())
     curve_column = f"validation error, all rows ({n_seeds} seed{'s' * (n_seeds > 1)})"
+    splits = max((len(j.val_scores) for j in judged.values()), default=0)
+    split_column = [f"{measures[0]}, {splits} splits (mean ± standard error)"] if splits > 1 else []
     columns = [
-        "model", "prior", "parameters", *measures, curve_column,
+        "model", "prior", "parameters", *measures[:1], *split_column, *measures[1:], curve_column,
         *(["OOD AUROC (max softmax)"] if with_ood else []), "train seconds", "verdict",
     ]  # fmt: skip
     rows = []
@@ -123,6 +128,11 @@ def leaderboard(task: str, judged: Mapping[str, Judged], n_seeds: int) -> tuple[
         else:
             interval = [test.get("interval_coverage", math.nan), test.get("interval_width", math.nan)]
             values = [val["mae"], test["mae"], test["mae"] / test["baseline_mae"], *interval]
+        if split_column:
+            from biaslab.comparison.resampling import score_and_error  # torch: not at a config's check
+
+            mean, error = score_and_error(task, list(j.val_scores), 0)
+            values.insert(1, f"{mean:.4g} ± {error:.2g}")
         mean, std = j.curve.val_errors[-1], j.curve.val_errors_std[-1]
         spread = f"{mean:.4g} ± {std:.2g}" if n_seeds > 1 else f"{mean:.4g}"
         rows.append(
@@ -130,7 +140,7 @@ def leaderboard(task: str, judged: Mapping[str, Judged], n_seeds: int) -> tuple[
                 name,
                 j.candidate.prior,
                 "-" if j.result.parameters is None else j.result.parameters,
-                *("-" if math.isnan(v) else round(v, 4) for v in values),
+                *(v if isinstance(v, str) else "-" if math.isnan(v) else round(v, 4) for v in values),
                 spread,
                 *([round(j.ood_auroc, 4)] if with_ood else []),
                 round(j.result.train_seconds, 2),
@@ -141,37 +151,105 @@ def leaderboard(task: str, judged: Mapping[str, Judged], n_seeds: int) -> tuple[
     return columns, rows
 
 
-def recommended(task: str, judged: Mapping[str, Judged]) -> str | None:
-    """The name of the candidate with the best validation score (None when every one diverged)."""
+# Priors stronger than a network's, simplest first: among candidates tied within one standard
+# error the first of these is picked, then the network with the fewest parameters.
+SIMPLER_FIRST = ("linear model", "k-nearest neighbours", "gradient-boosted trees", "fingerprint trees")
+
+
+@dataclass(frozen=True)
+class Pick:
+    """The recommended candidate and how sure the choice is.
+
+    Attributes:
+        name: the candidate recommended.
+        tied: the others within one standard error of the best validation score (the simpler
+            prior is picked among them: :data:`SIMPLER_FIRST`, then fewer parameters).
+        meets: the pick meets the use's requirements (verdict ship); when any candidate does, the
+            pick is one of them.
+        mean, error: its validation score (accuracy, or MAE) and the score's standard error.
+        splits: the validation splits the score is averaged over (1: the protocol's one split).
+    """
+
+    name: str
+    tied: tuple[str, ...]
+    meets: bool
+    mean: float
+    error: float
+    splits: int
+
+
+def _simplicity(judged: Judged) -> tuple:
+    name, parameters = judged.candidate.name, judged.result.parameters
+    if name in SIMPLER_FIRST:
+        return (0, SIMPLER_FIRST.index(name))
+    return (1, math.inf if parameters is None else parameters)
+
+
+def recommended(task: str, judged: Mapping[str, Judged], n_val: int = 0) -> Pick | None:
+    """The candidate to recommend (None when every one diverged): among those that meet the
+    requirements when any do, the best mean validation score over the splits each was validated
+    on (``Judged.val_scores``); among the candidates within one standard error of it (the
+    one-standard-error rule), the simplest prior. ``n_val``: the validation rows of a split."""
+    from biaslab.comparison.resampling import score_and_error  # torch: not at a config's check
+
     fitted = {name: j for name, j in judged.items() if j.result is not None}
     if not fitted:
         return None
-    return max(fitted, key=lambda name: validation_score(task, fitted[name].result))
+    meeting = {name: j for name, j in fitted.items() if j.decision.verdict == "ship"}
+    pool = meeting or fitted
+    stats = {
+        name: score_and_error(task, list(j.val_scores) or [j.result.val], n_val) for name, j in pool.items()
+    }
+    sign = 1.0 if task == "classify" else -1.0
+    best = max(pool, key=lambda name: (sign * stats[name][0], validation_score(task, pool[name].result)))
+    mean, error = stats[best]
+    tied = [name for name in pool if abs(stats[name][0] - mean) <= error]
+    chosen = min(tied, key=lambda name: (_simplicity(pool[name]), name != best))
+    splits = max(len(pool[chosen].val_scores), 1)
+    others = tuple(name for name in tied if name != chosen)
+    return Pick(chosen, others, bool(meeting), *stats[chosen], splits)
 
 
-def recommendation(task: str, judged: Mapping[str, Judged], symmetries: SymmetryReport | None = None) -> str:
-    """One sentence: the candidate with the best validation score, its verdict and why, and the
-    symmetries of the data its prior captures (when they were probed)."""
+def recommendation(
+    task: str,
+    judged: Mapping[str, Judged],
+    symmetries: SymmetryReport | None = None,
+    sizes: tuple[int, int] = (0, 0),
+) -> str:
+    """One sentence: the recommended candidate (:func:`recommended`), its validation score with
+    its standard error and the splits it is read on (``sizes``: a split's training and validation
+    rows), the candidates tied with it, its verdict and why, and the symmetries of the data its
+    prior captures (when they were probed)."""
     from biaslab.comparison.symmetry_report import fitting_symmetries
 
-    best = recommended(task, judged)
-    if best is None:
+    pick = recommended(task, judged, sizes[1])
+    if pick is None:
         return "every candidate diverged: lower lr"
-    fitted = {name: j for name, j in judged.items() if j.result is not None}
-    result, decision = fitted[best].result, fitted[best].decision
-    measure, value = (
-        ("validation accuracy", result.val["accuracy"])
-        if task == "classify"
-        else ("validation MAE", result.val["mae"])
+    decision = judged[pick.name].decision
+    measure = "validation accuracy" if task == "classify" else "validation MAE"
+    n_train, n_val = sizes
+    over = (
+        f"mean ± standard error over {pick.splits} splits of {n_train:,} training and {n_val:,} "
+        "validation rows"
+        if pick.splits > 1
+        else f"± its standard error on {n_val:,} validation rows"
     )
-    sentence = (
-        f"{best}: the best {measure} ({value:.4g}); its verdict: {decision.verdict} ({decision.reason})"
-    )
-    fits = [] if symmetries is None else fitting_symmetries(symmetries, best)
+    sentence = f"{pick.name}: {measure} {pick.mean:.4g} ± {pick.error:.2g} ({over})"
+    if not pick.meets:
+        sentence += "; no candidate meets the use's requirements"
+    elif any(j.result is not None and j.decision.verdict != "ship" for j in judged.values()):
+        sentence += "; chosen among the candidates that meet the use's requirements"
+    if pick.tied:
+        sentence += (
+            f"; tied within one standard error with {', '.join(pick.tied)}: the simpler prior is "
+            "recommended (the stronger assumption, or fewer parameters)"
+        )
+    sentence += f"; its verdict: {decision.verdict} ({decision.reason})"
+    fits = [] if symmetries is None else fitting_symmetries(symmetries, pick.name)
     if fits:
         survives = " and ".join(fits)
         sentence += (
-            f". Its prior fits your data: the label survives {survives}, and {best} is invariant to it"
+            f". Its prior fits your data: the label survives {survives}, and {pick.name} is invariant to it"
         )
     return sentence
 

@@ -71,6 +71,7 @@ __all__ = [
     "nested_order",
     "ood_auroc",
     "prepare",
+    "prepared_rows",
 ]
 
 ECE_BINS = 15  # equal-width confidence bins of the expected calibration error
@@ -112,6 +113,13 @@ def prepare(
     if not (0 < val < 1 and 0 < test < 1 and val + test < 1):
         raise ConfigError(f"val={val}, test={test}: each a fraction in (0, 1), together below 1")
     rows = split_rows(data, val, test, np.random.default_rng(derive_seed(seed, "compare-split")))
+    return prepared_rows(data, rows, seed)
+
+
+def prepared_rows(data: UserData, rows: dict[str, np.ndarray], seed: int) -> Prepared:
+    """``data`` split into the given ``rows`` (split -> positions) and prepared as :func:`prepare`
+    does: every statistic (the encoding of a raw table, the features' means and deviations, a
+    regression target's) from the training rows only."""
     mask, inputs, encoding, native = data.mask, data.x, None, None
     if data.is_raw_table:  # missing cells, categories: encoded on the training rows' statistics
         categories = tuple(c.categories for c in data.columns if c.kind == "categories")

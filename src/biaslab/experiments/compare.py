@@ -74,10 +74,12 @@ class CompareConfig:
     curve_seeds: int = 2  # subsets and trainings per size
     symmetries: bool = True  # probe the data's symmetries: one more MLP training per probe
     time_limit: str = ""  # the study's wall-clock budget (90s, 10m, 1h) shared by its trainings; "": none
+    val_splits: int = 0  # validation splits each candidate is scored on; 0: 5 below 2,000 examples, else 1
 
     def __post_init__(self):
         check_range(self, "curve_points", 1, 10)
         check_range(self, "curve_seeds", 1, 10)
+        check_range(self, "val_splits", 0, 20)
         if self.time_limit:
             try:
                 parse_duration(self.time_limit)
@@ -93,6 +95,13 @@ class CompareConfig:
             raise ConfigError(f"split=scaffold groups molecules by their scaffold; this is {data.kind} data")
         candidates(self, data)
         read_ood(self, data)
+
+    def val_splits_of(self, chosen=None) -> int:
+        """The validation splits of this comparison (:func:`~biaslab.comparison.resampling.repeats_for`)."""
+        from biaslab.comparison.resampling import repeats_for
+
+        data = read(self)
+        return repeats_for(len(data), data.kind, self.val_splits)
 
     def input_files(self) -> dict[str, str]:
         """The files this comparison reads, by label: the data (not a demo set), each model given as
@@ -144,7 +153,7 @@ def candidates(cfg: CompareConfig, data) -> list:
     config=CompareConfig,
     title="Your own data: which prior fits it?",
     summary="The decision guide's architectures and your own models on your data: one protocol, verdicts",
-    quick={"epochs": 8, "curve_points": 2, "curve_seeds": 1},
+    quick={"epochs": 8, "curve_points": 2, "curve_seeds": 1, "val_splits": 2},
     full={"epochs": 100, "patience": 15, "curve_points": 5, "curve_seeds": 3},
 )
 def run(ctx) -> None:
@@ -154,7 +163,12 @@ def run(ctx) -> None:
 
     # Each candidate (its fit and learning curve) a task, and each probe's augmented reference.
     probes, (_, reference_tag, reused) = _probes(cfg, data, prepared), _reference(chosen)
-    jobs = {fit_compare: list(chosen), fit_augmented: [("augmented", p.name) for p in probes]}
+    splits = cfg.val_splits_of(chosen)
+    jobs = {
+        fit_compare: list(chosen),
+        fit_augmented: [("augmented", p.name) for p in probes],
+        fit_split: [("split", name, r) for name in chosen for r in range(1, splits)],
+    }
     if probes and not reused:
         jobs[fit_reference] = [("reference",)]
     ctx.echo(f"{len(chosen)} candidates, {len(probes)} symmetry probes: training and learning curves")
@@ -170,7 +184,9 @@ def run(ctx) -> None:
             continue
         result, curve = CandidateResult.from_scores(out["scores"]), Curve.from_dict(out["curve"])
         decision = decide(evidence_of(task, result, curve, out["ood_auroc"]), **cfg.require.for_task(task))
-        judged[name] = Judged(candidate, result, curve, decision, ood_auroc=out["ood_auroc"])
+        others = [outcomes["split", name, r] for r in range(1, splits)]
+        vals = (result.val, *(o["val"] for o in others if "val" in o)) if splits > 1 else ()
+        judged[name] = Judged(candidate, result, curve, decision, ood_auroc=out["ood_auroc"], val_scores=vals)
         _metrics(ctx, tag, task, result, curve)
         if out["ood_auroc"] is not None:
             ctx.metric(**{f"{tag}_ood_auroc": round(out["ood_auroc"], 6)})
@@ -184,12 +200,17 @@ def run(ctx) -> None:
     _claims(ctx, task, judged, cfg.require, bool(cfg.ood))  # the config checked the OOD file
     if task == "regress":
         _interval_claim(ctx, judged, len(prepared.rows["test"]))
-    sentence = recommendation(task, judged, symmetries)
+    sizes = (len(prepared.rows["train"]), len(prepared.rows["val"]))
+    sentence = recommendation(task, judged, symmetries, sizes)
     ctx.table("Recommendation", ["recommendation"], [[sentence]], lead=True)
     board = leaderboard(task, judged, len(seeds))
     ctx.table("Leaderboard", *board, timing_columns=["train seconds"], lead=True)
     _curves_figure(ctx, task, judged, cfg.require)
     _data_table(ctx, data, chosen.values(), cfg.split, time_share(cfg, chosen, probes), cfg.time_limit)
+    if splits > 1:
+        n_test = len(prepared.rows["test"])
+        ctx.table("Validation splits", ["splits", "training rows", "validation rows", "test rows"],
+                  [[splits, sizes[0], sizes[1], n_test]])  # fmt: skip
     ctx.echo(f"recommended: {sentence}")
 
 
@@ -237,7 +258,9 @@ def time_share(cfg: CompareConfig, chosen, probes) -> float | None:
     if not cfg.time_limit:
         return None
     reference = 1 if probes and not _reference(chosen)[2] else 0
-    return parse_duration(cfg.time_limit) / (len(chosen) + len(probes) + reference)
+    return parse_duration(cfg.time_limit) / (
+        len(chosen) * cfg.val_splits_of(chosen) + len(probes) + reference
+    )
 
 
 def _limited(setup, seconds: float | None):
@@ -274,6 +297,29 @@ def fit_compare(task, name: str) -> dict:
             result.fitted, prepared, probes, task.seed_for(_reference(chosen)[1]), INVARIANCE_ROWS
         ),
     }
+
+
+@run_cache
+def _resplit(cfg: CompareConfig, split_seed: int, repeat: int):
+    """The study's data with its training and validation rows drawn anew (the test rows kept)."""
+    from biaslab.comparison.resampling import resplit
+
+    data, prepared, _ = _study(cfg, split_seed)
+    return resplit(data, prepared, repeat)
+
+
+def fit_split(task, _: str, name: str, repeat: int) -> dict:
+    """One candidate trained and validated on another draw of the training and validation rows
+    (:mod:`~biaslab.comparison.resampling`): its validation scores, for how sure the ranking is."""
+    cfg: CompareConfig = task.cfg
+    data, _, chosen = _study(cfg, task.seed_for("split"))
+    prepared = _resplit(cfg, task.seed_for("split"), repeat)
+    share = time_share(cfg, chosen, _probes(cfg, data, prepared))
+    setup = _limited(task.training(f"{slug(name)}-split{repeat}"), None if share is None else share / 2)
+    try:
+        return {"val": fit_candidate(chosen[name], prepared, data.task, cfg.train.training(), setup).val}
+    except DivergenceError as exc:
+        return {"diverged": str(exc)}
 
 
 def fit_reference(task, _: str) -> dict:
@@ -382,8 +428,9 @@ def _data_table(ctx, data, chosen, split, share=None, time_limit="") -> None:
     if share is not None:
         rows.append([
             "time limit",
-            f"{time_limit}: {share:.3g} s per candidate or probe, half to its fit and half to its "
-            "learning curve; a training past its part stops after that epoch, keeping its best epoch "
+            f"{time_limit}: {share:.3g} s per candidate and validation split, or probe: half to its "
+            "fit, and a candidate's other half to its learning curve; a training past its part stops "
+            "after that epoch, keeping its best epoch "
             "(scikit-learn's fits are not stopped); with a time limit the run depends on the machine's "
             "speed, not on its seed alone",
         ])  # fmt: skip
@@ -446,9 +493,10 @@ INTERVAL_MIN_TEST_ROWS = 200  # below this, the test coverage's own noise (±2 p
 
 def _interval_claim(ctx, judged, n_test: int) -> None:
     """The recommended model's split-conformal 90% intervals hold 90% of the test targets."""
-    name = recommended("regress", judged)
-    if name is None:
+    pick = recommended("regress", judged)
+    if pick is None:
         return
+    name = pick.name
     test = judged[name].result.test
     coverage = test.get("interval_coverage")
     if coverage is None:
