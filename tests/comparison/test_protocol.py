@@ -258,6 +258,11 @@ def test_sklearn_candidates_fit_on_training_rows_and_report_the_same_figures():
     assert set(result.test) == {"accuracy", "ece", "ece_after_temperature"}
     assert result.val["accuracy"] > 0.9 and result.test["accuracy"] > 0.9
     assert 0 <= result.test["ece"] <= 1 and 0 <= result.test["ece_after_temperature"] <= 1
+    # The test rows' reliability diagram after temperature scaling: its ECE is the one reported.
+    diagram = result.reliability_diagram()
+    assert diagram.counts.sum() == len(prepared.rows["test"])
+    assert diagram.calibration_error() == pytest.approx(result.test["ece_after_temperature"])
+    assert protocol.CandidateResult.from_scores(result.scores()).reliability == result.reliability
     augmented = dataclasses.replace(LINEAR, augment=lambda x, g: x)
     with pytest.raises(ConfigError, match="a scikit-learn estimator takes no augmentation"):
         fit_candidate(augmented, prepared, "classify", CONFIG, QUIET)

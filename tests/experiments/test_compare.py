@@ -60,6 +60,7 @@ def test_digits_quick_writes_leaderboard_figure_and_claims(capsys, tmp_path):
     assert all(row[-1].split(" (")[0] in ("ship", "collect more data", "redesign") for row in board["rows"])
     assert 0.5 < res["metrics"]["cnn_test_accuracy"] <= 1
     assert (out / "figures" / "learning_curves.png").is_file()
+    assert (out / "figures" / "reliability.png").is_file()  # the recommended model's, after temperature
     assert [c["claim"] for c in res["claims"]] == [f"{n} meets the use's requirements" for n in names]
     data = dict(table(res, "Your data")["rows"][:4])
     assert data["kind"] == "image" and data["task"] == "classify into 10 classes"
@@ -97,6 +98,9 @@ def test_a_table_with_empty_cells_text_and_an_id_column_is_compared(capsys, tmp_
     assert "'sample' dropped: an ID" in notes and "categories (text): 'size'" in notes
     assert "missing cells in columns 'width', 'height', 'mass'" in notes
     assert "native support" in about["encoding"] and "fitted on the training rows only" in about["encoding"]
+    # The recommended model's permutation importance, per column as the user gave it.
+    (reads,) = [t for t in res["tables"] if t["title"].startswith("Which columns ")]
+    assert sorted(row[0] for row in reads["rows"]) == ["height", "mass", "size", "width"]
     assert [row[0] for row in table(res, "Leaderboard")["rows"]] == TABLE_CANDIDATES
     assert 0.5 < res["metrics"]["mlp_test_accuracy"] <= 1
 

@@ -48,7 +48,7 @@ from biaslab.comparison.table_encoding import TableEncoding
 from biaslab.comparison.training import fit
 from biaslab.data.splits import Splits
 from biaslab.errors import ConfigError
-from biaslab.evaluate.calibration import TemperatureScaling, expected_calibration_error
+from biaslab.evaluate.calibration import TemperatureScaling, expected_calibration_error, reliability_bins
 from biaslab.evaluate.conformal import SplitConformal, coverage_and_width
 from biaslab.evaluate.ood import MSP, auroc
 from biaslab.train.seed import derive_seed
@@ -178,6 +178,9 @@ class CandidateResult:
             reads a model after the scores: the symmetry probes, OOD detectors.
         stopped_at_budget: a time limit ended its training before the last epoch (its best
             epoch so far kept).
+        reliability: to classify, the test rows' reliability diagram after temperature scaling
+            (:func:`~biaslab.evaluate.calibration.reliability_bins`, 15 bins) as plain lists:
+            ``counts``, ``confidence``, ``accuracy`` (None in an empty bin), ``edges``; else None.
     """
 
     name: str
@@ -189,6 +192,15 @@ class CandidateResult:
     test: dict[str, float]
     fitted: Fitted | None = field(default=None, repr=False, compare=False)
     stopped_at_budget: bool = False
+    reliability: dict | None = field(default=None, repr=False)
+
+    def reliability_diagram(self):
+        """:attr:`reliability` as a :class:`~biaslab.evaluate.calibration.ReliabilityDiagram`."""
+        from biaslab.evaluate.calibration import ReliabilityDiagram
+
+        bins = self.reliability
+        as_array = lambda key: np.array([np.nan if v is None else v for v in bins[key]], dtype=np.float64)  # noqa: E731
+        return ReliabilityDiagram(*(as_array(k) for k in ("counts", "confidence", "accuracy", "edges")))
 
     def scores(self) -> dict:
         """Everything but the fitted model, as plain data (what a task returns to its driver)."""
@@ -210,14 +222,16 @@ def _classification_scores(prepared: Prepared, val_logits: np.ndarray, test_logi
         "loss": float(torch.nn.functional.cross_entropy(z_val, y_val)),
     }
     temperature = TemperatureScaling().fit(z_val, y_val)
+    calibrated = temperature.predict_proba(z_test)
     test = {
         "accuracy": accuracy(z_test, y_test),
         "ece": expected_calibration_error(torch.softmax(z_test, dim=1), y_test, ECE_BINS),
-        "ece_after_temperature": expected_calibration_error(
-            temperature.predict_proba(z_test), y_test, ECE_BINS
-        ),
+        "ece_after_temperature": expected_calibration_error(calibrated, y_test, ECE_BINS),
     }
-    return val, test
+    bins = reliability_bins(calibrated, y_test, ECE_BINS)
+    plain = lambda a: [None if not np.isfinite(v) else float(v) for v in a]  # noqa: E731
+    reliability = {k: plain(getattr(bins, k)) for k in ("counts", "confidence", "accuracy", "edges")}
+    return val, test, reliability
 
 
 def _regression_scores(prepared: Prepared, val_pred: np.ndarray, test_pred: np.ndarray):
@@ -263,8 +277,9 @@ def fit_candidate(
     fitted = fit(candidate, prepared, task, config, setup, loss)
     val_out = fitted.outputs_on(prepared, "val")
     test_out = fitted.outputs_on(prepared, "test")  # the test rows' one reading, after every choice
+    reliability = None
     if task == "classify":
-        val, test = _classification_scores(prepared, val_out, test_out)
+        val, test, reliability = _classification_scores(prepared, val_out, test_out)
     else:
         val, test = _regression_scores(prepared, prepared.to_unit(val_out), prepared.to_unit(test_out))
     return CandidateResult(
@@ -277,6 +292,7 @@ def fit_candidate(
         test,
         fitted,
         getattr(fitted, "stopped_at_budget", False),
+        reliability,
     )
 
 

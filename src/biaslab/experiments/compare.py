@@ -206,6 +206,17 @@ def run(ctx) -> None:
     board = leaderboard(task, judged, len(seeds))
     ctx.table("Leaderboard", *board, timing_columns=["train seconds"], lead=True)
     _curves_figure(ctx, task, judged, cfg.require)
+    pick = recommended(task, judged, sizes[1])
+    if pick is not None and judged[pick.name].result.reliability is not None:
+        diagram = judged[pick.name].result.reliability_diagram()
+        ctx.figure(
+            "reliability",
+            plots.reliability_diagrams({f"{pick.name}, test rows": diagram}),
+            f"The recommended model ({pick.name}): accuracy per confidence bin on the test rows after "
+            "temperature scaling, against the diagonal of perfect calibration (Day 5: calibration).",
+        )
+    if pick is not None and outcomes[pick.name].get("importance"):
+        _importance_table(ctx, task, pick.name, outcomes[pick.name]["importance"])
     _data_table(ctx, data, chosen.values(), cfg.split, time_share(cfg, chosen, probes), cfg.time_limit)
     if splits > 1:
         n_test = len(prepared.rows["test"])
@@ -289,7 +300,16 @@ def fit_compare(task, name: str) -> dict:
     except DivergenceError as exc:
         return {"diverged": str(exc)}
     ood = _ood_inputs(cfg, task.seed_for("split"))
+    importance = None
+    if data.kind == "table":  # which columns the fitted model reads, shuffled one at a time
+        from biaslab.comparison.importance import permutation_importance
+
+        x_test = data.x[prepared.rows["test"]]
+        importance = permutation_importance(
+            result.fitted, prepared, x_test, data.feature_names, task.seed_for("importance")
+        )
     return {
+        "importance": importance,
         "scores": result.scores(),
         "curve": curve.as_dict(),
         "ood_auroc": None if ood is None else ood_auroc(result, prepared, ood),
@@ -410,6 +430,19 @@ RAW_TABLE_WORDS = (
     "'was missing' column, and each category as a 0/1 column (one-hot; a category the training rows "
     "never held is all zeros), fitted on the training rows only"
 )
+
+
+def _importance_table(ctx, task, name, importance) -> None:
+    """The recommended model's permutation importance per column, largest first (Breiman 2001)."""
+    drop = "drop in test accuracy" if task == "classify" else "rise in test MAE"
+    rows = sorted(
+        zip(importance["names"], importance["mean"], importance["std"], strict=True), key=lambda r: -r[1]
+    )
+    ctx.table(
+        f"Which columns {name} reads (permutation importance on the test rows)",
+        ["column", f"{drop} when the column is shuffled (mean ± std over 5 shuffles)"],
+        [[column, f"{mean:.4g} ± {std:.2g}"] for column, mean, std in rows],
+    )
 
 
 def _data_table(ctx, data, chosen, split, share=None, time_limit="") -> None:
