@@ -56,7 +56,10 @@ def test_digits_quick_writes_leaderboard_figure_and_claims(capsys, tmp_path):
     board = table(res, "Leaderboard")
     names = [row[0] for row in board["rows"]]
     assert names == ["linear model", "k-nearest neighbours", "MLP", "CNN", "CNN + augmentation"]
-    assert "test accuracy" in board["columns"] and board["timing_columns"] == ["train seconds"]
+    assert "test accuracy" in board["columns"]
+    assert board["timing_columns"] == ["train seconds", "predict seconds per 1,000 rows"]
+    predict = board["columns"].index("predict seconds per 1,000 rows")
+    assert all(isinstance(row[predict], float) and row[predict] >= 0 for row in board["rows"])
     assert all(row[-1].split(" (")[0] in ("ship", "collect more data", "redesign") for row in board["rows"])
     assert 0.5 < res["metrics"]["cnn_test_accuracy"] <= 1
     assert (out / "figures" / "learning_curves.png").is_file()

@@ -79,6 +79,7 @@ class Judged:
         diverged: why the training diverged ("" when it did not).
         ood_auroc: how well its max softmax probability flags the OOD set among the test rows
             (None: no OOD set).
+        predict_seconds: wall-clock seconds to predict 1,000 rows (measured on the test rows).
         val_scores: its validation scores (``CandidateResult.val``) on each validation split,
             the protocol's first (:mod:`biaslab.comparison.resampling`); () when only that one.
     """
@@ -90,6 +91,7 @@ class Judged:
     diverged: str = ""
     ood_auroc: float | None = None
     val_scores: tuple[dict, ...] = ()
+    predict_seconds: float | None = None
 
 
 def validation_score(task: str, result: CandidateResult) -> tuple[float, ...]:
@@ -98,6 +100,9 @@ def validation_score(task: str, result: CandidateResult) -> tuple[float, ...]:
     if task == "classify":
         return result.val["accuracy"], -result.val["loss"]
     return (-result.val["mae"],)
+
+
+PREDICT_COLUMN = "predict seconds per 1,000 rows"
 
 
 def leaderboard(task: str, judged: Mapping[str, Judged], n_seeds: int) -> tuple[list[str], list[list]]:
@@ -115,7 +120,7 @@ def leaderboard(task: str, judged: Mapping[str, Judged], n_seeds: int) -> tuple[
     split_column = [f"{measures[0]}, {splits} splits (mean ± standard error)"] if splits > 1 else []
     columns = [
         "model", "prior", "parameters", *measures[:1], *split_column, *measures[1:], curve_column,
-        *(["OOD AUROC (max softmax)"] if with_ood else []), "train seconds", "verdict",
+        *(["OOD AUROC (max softmax)"] if with_ood else []), "train seconds", PREDICT_COLUMN, "verdict",
     ]  # fmt: skip
     rows = []
     for name, j in judged.items():
@@ -144,6 +149,7 @@ def leaderboard(task: str, judged: Mapping[str, Judged], n_seeds: int) -> tuple[
                 spread,
                 *([round(j.ood_auroc, 4)] if with_ood else []),
                 round(j.result.train_seconds, 2),
+                "-" if j.predict_seconds is None else float(f"{j.predict_seconds:.2g}"),
                 f"{j.decision.verdict} (rule {j.decision.rule})"
                 + ("; stopped at the time budget" if j.result.stopped_at_budget else ""),
             ]

@@ -15,12 +15,14 @@ candidate with the best validation score is recommended, never the best on test.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, replace
 from typing import Literal
 
 from biaslab.comparison.candidates import slug
 from biaslab.comparison.curves import Curve
 from biaslab.comparison.judged import (
+    PREDICT_COLUMN,
     Judged,
     Requirements,
     evidence_of,
@@ -186,7 +188,10 @@ def run(ctx) -> None:
         decision = decide(evidence_of(task, result, curve, out["ood_auroc"]), **cfg.require.for_task(task))
         others = [outcomes["split", name, r] for r in range(1, splits)]
         vals = (result.val, *(o["val"] for o in others if "val" in o)) if splits > 1 else ()
-        judged[name] = Judged(candidate, result, curve, decision, ood_auroc=out["ood_auroc"], val_scores=vals)
+        judged[name] = Judged(
+            candidate, result, curve, decision, ood_auroc=out["ood_auroc"], val_scores=vals,
+            predict_seconds=out.get("predict_seconds_per_1000"),
+        )  # fmt: skip
         _metrics(ctx, tag, task, result, curve)
         if out["ood_auroc"] is not None:
             ctx.metric(**{f"{tag}_ood_auroc": round(out["ood_auroc"], 6)})
@@ -204,7 +209,7 @@ def run(ctx) -> None:
     sentence = recommendation(task, judged, symmetries, sizes)
     ctx.table("Recommendation", ["recommendation"], [[sentence]], lead=True)
     board = leaderboard(task, judged, len(seeds))
-    ctx.table("Leaderboard", *board, timing_columns=["train seconds"], lead=True)
+    ctx.table("Leaderboard", *board, timing_columns=["train seconds", PREDICT_COLUMN], lead=True)
     _curves_figure(ctx, task, judged, cfg.require)
     pick = recommended(task, judged, sizes[1])
     if pick is not None and judged[pick.name].result.reliability is not None:
@@ -300,6 +305,9 @@ def fit_compare(task, name: str) -> dict:
     except DivergenceError as exc:
         return {"diverged": str(exc)}
     ood = _ood_inputs(cfg, task.seed_for("split"))
+    start = time.perf_counter()  # the test rows predicted once more, for the time it takes
+    result.fitted.outputs_on(prepared, "test")
+    predict_seconds = (time.perf_counter() - start) * 1000 / max(len(prepared.rows["test"]), 1)
     importance = None
     if data.kind == "table":  # which columns the fitted model reads, shuffled one at a time
         from biaslab.comparison.importance import permutation_importance
@@ -309,6 +317,7 @@ def fit_compare(task, name: str) -> dict:
             result.fitted, prepared, x_test, data.feature_names, task.seed_for("importance")
         )
     return {
+        "predict_seconds_per_1000": predict_seconds,
         "importance": importance,
         "scores": result.scores(),
         "curve": curve.as_dict(),
