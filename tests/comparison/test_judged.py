@@ -53,6 +53,17 @@ def test_a_diverged_candidate_is_a_row_of_its_own_and_never_recommended():
     assert recommendation("classify", {"B": board["B"]}) == "every candidate diverged: lower lr"
 
 
+def test_the_leaderboard_lists_the_best_validation_score_first_and_the_diverged_last():
+    board = {
+        "A": judged("A", 0.90, 0.99),
+        "gone": Judged(candidate("gone"), diverged="loss nan"),
+        "B": judged("B", 0.95, 0.80),
+        "C": judged("C", 0.90, 0.70),
+    }
+    _, rows = leaderboard("classify", board, n_seeds=1)
+    assert [row[0] for row in rows] == ["B", "A", "C", "gone"]  # A and C tie: the guide's order
+
+
 def test_the_ood_column_appears_when_measured():
     columns, rows = leaderboard("classify", {"A": judged("A", 0.9, 0.9, ood=0.91234)}, n_seeds=1)
     assert rows[0][columns.index("OOD AUROC (max softmax)")] == 0.9123

@@ -105,8 +105,24 @@ def validation_score(task: str, result: CandidateResult) -> tuple[float, ...]:
 PREDICT_COLUMN = "predict seconds per 1,000 rows"
 
 
+def _ranked(task: str, judged: Mapping[str, Judged]) -> list[tuple[str, Judged]]:
+    """The candidates best first by validation score (their mean over the validation splits when
+    there are several), the diverged last; equal scores keep the guide's order."""
+    from biaslab.comparison.resampling import score_and_error  # torch: not at a config's check
+
+    def key(item: tuple[str, Judged]) -> tuple:
+        j = item[1]
+        if j.result is None:
+            return (1, 0.0)
+        mean, _ = score_and_error(task, list(j.val_scores) or [j.result.val], 0)
+        return (0, -mean if task == "classify" else mean)
+
+    return sorted(judged.items(), key=key)  # sorted is stable: ties keep their order
+
+
 def leaderboard(task: str, judged: Mapping[str, Judged], n_seeds: int) -> tuple[list[str], list[list]]:
-    """The leaderboard's columns and rows: prior, parameters, validation and test figures, the
+    """The leaderboard's columns and rows, best validation score first (:func:`_ranked`): prior,
+    parameters, validation and test figures, the
     learning curve's last point (mean ± std over ``n_seeds``), the OOD AUROC when measured, the
     training time and the verdict with its rule."""
     if task == "classify":
@@ -123,7 +139,7 @@ def leaderboard(task: str, judged: Mapping[str, Judged], n_seeds: int) -> tuple[
         *(["OOD AUROC (max softmax)"] if with_ood else []), "train seconds", PREDICT_COLUMN, "verdict",
     ]  # fmt: skip
     rows = []
-    for name, j in judged.items():
+    for name, j in _ranked(task, judged):
         if j.result is None:
             rows.append([name, j.candidate.prior, *["-"] * (len(columns) - 3), f"diverged: {j.diverged}"])
             continue
