@@ -213,7 +213,7 @@ def test_a_checkpoint_that_cannot_be_bounded_is_refused_before_loading(
 ):
     import torch
 
-    from biaslab.train import checkpoint
+    import biaslab.config
 
     run = in_tmp / "run"
     with pytest.raises(KeyboardInterrupt):
@@ -229,7 +229,7 @@ def test_a_checkpoint_that_cannot_be_bounded_is_refused_before_loading(
         central = int.from_bytes(data[end + 16 : end + 20], "little")
         data[central + 24 : central + 28] = (0xFFFFFFF0).to_bytes(4, "little")  # uncompressed size
         ckpt.write_bytes(bytes(data))
-        monkeypatch.setattr(checkpoint, "available_memory", lambda: 2 << 30)  # a 2 GiB machine
+        monkeypatch.setattr(biaslab.config, "available_memory", lambda: 2 << 30)  # a 2 GiB machine
         needle = "more than the free memory"
     line = one_line_error(capsys, main(["run", "--resume", str(run), "--no-progress"]))
     assert str(ckpt) in line and needle in line and "delete it" in line, line

@@ -350,6 +350,16 @@ def available_memory() -> int:
         return 2**63  # unknown: never refuse
 
 
+MEMORY_SHARE = 0.9  # the most of the memory free now that one planned allocation may take
+
+
+def short_of_memory(nbytes: float) -> int | None:
+    """The bytes free now when ``nbytes`` would take more than :data:`MEMORY_SHARE` of them
+    (the one rule behind every memory check), else None."""
+    free = available_memory()
+    return free if nbytes > MEMORY_SHARE * free else None
+
+
 def check_memory(name: str, nbytes: float, what: str = "the model") -> None:
     """Raise ConfigError when ``nbytes`` (an estimate) would not fit in the free memory.
 
@@ -359,8 +369,8 @@ def check_memory(name: str, nbytes: float, what: str = "the model") -> None:
             activations of a batch).
         what: what needs the memory, for the message.
     """
-    free = available_memory()
-    if nbytes > 0.9 * free:
+    free = short_of_memory(nbytes)
+    if free is not None:
         raise ConfigError(
             f"{name}: {what} would need about {_gib(nbytes)} of memory, "
             f"more than the {_gib(free)} free on this machine; choose a smaller value"

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 import torch
 
-from biaslab.data import user_formats, user_images
+import biaslab.config
+from biaslab.data import user_images
 from biaslab.data.user_data import UserData, load_user_data
 from biaslab.data.user_formats import listed
 from biaslab.data.user_ood import load_ood_inputs
@@ -79,7 +80,7 @@ def test_a_header_that_claims_terabytes_allocates_nothing(tmp_path):
 def test_the_memory_budget_is_the_free_memory(tmp_path, monkeypatch):
     path = tmp_path / "ok.npz"
     np.savez(path, x=np.zeros((N, 100)), y=np.arange(N) % 2)  # 19 kB of x
-    monkeypatch.setattr(user_formats, "available_memory", lambda: 10_000, raising=False)
+    monkeypatch.setattr(biaslab.config, "available_memory", lambda: 10_000, raising=False)
     refused(DataFormatError, lambda: load_user_data(path), "ok.npz", "memory")
 
 
@@ -136,7 +137,7 @@ def test_bad_graphs_are_one_line(tmp_path, change, words):
 def test_a_graph_file_is_checked_against_the_free_memory_before_loading(tmp_path, monkeypatch):
     pytest.importorskip("torch_geometric")
     torch.save(graphs(), tmp_path / "g.pt")  # a zip: torch.load allocates what its directory declares
-    monkeypatch.setattr(user_formats, "available_memory", lambda: 1_000, raising=False)
+    monkeypatch.setattr(biaslab.config, "available_memory", lambda: 1_000, raising=False)
     refused(DataFormatError, lambda: load_user_data(tmp_path / "g.pt"), "g.pt", "unpacks to", "memory")
 
 
@@ -197,7 +198,7 @@ def test_the_pixel_limit_and_memory_budget_hold_before_decoding(tmp_path, monkey
     monkeypatch.setattr(user_images, "MAX_IMAGE_PIXELS", 100, raising=False)
     refused(DataFormatError, lambda: load_user_data(root), "10×12", "120 pixels", "100")
     monkeypatch.undo()
-    monkeypatch.setattr(user_formats, "available_memory", lambda: 50_000, raising=False)
+    monkeypatch.setattr(biaslab.config, "available_memory", lambda: 50_000, raising=False)
     refused(DataFormatError, lambda: load_user_data(root), "images", "memory")
     assert load_user_data(root, image_size=(2, 2)).x.shape == (N, 1, 2, 2)  # resized: fits
 
@@ -255,7 +256,7 @@ def test_a_table_is_checked_against_the_free_memory_before_it_is_read(tmp_path, 
     )
     for name in ("t.csv", "t.parquet"):
         assert load_user_data(tmp_path / name, target="label").x.shape == (N, 1)  # enough memory: read
-    monkeypatch.setattr(user_formats, "available_memory", lambda: 1_000, raising=False)
+    monkeypatch.setattr(biaslab.config, "available_memory", lambda: 1_000, raising=False)
     for name in ("t.csv", "t.parquet"):
         refused(
             DataFormatError, lambda name=name: load_user_data(tmp_path / name, target="label"), name, "memory"

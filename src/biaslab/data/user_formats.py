@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from biaslab.config import available_memory
+from biaslab.config import short_of_memory
 from biaslab.errors import DataFormatError
 from biaslab.formatting import printable
 
@@ -123,11 +123,11 @@ def size_text(nbytes: float) -> str:
 
 def check_memory_for(what: str, nbytes: int, hint: str = "") -> None:
     """Refuse, in one DataFormatError line, reading what needs ``nbytes`` of memory when that is
-    more than 90% of the memory free now (:func:`biaslab.config.available_memory`, the budget of
+    more than 90% of the memory free now (:func:`biaslab.config.short_of_memory`, the rule of
     :func:`biaslab.config.check_memory`, which names a config key); ``what`` starts the message,
     ``hint`` (what to do) ends it."""
-    free = available_memory()
-    if nbytes > 0.9 * free:
+    free = short_of_memory(nbytes)
+    if free is not None:
         raise DataFormatError(
             f"{what} would need about {size_text(nbytes)} of memory, more than the {size_text(free)} "
             f"free on this machine{'; ' + hint if hint else ''}"

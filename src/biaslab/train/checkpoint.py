@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 import torch
 from torch import nn
 
-from biaslab.config import available_memory
+from biaslab.config import short_of_memory
 from biaslab.errors import CheckpointError
 from biaslab.fileio import atomic_write, torch_zip_bytes
 from biaslab.train.distributed import barrier
@@ -59,7 +59,7 @@ def load(path: Path, expected_fingerprint: str, tag: str) -> dict[str, Any]:
             f"checkpoint {path} is corrupt or not a biaslab checkpoint (not torch's zip format); "
             f"delete it to restart '{tag}' from scratch"
         )
-    if unpacked > 0.9 * available_memory():
+    if short_of_memory(unpacked) is not None:
         raise CheckpointError(
             f"checkpoint {path} declares {unpacked / 2**20:,.0f} MiB, more than the free memory: "
             f"not a checkpoint this training wrote; delete it to restart '{tag}' from scratch"
