@@ -6,8 +6,9 @@ import math
 import numpy as np
 import pytest
 
+from biaslab.comparison.judged import score_and_error
 from biaslab.comparison.protocol import prepare
-from biaslab.comparison.resampling import SMALL_DATA_ROWS, repeats_for, resplit, score_and_error
+from biaslab.comparison.resampling import SMALL_DATA_ROWS, repeats_for, resplit
 from tests.comparison.test_protocol import table
 
 

@@ -112,7 +112,6 @@ class Prepared(SplitRows):
             fitted on the training rows (``input_shape`` is then its width); else None.
         native: a raw table's rows as read, split -> (n_s, F) float64 (NaN where missing,
             category codes), for estimators that read them natively; else None.
-        categorical: (F,) bool, which raw columns are categories; else None.
     """
 
     splits: Splits
@@ -130,7 +129,11 @@ class Prepared(SplitRows):
     seed: int = 0
     encoding: Any = None
     native: dict[str, np.ndarray] | None = None
-    categorical: np.ndarray | None = None
+
+    @property
+    def categorical(self) -> np.ndarray | None:
+        """(F,) bool, which of a raw table's columns are categories (its encoding's); else None."""
+        return None if self.encoding is None else np.asarray(self.encoding.categorical, dtype=bool)
 
     def tensors(self, split: str) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
         """``(x, mask or None, y)`` of ``split`` ("train", "val" or "test")."""

@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from biaslab.config import check_range
 
 if TYPE_CHECKING:
@@ -93,6 +95,27 @@ class Judged:
     val_scores: tuple[dict, ...] = ()
     predict_seconds: float | None = None
 
+    def validation(self, task: str, n_val: int = 0) -> tuple[float, float]:
+        """Its validation score and standard error (:func:`score_and_error`) over its splits, or
+        the protocol's one split of ``n_val`` rows."""
+        return score_and_error(task, list(self.val_scores) or [self.result.val], n_val)
+
+
+def score_and_error(task: str, vals: list[dict], n_val: int) -> tuple[float, float]:
+    """The validation score the ranking reads (accuracy, or the MAE) as a mean over the splits'
+    ``vals`` (``CandidateResult.val`` each) and its standard error: ``std / sqrt(splits)`` over
+    several splits, else from one split's ``n_val`` rows (an accuracy's ``sqrt(p(1 − p) / n)``,
+    an MAE's ``sqrt((RMSE² − MAE²) / n)``; :mod:`biaslab.comparison.resampling`)."""
+    key = "accuracy" if task == "classify" else "mae"
+    scores = np.array([v[key] for v in vals], dtype=np.float64)
+    mean = float(scores.mean())
+    if len(scores) > 1:
+        return mean, float(scores.std(ddof=1) / math.sqrt(len(scores)))
+    n = max(n_val, 1)
+    if task == "classify":
+        return mean, math.sqrt(mean * (1 - mean) / n)
+    return mean, math.sqrt(max(vals[0]["rmse"] ** 2 - vals[0]["mae"] ** 2, 0.0) / n)
+
 
 def validation_score(task: str, result: CandidateResult) -> tuple[float, ...]:
     """The score the recommendation ranks by, higher is better: validation accuracy (a tie goes to
@@ -108,13 +131,12 @@ PREDICT_COLUMN = "predict seconds per 1,000 rows"
 def _ranked(task: str, judged: Mapping[str, Judged]) -> list[tuple[str, Judged]]:
     """The candidates best first by validation score (their mean over the validation splits when
     there are several), the diverged last; equal scores keep the guide's order."""
-    from biaslab.comparison.resampling import score_and_error  # torch: not at a config's check
 
     def key(item: tuple[str, Judged]) -> tuple:
         j = item[1]
         if j.result is None:
             return (1, 0.0)
-        mean, _ = score_and_error(task, list(j.val_scores) or [j.result.val], 0)
+        mean, _ = j.validation(task)
         return (0, -mean if task == "classify" else mean)
 
     return sorted(judged.items(), key=key)  # sorted is stable: ties keep their order
@@ -150,9 +172,7 @@ def leaderboard(task: str, judged: Mapping[str, Judged], n_seeds: int) -> tuple[
             interval = [test.get("interval_coverage", math.nan), test.get("interval_width", math.nan)]
             values = [val["mae"], test["mae"], test["mae"] / test["baseline_mae"], *interval]
         if split_column:
-            from biaslab.comparison.resampling import score_and_error  # torch: not at a config's check
-
-            mean, error = score_and_error(task, list(j.val_scores), 0)
+            mean, error = j.validation(task)
             values.insert(1, f"{mean:.4g} ± {error:.2g}")
         mean, std = j.curve.val_errors[-1], j.curve.val_errors_std[-1]
         spread = f"{mean:.4g} ± {std:.2g}" if n_seeds > 1 else f"{mean:.4g}"
@@ -212,16 +232,12 @@ def recommended(task: str, judged: Mapping[str, Judged], n_val: int = 0) -> Pick
     requirements when any do, the best mean validation score over the splits each was validated
     on (``Judged.val_scores``); among the candidates within one standard error of it (the
     one-standard-error rule), the simplest prior. ``n_val``: the validation rows of a split."""
-    from biaslab.comparison.resampling import score_and_error  # torch: not at a config's check
-
     fitted = {name: j for name, j in judged.items() if j.result is not None}
     if not fitted:
         return None
     meeting = {name: j for name, j in fitted.items() if j.decision.verdict == "ship"}
     pool = meeting or fitted
-    stats = {
-        name: score_and_error(task, list(j.val_scores) or [j.result.val], n_val) for name, j in pool.items()
-    }
+    stats = {name: j.validation(task, n_val) for name, j in pool.items()}
     sign = 1.0 if task == "classify" else -1.0
     best = max(pool, key=lambda name: (sign * stats[name][0], validation_score(task, pool[name].result)))
     mean, error = stats[best]

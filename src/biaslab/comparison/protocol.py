@@ -151,7 +151,6 @@ def prepared_rows(data: UserData, rows: dict[str, np.ndarray], seed: int) -> Pre
         seed=seed,
         encoding=encoding,
         native=native,
-        categorical=None if encoding is None else data.categorical,
     )
 
 
@@ -291,7 +290,7 @@ def fit_candidate(
         val,
         test,
         fitted,
-        getattr(fitted, "stopped_at_budget", False),
+        fitted.stopped_at_budget,
         reliability,
     )
 

@@ -11,12 +11,12 @@ are tied (within one standard error of the best: Hastie, Tibshirani & Friedman 2
 one-standard-error rule, the simpler model first).
 
 On one split (``repeats`` 1) the standard error comes from the validation rows themselves: an
-accuracy's ``sqrt(p(1 − p) / n)``, an MAE's ``sqrt((RMSE² − MAE²) / n)``.
+accuracy's ``sqrt(p(1 − p) / n)``, an MAE's ``sqrt((RMSE² − MAE²) / n)``
+(:func:`biaslab.comparison.judged.score_and_error`, what the ranking reads).
 """
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from biaslab.comparison.fitting import Prepared
     from biaslab.data.user_data import UserData
 
-__all__ = ["SMALL_DATA_ROWS", "repeats_for", "resplit", "score_and_error"]
+__all__ = ["SMALL_DATA_ROWS", "repeats_for", "resplit"]
 
 SMALL_DATA_ROWS = 2000  # below this many examples a comparison repeats its validation split
 REPEATS = 5  # validation splits on small data (the first is the protocol's own)
@@ -68,17 +68,3 @@ def resplit(data: UserData, prepared: Prepared, repeat: int) -> Prepared:
     train_rows = np.setdiff1d(rest, val_rows)
     rows = dict(zip(SPLITS, (rng.permutation(train_rows), rng.permutation(val_rows), prepared.rows["test"])))
     return prepared_rows(data, rows, prepared.seed)
-
-
-def score_and_error(task: str, vals: list[dict], n_val: int) -> tuple[float, float]:
-    """The validation score the ranking reads (accuracy, or the MAE) as a mean over the splits'
-    ``vals`` (``CandidateResult.val`` each) and its standard error (see the module)."""
-    key = "accuracy" if task == "classify" else "mae"
-    scores = np.array([v[key] for v in vals], dtype=np.float64)
-    mean = float(scores.mean())
-    if len(scores) > 1:
-        return mean, float(scores.std(ddof=1) / math.sqrt(len(scores)))
-    n = max(n_val, 1)
-    if task == "classify":
-        return mean, math.sqrt(mean * (1 - mean) / n)
-    return mean, math.sqrt(max(vals[0]["rmse"] ** 2 - vals[0]["mae"] ** 2, 0.0) / n)

@@ -273,7 +273,7 @@ def _broke_off(
 
 def _attempt(
     url: str, part: Path, have: int, limit: int, source: Source, meter: _Progress
-) -> tuple[int, bool, bool]:
+) -> tuple[int, bool, bool, bool]:
     """One request for ``url`` from byte ``have`` on, appended to ``part``; read no further than
     one byte past ``limit`` bytes in ``part``.
 

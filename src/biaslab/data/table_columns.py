@@ -28,7 +28,7 @@ import numpy as np
 
 from biaslab.data.user_formats import MISSING_CELLS, show
 
-__all__ = ["MAX_CATEGORIES", "Column", "ColumnSchema", "read_column"]
+__all__ = ["MAX_CATEGORIES", "Column", "ColumnSchema", "cell_text", "read_column"]
 
 MAX_CATEGORIES = 100  # more distinct texts than this is free text, not categories
 MOSTLY_NUMBERS = 0.9  # a text column whose cells are at least this share numbers has stray text
@@ -136,16 +136,17 @@ def _dropped(name: str, kind: str, why: str) -> Column:
     return Column(ColumnSchema(name, kind), None, why)
 
 
+def cell_text(cell) -> str | None:
+    """A cell as stripped text, None where missing (None, NaN, or a text of ``MISSING_CELLS``)."""
+    if cell is None or (isinstance(cell, float) and np.isnan(cell)):
+        return None
+    text = str(cell).strip()
+    return None if text.lower() in MISSING_CELLS else text
+
+
 def _texts(cells: np.ndarray) -> list[str | None]:
     """Each cell as stripped text, None where missing."""
-    out: list[str | None] = []
-    for cell in cells:
-        if cell is None or (isinstance(cell, float) and np.isnan(cell)):
-            out.append(None)
-            continue
-        text = str(cell).strip()
-        out.append(None if text.lower() in MISSING_CELLS else text)
-    return out
+    return [cell_text(cell) for cell in cells]
 
 
 def _is_number(text: str) -> bool:

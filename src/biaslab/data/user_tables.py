@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from biaslab.data.molecules import GEOMETRY_COLUMNS, coordinates_in_smiles_order
-from biaslab.data.table_columns import read_column
+from biaslab.data.table_columns import cell_text, read_column
 from biaslab.data.user_formats import (
     GRAPH_EXTRA,
     KIND_FILES,
@@ -222,9 +222,8 @@ def _target_values(table: _Table, target: str, path: Path) -> tuple[np.ndarray, 
                 f"{table.row_label(int(infinite[0]))}; fix or drop that row"
             )
         return numbers, ~np.isnan(numbers)
-    text = np.array([None if c is None else str(c).strip() for c in raw], dtype=object)
-    present = np.array([c is not None and c.lower() not in MISSING_CELLS for c in text], dtype=bool)
-    return text, present
+    text = np.array([cell_text(c) for c in raw], dtype=object)
+    return text, np.array([c is not None for c in text], dtype=bool)
 
 
 def _table(table: _Table, target: str, path: Path) -> Loaded:

@@ -98,7 +98,7 @@ class CompareConfig:
         candidates(self, data)
         read_ood(self, data)
 
-    def val_splits_of(self, chosen=None) -> int:
+    def val_splits_of(self) -> int:
         """The validation splits of this comparison (:func:`~biaslab.comparison.resampling.repeats_for`)."""
         from biaslab.comparison.resampling import repeats_for
 
@@ -165,7 +165,7 @@ def run(ctx) -> None:
 
     # Each candidate (its fit and learning curve) a task, and each probe's augmented reference.
     probes, (_, reference_tag, reused) = _probes(cfg, data, prepared), _reference(chosen)
-    splits = cfg.val_splits_of(chosen)
+    splits = cfg.val_splits_of()
     jobs = {
         fit_compare: list(chosen),
         fit_augmented: [("augmented", p.name) for p in probes],
@@ -274,9 +274,14 @@ def time_share(cfg: CompareConfig, chosen, probes) -> float | None:
     if not cfg.time_limit:
         return None
     reference = 1 if probes and not _reference(chosen)[2] else 0
-    return parse_duration(cfg.time_limit) / (
-        len(chosen) * cfg.val_splits_of(chosen) + len(probes) + reference
-    )
+    return parse_duration(cfg.time_limit) / (len(chosen) * cfg.val_splits_of() + len(probes) + reference)
+
+
+def _fit_share(cfg: CompareConfig, data, prepared, chosen) -> float | None:
+    """One fit's time limit: half a training's share (a candidate's fit on a validation split, a
+    probe's training; a candidate's other half goes to its learning curve)."""
+    share = time_share(cfg, chosen, _probes(cfg, data, prepared))
+    return None if share is None else share / 2
 
 
 def _limited(setup, seconds: float | None):
@@ -292,10 +297,10 @@ def fit_compare(task, name: str) -> dict:
     data, prepared, chosen = _study(cfg, task.seed_for("split"))
     candidate, tag, config = chosen[name], slug(name), cfg.train.training()
     probes = _probes(cfg, data, prepared)
-    share = time_share(cfg, chosen, probes)
-    curve_share = None if share is None else share / 2 / (cfg.curve_points * cfg.curve_seeds)
+    share = _fit_share(cfg, data, prepared, chosen)
+    curve_share = None if share is None else share / (cfg.curve_points * cfg.curve_seeds)
     try:
-        setup = _limited(task.training(tag), None if share is None else share / 2)
+        setup = _limited(task.training(tag), share)
         result = fit_candidate(candidate, prepared, data.task, config, setup)
         curve = learning_curve(
             candidate, prepared, data.task, config,
@@ -343,8 +348,7 @@ def fit_split(task, _: str, name: str, repeat: int) -> dict:
     cfg: CompareConfig = task.cfg
     data, _, chosen = _study(cfg, task.seed_for("split"))
     prepared = _resplit(cfg, task.seed_for("split"), repeat)
-    share = time_share(cfg, chosen, _probes(cfg, data, prepared))
-    setup = _limited(task.training(f"{slug(name)}-split{repeat}"), None if share is None else share / 2)
+    setup = _limited(task.training(f"{slug(name)}-split{repeat}"), _fit_share(cfg, data, prepared, chosen))
     try:
         return {"val": fit_candidate(chosen[name], prepared, data.task, cfg.train.training(), setup).val}
     except DivergenceError as exc:
@@ -356,14 +360,8 @@ def fit_reference(task, _: str) -> dict:
     cfg: CompareConfig = task.cfg
     data, prepared, chosen = _study(cfg, task.seed_for("split"))
     reference, tag, _ = _reference(chosen)
-    setup = _limited(task.training(tag), _probe_share(cfg, data, prepared, chosen))
+    setup = _limited(task.training(tag), _fit_share(cfg, data, prepared, chosen))
     return {"val": fit_candidate(reference, prepared, data.task, cfg.train.training(), setup).val}
-
-
-def _probe_share(cfg, data, prepared, chosen) -> float | None:
-    """A probe training's time limit: half a share, as the plain MLP's fit has (a fair pair)."""
-    share = time_share(cfg, chosen, _probes(cfg, data, prepared))
-    return None if share is None else share / 2
 
 
 def fit_augmented(task, _: str, probe_name: str) -> dict:
@@ -375,7 +373,7 @@ def fit_augmented(task, _: str, probe_name: str) -> dict:
     probe = next(p for p in _probes(cfg, data, prepared) if p.name == probe_name)
     seed = task.seed_for(tag)  # the plain training's: both start from the same weights
     setup = replace(task.training(f"{tag}-{slug(probe.name)}"), seed=seed)
-    setup = _limited(setup, _probe_share(cfg, data, prepared, chosen))
+    setup = _limited(setup, _fit_share(cfg, data, prepared, chosen))  # as the plain MLP's: a fair pair
     moved = fit_candidate(
         with_probe(reference, probe, seed), prepared, data.task, cfg.train.training(), setup
     )
