@@ -150,6 +150,10 @@ def test_diabetes_reports_mae_against_the_mean_predictor(capsys, tmp_path):
     assert "mean predictor" in res["claims"][0]["measured"]
     assert {k: unknown_words(k, "compare") for k in res["metrics"] if unknown_words(k, "compare")} == {}
     assert not any(t["title"] == "Symmetries of your data" for t in res["tables"])  # tables: no probe tells
+    # The interval claim is about the model the recommendation names.
+    (sentence,) = table(res, "Recommendation")["rows"][0]
+    (interval,) = [c["claim"] for c in res["claims"] if "prediction intervals" in c["claim"]]
+    assert sentence.split(":")[0] == interval.split("'s 90%")[0], (sentence, interval)
 
 
 def test_a_csv_table_with_its_target(capsys, tmp_path):

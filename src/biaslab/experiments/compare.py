@@ -203,15 +203,15 @@ def run(ctx) -> None:
     # data's symmetries, then what the data and protocol were.
     symmetries = _symmetries(ctx, prepared, probes, outcomes, judged, reference_tag) if probes else None
     _claims(ctx, task, judged, cfg.require, bool(cfg.ood))  # the config checked the OOD file
-    if task == "regress":
-        _interval_claim(ctx, judged, len(prepared.rows["test"]))
     sizes = (len(prepared.rows["train"]), len(prepared.rows["val"]))
+    pick = recommended(task, judged, sizes[1])  # the one the recommendation's sentence names
+    if task == "regress" and pick is not None:
+        _interval_claim(ctx, judged[pick.name], pick.name, len(prepared.rows["test"]))
     sentence = recommendation(task, judged, symmetries, sizes)
     ctx.table("Recommendation", ["recommendation"], [[sentence]], lead=True)
     board = leaderboard(task, judged, len(seeds))
     ctx.table("Leaderboard", *board, timing_columns=["train seconds", PREDICT_COLUMN], lead=True)
     _curves_figure(ctx, task, judged, cfg.require)
-    pick = recommended(task, judged, sizes[1])
     if pick is not None and judged[pick.name].result.reliability is not None:
         diagram = judged[pick.name].result.reliability_diagram()
         ctx.figure(
@@ -531,13 +531,9 @@ INTERVAL_MARGIN = 0.03  # biaslab's target: the test coverage within 3 points of
 INTERVAL_MIN_TEST_ROWS = 200  # below this, the test coverage's own noise (±2 points at 200) rules
 
 
-def _interval_claim(ctx, judged, n_test: int) -> None:
+def _interval_claim(ctx, chosen: Judged, name: str, n_test: int) -> None:
     """The recommended model's split-conformal 90% intervals hold 90% of the test targets."""
-    pick = recommended("regress", judged)
-    if pick is None:
-        return
-    name = pick.name
-    test = judged[name].result.test
+    test = chosen.result.test
     coverage = test.get("interval_coverage")
     if coverage is None:
         measured, passed = "no finite interval: fewer than 9 validation rows", False
