@@ -10,14 +10,17 @@ Run an experiment from Python exactly as from the command line::
 
 Compare architectures on your own data (``biaslab compare`` from the command line)::
 
-    result = biaslab.compare("measurements.csv", target="yield", profile="quick")
+    found = biaslab.compare("measurements.csv", target="yield", profile="quick")
+    found.leaderboard(), found.recommended
+    found.predict("new_measurements.csv"), found.predict_interval("new_measurements.csv")
+    biaslab.load_comparison(found.run_dir)   # reopened later, without training
 """
 
 import importlib
 
 from biaslab.version import __version__
 
-__all__ = ["__version__", "compare", "load", "run", "show"]
+__all__ = ["__version__", "compare", "load", "load_comparison", "run", "show"]
 
 # The public functions are defined in their modules, which import torch: each is looked up there
 # on first use (PEP 562), so ``import biaslab`` stays light and ``help(biaslab.run)`` shows the
@@ -25,6 +28,7 @@ __all__ = ["__version__", "compare", "load", "run", "show"]
 _DEFINED_IN = {
     "run": "biaslab.runner",
     "compare": "biaslab.experiments.compare",
+    "load_comparison": "biaslab.experiments.compare",
     "show": "biaslab.report.display",
     "load": "biaslab.report.display",
 }

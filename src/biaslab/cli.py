@@ -117,6 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dir", nargs="?", default=".", metavar="DIR", help="destination folder (default: .)")
     p.add_argument("--force", action="store_true", help="overwrite notebooks already in DIR")
     add_compare_parser(sub)
+    add_predict_parser(sub)
     return parser
 
 
@@ -141,6 +142,7 @@ examples:
   biaslab compare measurements.csv --target yield --task regress
   biaslab compare images/ --models CNN --model my_models.py:make_model --out runs/mine
   biaslab compare --resume runs/compare-20261121-120000-0
+  biaslab predict runs/compare-20261121-120000-0 new_rows.csv --out predictions.csv
 """
 
 
@@ -183,6 +185,58 @@ def add_compare_parser(sub) -> None:
         "stops after that epoch with its best epoch so far, marked 'stopped at the time budget'",
     )
     add_run_options(p)
+
+
+PREDICT_HELP = """Predict new rows with a finished comparison's model (the recommended one, or --model NAME),
+reading them exactly as the comparison read its data: the same columns (by name; a category the
+training rows never held reads as missing), image size and channels, sequence length, set features.
+Data that do not fit are one line and exit 2, with nothing written.
+
+The CSV holds an id (a table's row number, an image's file name, an array's index), the prediction,
+and each class's probability after temperature scaling (classify) or the split-conformal interval's
+bounds (regress: at least --coverage of new targets inside, for rows like the test rows).
+
+examples:
+  biaslab predict runs/compare-20261121-120000-0 new_rows.csv --out predictions.csv
+  biaslab predict runs/mine images_to_label/ --model CNN
+"""
+
+
+def add_predict_parser(sub) -> None:
+    p = sub.add_parser(
+        "predict",
+        help="predict new rows with a finished comparison's models",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=PREDICT_HELP,
+    )
+    p.add_argument("run_dir", metavar="RUN_DIR", help="the folder of a finished 'biaslab compare' run")
+    p.add_argument("data", metavar="DATA", help="new rows: a table, an .npz, an image or a folder of images")
+    p.add_argument(
+        "--model", metavar="NAME", help="a candidate of the leaderboard (default: the recommended)"
+    )
+    p.add_argument("--out", metavar="FILE", help="write the CSV here (default: standard output)")
+    p.add_argument(
+        "--coverage",
+        type=float,
+        default=0.9,
+        metavar="P",
+        help="regress: the intervals' coverage (default 0.9)",
+    )
+
+
+def cmd_predict(args) -> None:
+    """``biaslab predict RUN_DIR DATA``: the CSV to --out (or stdout), one summary line on stderr."""
+    from biaslab.comparison.study import Comparison
+    from biaslab.fileio import atomic_write_text
+
+    found = Comparison.load(args.run_dir).predictions(args.data, args.model, args.coverage)
+    text = found.csv_text()
+    if args.out:
+        atomic_write_text(args.out, text)
+    else:
+        sys.stdout.write(text)
+    where = f"; written to {args.out}" if args.out else ""
+    print(f"biaslab: {printable(found.summary())}{where}", file=sys.stderr)
 
 
 def add_run_options(p) -> None:
@@ -528,6 +582,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_run(args, argv)
         elif args.command == "compare":
             return cmd_compare(args, argv)
+        elif args.command == "predict":
+            cmd_predict(args)
         elif args.command == "show":
             cmd_show(args.run_dir)
         elif args.command == "config":

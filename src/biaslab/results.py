@@ -14,6 +14,7 @@ from typing import Any
 
 __all__ = [
     "KINDS",
+    "MODELS",
     "SLIPS",
     "TIMINGS",
     "TIMING_KEYS",
@@ -299,6 +300,7 @@ def mean_std(values: list[float]) -> tuple[float, float]:
 
 # -- timings: wall-clock measurements, outside what a seed fixes -------------------------------
 TIMINGS = "timings"  # results.json: name -> seconds, as the experiment measured them
+MODELS = "models"  # the run folder's saved models, which results.json's leaderboard describes
 TIMING_KEYS = frozenset({"time", "seconds", "elapsed_s"})  # such keys anywhere in a run's files
 
 

@@ -22,7 +22,7 @@ from biaslab.config import check_seed, field_types, flat_values, from_dict, to_d
 from biaslab.data.availability import require_data
 from biaslab.errors import BiaslabError, CheckpointError, ClusterLostError, ConfigError, StorageError
 from biaslab.exact_claims import figure_claim, slip_claim
-from biaslab.fileio import atomic_write, write_traceback
+from biaslab.fileio import atomic_write, atomic_write_bytes, write_traceback
 from biaslab.formatting import printable, shell_quote, tell
 from biaslab.hardware import make_deterministic, resolve_device, resolve_threads, use_threads
 from biaslab.inputs import changed_input, input_digests
@@ -30,7 +30,7 @@ from biaslab.loggers import check_loggers, make_sinks
 from biaslab.report.display import Result
 from biaslab.report.text import claim_lines
 from biaslab.results import Claim, verdict_of
-from biaslab.runs import CONFIG, TIMINGS, TRACEBACK, RunDir
+from biaslab.runs import CONFIG, MODELS, TIMINGS, TRACEBACK, RunDir
 from biaslab.scale.context import FitContext, TagLogger, clear_run_caches
 from biaslab.scale.executors import SerialExecutor, check_executor, make_executor, task_threads
 from biaslab.scale.tasks import Study, TaskSpec
@@ -206,6 +206,14 @@ class RunContext(FitContext):
         if timing_columns:
             table["timing_columns"] = list(timing_columns)
         self.tables.append(table)
+
+    def save_file(self, relative: str, data: bytes) -> Path:
+        """Write ``data`` atomically to ``relative``, a path inside the run folder (a lab's own
+        files, such as compare's saved models under ``models/``)."""
+        parts = Path(relative).parts
+        if Path(relative).is_absolute() or ".." in parts or len(parts) < 2 or parts[0] != MODELS:
+            raise ValueError(f"a lab writes its own files under {MODELS}/, not {relative!r}")
+        return atomic_write_bytes(self.run.path / relative, data)
 
     def figure(self, name: str, fig, caption: str = "", lead: bool = False) -> Path:
         """Save a matplotlib figure as figures/<name>.png and close it; ``lead=True``: part of

@@ -50,6 +50,7 @@ from biaslab.fileio import (
 from biaslab.locking import DirectoryLock
 from biaslab.loggers import Sink
 from biaslab.results import (  # re-exported: the run directory's readers take them from here
+    MODELS,
     TIMING_KEYS,
     TIMINGS,
     VERDICTS,
@@ -71,6 +72,7 @@ __all__ = [
     "LABS",
     "LOCK",
     "METRICS",
+    "MODELS",
     "REPORT",
     "RESULTS",
     "TIMINGS",
@@ -105,7 +107,19 @@ LOCK = ".lock"
 TASKS = "tasks"  # a study's finished tasks (biaslab.scale.tasks)
 
 # Files that only a run writes: found without a config.json, they are another run's leftovers.
-RUN_OUTPUTS = (COMPLETE, RESULTS, METRICS, REPORT, INDEX, TRACEBACK, FIGURES, CHECKPOINTS, LABS, TASKS)
+RUN_OUTPUTS = (
+    COMPLETE,
+    RESULTS,
+    METRICS,
+    REPORT,
+    INDEX,
+    TRACEBACK,
+    FIGURES,
+    CHECKPOINTS,
+    LABS,
+    TASKS,
+    MODELS,
+)
 
 # config.json's marker: the hash of the keys that fix a run (see run_fingerprint).
 RUN_MARKER = "run_fingerprint"

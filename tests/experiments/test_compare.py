@@ -287,7 +287,8 @@ def test_python_compare_returns_the_result_and_resume_reloads_it(capsys, tmp_pat
         out=out,
         overrides={"epochs": 2, "symmetries": False},
     )
-    assert isinstance(result, biaslab.load(out).__class__)
+    assert result.recommended == "MLP" and result.run_dir == out  # a Comparison, shown as its run
+    assert str(result) == str(biaslab.load(out)) and result._repr_html_() == biaslab.load(out)._repr_html_()
     assert "mlp_test_accuracy" in result.metrics
     assert not any("invariance" in k or "survives" in k for k in result.metrics)  # not probed
     code, _, err = cli(capsys, "compare", "--resume", out)

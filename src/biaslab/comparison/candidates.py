@@ -70,6 +70,8 @@ class Candidate:
             coordinates; ``"fingerprint"`` a molecule's Morgan bits as a table row
             (``input_shape`` ``(2048,)``); ``"counts"`` its counts of atoms and bonds (QM9,
             ``(49,)``).
+        source: a user's model, the ``"module:factory"`` or ``"file.py:factory"`` it was given
+            as (what rebuilds it from a saved comparison); "" for the guide's.
     """
 
     name: str
@@ -79,6 +81,7 @@ class Candidate:
     augment: Callable[[torch.Tensor, torch.Generator], torch.Tensor] | None = None
     takes_mask: bool = False
     reads: Reads = "x"
+    source: str = ""
 
 
 NO_PRIOR = "none beyond smoothness: every input position independent"

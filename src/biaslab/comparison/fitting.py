@@ -58,6 +58,7 @@ __all__ = [
     "Fitted",
     "Inputs",
     "Prepared",
+    "Scaling",
     "SplitRows",
     "errors",
     "fit_sklearn",
@@ -89,7 +90,49 @@ class SplitRows:
 
     def to_unit(self, values) -> np.ndarray:
         """Standardized regression outputs back in the target's unit: ``values · y_std + y_mean``."""
-        return np.asarray(values, dtype=np.float64) * self.y_std + self.y_mean
+        return in_unit(values, self.y_mean, self.y_std)
+
+
+def in_unit(values, y_mean: float, y_std: float) -> np.ndarray:
+    """Standardized regression outputs back in the target's unit: ``values · y_std + y_mean``."""
+    return np.asarray(values, dtype=np.float64) * y_std + y_mean
+
+
+@dataclass(frozen=True, eq=False)
+class Scaling:
+    """What :func:`~biaslab.comparison.protocol.prepare` fitted on the training rows that new
+    inputs are read through: a raw table's encoding, the features' means and deviations, a
+    regression target's (what a saved comparison keeps to predict new rows).
+
+    Shapes:
+        x_mean, x_std: (C,) per image channel, (F,) per column or feature otherwise.
+    """
+
+    kind: str
+    x_mean: np.ndarray
+    x_std: np.ndarray
+    encoding: Any = None
+    y_mean: float | None = None
+    y_std: float | None = None
+
+    def standardize(self, x: np.ndarray, mask: np.ndarray | None = None) -> Inputs:
+        """New inputs of the data's kind and example shape encoded (a raw table) and scaled by
+        the training rows' statistics, exactly as the data were prepared.
+
+        Shapes:
+            x (M, *example shape as read), mask (M, S) or None -> :class:`Inputs`.
+        """
+        raw = None
+        if self.encoding is not None:
+            raw = np.asarray(x, dtype=np.float64)
+            x = self.encoding.transform(raw)
+        scaled = standardized(x, mask, self.x_mean, self.x_std, self.kind)
+        mask_t = None if mask is None else torch.from_numpy(mask.astype(bool))
+        return Inputs(torch.from_numpy(scaled), mask_t, raw)
+
+    def to_unit(self, values) -> np.ndarray:
+        """Standardized regression outputs in the target's unit (:func:`in_unit`)."""
+        return in_unit(values, self.y_mean, self.y_std)
 
 
 @dataclass(frozen=True, eq=False)
@@ -140,21 +183,18 @@ class Prepared(SplitRows):
         mask = None if self.masks is None else self.masks[split]
         return getattr(self.splits, f"x_{split}"), mask, getattr(self.splits, f"y_{split}")
 
+    @property
+    def scaling(self) -> Scaling:
+        """What was fitted on the training rows to read new inputs (:class:`Scaling`)."""
+        return Scaling(self.kind, self.x_mean, self.x_std, self.encoding, self.y_mean, self.y_std)
+
     def standardize(self, x: np.ndarray, mask: np.ndarray | None = None) -> Inputs:
-        """New inputs of the data's kind and example shape (an OOD set) encoded (a raw table)
-        and scaled by the training rows' statistics, exactly as
-        :func:`~biaslab.comparison.protocol.prepare` prepared the data.
+        """New inputs (an OOD set) read as the data were: :meth:`Scaling.standardize`.
 
         Shapes:
             x (M, *example shape as read), mask (M, S) or None -> :class:`Inputs`.
         """
-        raw = None
-        if self.encoding is not None:
-            raw = np.asarray(x, dtype=np.float64)
-            x = self.encoding.transform(raw)
-        scaled = standardized(x, mask, self.x_mean, self.x_std, self.kind)
-        mask_t = None if mask is None else torch.from_numpy(mask.astype(bool))
-        return Inputs(torch.from_numpy(scaled), mask_t, raw)
+        return self.scaling.standardize(x, mask)
 
     def train_subset(self, rows, repeat_to: int | None = None) -> Prepared:
         """The same preparation with the training set cut to ``rows`` (positions in it), repeated

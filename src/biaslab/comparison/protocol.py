@@ -180,6 +180,8 @@ class CandidateResult:
         reliability: to classify, the test rows' reliability diagram after temperature scaling
             (:func:`~biaslab.evaluate.calibration.reliability_bins`, 15 bins) as plain lists:
             ``counts``, ``confidence``, ``accuracy`` (None in an empty bin), ``edges``; else None.
+        temperature: to classify, the temperature T fitted on the validation outputs (the
+            probabilities are softmax(z / T)); else None.
     """
 
     name: str
@@ -192,6 +194,7 @@ class CandidateResult:
     fitted: Fitted | None = field(default=None, repr=False, compare=False)
     stopped_at_budget: bool = False
     reliability: dict | None = field(default=None, repr=False)
+    temperature: float | None = None
 
     def reliability_diagram(self):
         """:attr:`reliability` as a :class:`~biaslab.evaluate.calibration.ReliabilityDiagram`."""
@@ -230,7 +233,7 @@ def _classification_scores(prepared: Prepared, val_logits: np.ndarray, test_logi
     bins = reliability_bins(calibrated, y_test, ECE_BINS)
     plain = lambda a: [None if not np.isfinite(v) else float(v) for v in a]  # noqa: E731
     reliability = {k: plain(getattr(bins, k)) for k in ("counts", "confidence", "accuracy", "edges")}
-    return val, test, reliability
+    return val, test, reliability, temperature.temperature_
 
 
 def _regression_scores(prepared: Prepared, val_pred: np.ndarray, test_pred: np.ndarray):
@@ -276,9 +279,9 @@ def fit_candidate(
     fitted = fit(candidate, prepared, task, config, setup, loss)
     val_out = fitted.outputs_on(prepared, "val")
     test_out = fitted.outputs_on(prepared, "test")  # the test rows' one reading, after every choice
-    reliability = None
+    reliability = temperature = None
     if task == "classify":
-        val, test, reliability = _classification_scores(prepared, val_out, test_out)
+        val, test, reliability, temperature = _classification_scores(prepared, val_out, test_out)
     else:
         val, test = _regression_scores(prepared, prepared.to_unit(val_out), prepared.to_unit(test_out))
     return CandidateResult(
@@ -292,6 +295,7 @@ def fit_candidate(
         fitted,
         fitted.stopped_at_budget,
         reliability,
+        temperature,
     )
 
 

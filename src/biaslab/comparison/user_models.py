@@ -115,9 +115,8 @@ def user_candidate(spec: str) -> Candidate:
         except SystemExit as exc:  # the user's code may not end biaslab
             raise ConfigError(f"{where_}:{name} {_exited(exc)} instead of returning a model") from None
 
-    return Candidate(
-        name, "your model", "torch", build, takes_mask=getattr(factory, "takes_mask", False) is True
-    )
+    takes_mask = getattr(factory, "takes_mask", False) is True
+    return Candidate(name, "your model", "torch", build, takes_mask=takes_mask, source=spec)
 
 
 def _import_module(name: str):

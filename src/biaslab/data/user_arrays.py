@@ -35,8 +35,11 @@ from biaslab.errors import BiaslabError, ConfigError, DataFormatError
 __all__ = [
     "MIN_IMAGE_SIDE",
     "array_kind",
+    "channels_first",
     "load_npz_arrays",
     "read_npz",
+    "scale_pixels",
+    "to_unit_range",
     "unit_range",
 ]
 
@@ -190,8 +193,9 @@ def read_arrays(arrays: dict[str, np.ndarray], kind: str | None, path: Path) -> 
     chosen, why = array_kind(x, mask, kind, path)
     _some_values(x, path)
     notes.append(f"kind {chosen}: {why}")
+    pixel_range = None
     if chosen == "image":
-        x = unit_range(_channels_first(x, path), notes)
+        x, pixel_range = to_unit_range(channels_first(x, path), notes)
     elif chosen in ("sequence", "set") and x.ndim == 2:
         x = x[:, :, None]  # (N, T) -> (N, T, 1): one feature per step / element
     if chosen == "set" and mask is None:
@@ -202,7 +206,9 @@ def read_arrays(arrays: dict[str, np.ndarray], kind: str | None, path: Path) -> 
         x = np.where(mask[:, :, None], x, 0).astype(np.float32)  # padding: zeros, whatever it held
     check_finite(x if mask is None else x[mask], "x", path)
     names = tuple(f"x{j}" for j in range(x.shape[-1])) if chosen != "image" else ()
-    return Loaded(chosen, x.astype(np.float32, copy=False), y, names, mask=mask, notes=notes)
+    return Loaded(
+        chosen, x.astype(np.float32, copy=False), y, names, mask=mask, notes=notes, pixel_range=pixel_range
+    )
 
 
 def array_kind(x: np.ndarray, mask: np.ndarray | None, kind: str | None, path: Path) -> tuple[str, str]:
@@ -278,7 +284,7 @@ def _looks_like_pixels(x: np.ndarray) -> bool:
     return low >= 0 and (high <= 1 or (high <= 255 and whole))
 
 
-def _channels_first(x: np.ndarray, path: Path) -> np.ndarray:
+def channels_first(x: np.ndarray, path: Path) -> np.ndarray:
     """(N, H, W) -> (N, 1, H, W); (N, H, W, C) -> (N, C, H, W); (N, C, H, W) kept (C in 1, 3, 4)."""
     if x.ndim == 3:
         return x[:, None]
@@ -296,18 +302,39 @@ def unit_range(x: np.ndarray, notes: list[str]) -> np.ndarray:
     uint8 and whole numbers in [0, 255] are divided by 255; float values already in [0, 1] are
     kept; any other range is scaled by the data set's minimum and maximum (noted).
     """
+    return to_unit_range(x, notes)[0]
+
+
+def to_unit_range(x: np.ndarray, notes: list[str]) -> tuple[np.ndarray, tuple[float, float] | None]:
+    """:func:`unit_range`'s images and the rule they took, (low, high): x = (x - low) / (high - low),
+    (0, 1) for values kept, (0, 255) for values divided by 255, else the data set's minimum and
+    maximum; None when x holds no values or a non-finite one (the caller's check refuses it).
+    New images are read by the same rule (:func:`scale_pixels`)."""
     x = np.asarray(x)
     if x.size == 0:
-        return x.astype(np.float32)
+        return x.astype(np.float32), None
     low, high = float(np.min(x)), float(np.max(x))
     if not (np.isfinite(low) and np.isfinite(high)):
-        return x.astype(np.float32)  # the caller's finiteness check names the problem
+        return x.astype(np.float32), None  # the caller's finiteness check names the problem
     if low >= 0 and high <= 1 and x.dtype != np.uint8:
-        return x.astype(np.float32)
-    if low >= 0 and high <= 255 and (x.dtype.kind in "biu" or np.all(x == np.round(x))):
+        rule = (0.0, 1.0)
+    elif low >= 0 and high <= 255 and (x.dtype.kind in "biu" or np.all(x == np.round(x))):
         notes.append("pixel values 0..255 divided by 255")
+        rule = (0.0, 255.0)
+    else:
+        notes.append(f"pixel values {low:g}..{high:g} scaled to [0, 1] by the data set's minimum and maximum")
+        rule = (low, high)
+    return scale_pixels(x, rule), rule
+
+
+def scale_pixels(x: np.ndarray, rule: tuple[float, float]) -> np.ndarray:
+    """Pixels as float32 by a rule of :func:`to_unit_range`, (low, high): x = (x - low) / (high - low),
+    computed as the training images' were (so the same pixels give the same float32 values)."""
+    low, high = rule
+    if (low, high) == (0.0, 1.0):
+        return np.asarray(x).astype(np.float32)
+    if (low, high) == (0.0, 255.0):
         return (x / np.float32(255)).astype(np.float32)
-    notes.append(f"pixel values {low:g}..{high:g} scaled to [0, 1] by the data set's minimum and maximum")
     return ((x - low) / max(high - low, 1e-12)).astype(np.float32)
 
 

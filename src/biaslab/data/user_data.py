@@ -90,6 +90,10 @@ class UserData:
             :class:`~biaslab.data.table_columns.ColumnSchema` (numbers, or categories whose codes
             x holds), aligned with ``feature_names``; a table's x may hold NaN (a missing cell);
             () for other kinds.
+        pixel_range: image: (low, high), the rule the pixels took to [0, 1], x = (x_given - low)
+            / (high - low) (:func:`~biaslab.data.user_arrays.to_unit_range`: (0, 1) kept, (0, 255)
+            divided, else the data set's minimum and maximum), so new images can be read alike;
+            None for other kinds.
         source: the path read.
         notes: what was inferred or done, one sentence each (kind, task, dropped rows, resizing).
     """
@@ -107,6 +111,7 @@ class UserData:
     source: str = ""
     notes: tuple[str, ...] = ()
     columns: tuple = ()
+    pixel_range: tuple[float, float] | None = None
 
     def __len__(self) -> int:
         return len(self.y)
@@ -230,6 +235,7 @@ def _checked(loaded: Loaded, path: Path, target: str | None, task: str | None, m
         source=os.fspath(path),
         notes=tuple(notes),
         columns=loaded.columns,
+        pixel_range=loaded.pixel_range,
     )
 
 

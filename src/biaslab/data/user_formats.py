@@ -61,7 +61,9 @@ class Loaded:
         x: per kind as in :class:`~biaslab.data.user_data.UserData` (None for graphs and
         molecules); y: (N,) the target as read: numbers (float64, int or bool) or text (object);
         mask: (N, S) bool or None; smiles: N strings or None; positions: N (n_i, 3) coordinate
-        arrays (molecules with a geometry) or None; graphs: N torch-geometric ``Data`` or None.
+        arrays (molecules with a geometry) or None; graphs: N torch-geometric ``Data`` or None;
+        pixel_range: images: (low, high), the rule their pixels took to [0, 1]
+        (:func:`~biaslab.data.user_arrays.to_unit_range`), else None.
     """
 
     kind: str
@@ -74,6 +76,7 @@ class Loaded:
     graphs: list | None = None
     notes: list[str] = field(default_factory=list)
     columns: tuple = ()  # a table's feature columns (ColumnSchema each), aligned with feature_names
+    pixel_range: tuple[float, float] | None = None  # images: x_read = (x - low) / (high - low)
 
 
 def show(value, limit: int = 40) -> str:

@@ -1,9 +1,10 @@
-"""Reading a folder of images, one subfolder per class, for ``biaslab compare``.
+"""Reading a folder of images, one subfolder per class, for ``biaslab compare`` (and the images
+to predict, :func:`read_image_files`, as those were read).
 
 Each image is checked from its header before it is decoded (Pillow opens lazily: its size and mode
 first): at most ``MAX_IMAGE_PIXELS`` pixels, one size for all, the whole set within the free memory;
 then decoded, stacked and scaled to [0, 1] as (N, C, H, W) float32
-(:func:`~biaslab.data.user_arrays.unit_range`).
+(:func:`~biaslab.data.user_arrays.to_unit_range`, whose rule ``pixel_range`` keeps).
 Pillow's warnings never print: a decompression bomb is refused in one line, others become a note.
 Pillow is imported only here, when a folder is read.
 """
@@ -16,11 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
-from biaslab.data.user_arrays import unit_range
+from biaslab.data.user_arrays import to_unit_range
 from biaslab.data.user_formats import Loaded, check_memory_for, listed, reason, show, where
 from biaslab.errors import ConfigError, DataFormatError, DataMissingError
 
-__all__ = ["IMAGE_SUFFIXES", "MAX_IMAGE_PIXELS", "read_image_folder"]
+__all__ = ["IMAGE_SUFFIXES", "MAX_IMAGE_PIXELS", "read_image_files", "read_image_folder"]
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
 MAX_IMAGE_PIXELS = 89_478_485  # Pillow's default decompression-bomb limit, whatever Pillow's is set to
@@ -49,26 +50,80 @@ def read_image_folder(path: Path, kind: str | None, image_size: tuple[int, int] 
         raise ConfigError(
             f"kind '{kind}' contradicts {where(path)}: a folder is read as images, one subfolder per class"
         )
+    Image = _pillow(path)
+    files, labels, notes = _image_files(path)
+    notes.insert(0, "kind image: a folder of class subfolders")
+    choose = lambda headers: _common_mode(path, files, headers, image_size, notes)  # noqa: E731
+    x = _decoded_all(Image, files, choose, image_size, notes)
+    if image_size is not None:
+        notes.append(f"images resized to {image_size[0]}×{image_size[1]} (bilinear)")
+    x, rule = to_unit_range(x, notes)
+    return Loaded("image", x, np.array(labels, dtype=object), notes=notes, pixel_range=rule)
+
+
+def read_image_files(
+    files: list[Path], root: Path, channels: int, size: tuple[int, int], notes: list[str]
+) -> np.ndarray:
+    """Images to predict (``root``: their folder, for messages), read as a folder's training
+    images were: each checked from its header (at most ``MAX_IMAGE_PIXELS`` pixels, the training's
+    ``size`` (H, W), all within the free memory) before any is decoded, then decoded in the
+    training's ``channels`` (1: grayscale ``L``, 3: ``RGB``, 4: ``RGBA``; the images converted
+    are counted in ``notes``), unscaled.
+
+    Shapes:
+        returns (M, channels, H, W) uint8 for M ``files``.
+
+    Raises:
+        DataFormatError: an unreadable image, one of too many pixels or of another size than
+            ``size`` (naming it), images too many for the free memory.
+        DataMissingError: Pillow is not installed.
+    """
+    Image = _pillow(root)
+    mode = {1: "L", 3: "RGB", 4: "RGBA"}[channels]
+
+    def choose(headers: list) -> str:
+        for file, ((width, height), _) in zip(files, headers):
+            if (height, width) != tuple(size):
+                raise DataFormatError(
+                    f"{where(file)}: images are {height}×{width}; the model was trained on "
+                    f"{size[0]}×{size[1]} images (height×width): resize them"
+                )
+        check_memory_for(
+            f"the {len(files):,} images of {where(root)}", BYTES_PER_PIXEL * len(files) * size[0] * size[1]
+        )
+        switched = sum((m in GRAY_MODES) != (channels == 1) for _, m in headers)
+        if switched:
+            to = "grayscale" if channels == 1 else "color"
+            notes.append(f"{switched} images converted to {to} ({mode}), the training images' channels")
+        return mode
+
+    return _decoded_all(Image, files, choose, None, notes)
+
+
+def _pillow(path: Path):
+    """Pillow's ``Image`` module, or one line naming its pip command."""
     if importlib.util.find_spec("PIL") is None:
         raise DataMissingError(f"reading the images of {where(path)} needs Pillow: pip install pillow")
     from PIL import Image
 
-    files, labels, notes = _image_files(path)
-    notes.insert(0, "kind image: a folder of class subfolders")
+    return Image
+
+
+def _decoded_all(Image, files: list[Path], choose, image_size, notes: list[str]) -> np.ndarray:
+    """Every file decoded in the mode ``choose`` (headers -> mode) picks after reading every
+    header, as (N, C, H, W) uint8: no warning of Pillow's is printed (a decompression bomb is
+    refused, any other is counted in ``notes``)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         warnings.simplefilter("error", Image.DecompressionBombWarning)  # raised, then refused
         headers = [_image_header(Image, file) for file in files]
-        mode = _common_mode(path, files, headers, image_size, notes)
+        mode = choose(headers)
         images = [_decoded(Image, file, mode, image_size) for file in files]
     if caught:
         times = "once" if len(caught) == 1 else f"{len(caught)} times"
         notes.append(f"Pillow warned {times} (first: {show(str(caught[0].message), 80)})")
-    if image_size is not None:
-        notes.append(f"images resized to {image_size[0]}×{image_size[1]} (bilinear)")
     x = np.stack(images)
-    x = x[:, None] if x.ndim == 3 else np.moveaxis(x, -1, 1)
-    return Loaded("image", unit_range(x, notes), np.array(labels, dtype=object), notes=notes)
+    return x[:, None] if x.ndim == 3 else np.moveaxis(x, -1, 1)
 
 
 def _image_header(Image, file: Path) -> tuple[tuple[int, int], str]:

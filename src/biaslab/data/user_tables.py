@@ -33,12 +33,13 @@ from biaslab.data.user_formats import (
 from biaslab.errors import ConfigError, DataFormatError, DataMissingError
 from biaslab.formatting import printable
 
-__all__ = ["read_table"]
+__all__ = ["TableCells", "as_numbers", "did_you_mean", "read_cells", "read_table"]
 
 
 @dataclass
-class _Table:
-    """A table's columns as read: text (object arrays) from a CSV, typed arrays from Parquet."""
+class TableCells:
+    """A table's columns as read (:func:`read_cells`): text (object arrays) from a CSV, typed
+    arrays from Parquet."""
 
     names: list[str]
     columns: dict[str, np.ndarray]
@@ -67,7 +68,7 @@ def read_table(path: Path, target: str | None, kind: str | None) -> Loaded:
             value, no target on any row, no usable feature.
         DataMissingError: Parquet without pyarrow, SMILES without RDKit.
     """
-    table = _read_parquet(path) if path.suffix.lower() in (".parquet", ".pq") else _read_csv(path)
+    table = read_cells(path)
     smiles_columns = [n for n in table.names if n.strip().lower() == "smiles"]
     if kind not in (None, "table", "molecule"):
         raise ConfigError(
@@ -89,28 +90,41 @@ def read_table(path: Path, target: str | None, kind: str | None) -> Loaded:
     return _table(table, target, path)
 
 
-def _columns(table: _Table) -> str:
+def _columns(table: TableCells) -> str:
     return f"the columns are {listed(table.names)}"
 
 
-def _target_column(table: _Table, target: str | None, path: Path) -> str:
+def _target_column(table: TableCells, target: str | None, path: Path) -> str:
     if target is None:
         raise ConfigError(
             f"{where(path)} needs a target (--target COLUMN): name its label column; {_columns(table)}"
         )
     if target in table.names:
         return target
-    close = difflib.get_close_matches(target, table.names, n=1, cutoff=0.5)
-    folded = [n for n in table.names if n.strip().lower() == target.strip().lower()]
-    guess = folded or close
-    hint = f"; did you mean {show(guess[0])}?" if guess else ""
+    hint = did_you_mean(target, table.names)
     raise ConfigError(f"{where(path)} has no column {show(target)}; {_columns(table)}{hint}")
+
+
+def did_you_mean(name: str, names: list[str]) -> str:
+    """``; did you mean 'Size'?`` naming the column of ``names`` closest to ``name`` (the same
+    name in another case or spacing first, else difflib's closest), or "" when none is close."""
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.5)
+    folded = [n for n in names if n.strip().lower() == name.strip().lower()]
+    guess = folded or close
+    return f"; did you mean {show(guess[0])}?" if guess else ""
+
+
+def read_cells(path: Path) -> TableCells:
+    """A CSV / TSV / Parquet file's columns, untyped, as :func:`read_table` reads them first
+    (checked against the free memory, one DataFormatError line for an unreadable file, a ragged
+    row or a duplicated column name); the extension decides the format."""
+    return _read_parquet(path) if path.suffix.lower() in (".parquet", ".pq") else _read_csv(path)
 
 
 CSV_BYTES_PER_BYTE = 12  # a cell's text as a Python str in a list: ~50 bytes of overhead per ~5 of text
 
 
-def _read_csv(path: Path) -> _Table:
+def _read_csv(path: Path) -> TableCells:
     """A CSV (comma, semicolon or tab separated: the header's most frequent of the three) or a
     TSV file as text columns; ``row_label`` names the line a row ends on. Each cell becomes a
     Python string (about ``CSV_BYTES_PER_BYTE`` bytes of memory per byte of text): a file whose
@@ -152,10 +166,10 @@ def _read_csv(path: Path) -> _Table:
     _no_duplicates(names, path)
     cells = np.array(rows, dtype=object).reshape(len(rows), len(names))
     columns = {name: cells[:, j] for j, name in enumerate(names)}
-    return _Table(names, columns, lambda i: f"line {lines[i]}")
+    return TableCells(names, columns, lambda i: f"line {lines[i]}")
 
 
-def _read_parquet(path: Path) -> _Table:
+def _read_parquet(path: Path) -> TableCells:
     """A Parquet file's columns (pyarrow: optional, imported here)."""
     try:
         import pyarrow.parquet as pq
@@ -176,7 +190,7 @@ def _read_parquet(path: Path) -> _Table:
     names = [str(n) for n in data.column_names]
     _no_duplicates(names, path)
     columns = {name: np.asarray(data.column(j).to_numpy()) for j, name in enumerate(names)}
-    return _Table(names, columns, lambda i: f"row {i + 1}")
+    return TableCells(names, columns, lambda i: f"row {i + 1}")
 
 
 def _no_duplicates(names: list[str], path: Path) -> None:
@@ -185,6 +199,12 @@ def _no_duplicates(names: list[str], path: Path) -> None:
         if name in seen:
             raise DataFormatError(f"{where(path)}: column {show(name)} appears twice in the header")
         seen.add(name)
+
+
+def as_numbers(values: np.ndarray) -> tuple[np.ndarray, int | None]:
+    """A column as :func:`read_table` reads numbers: float64 (NaN where missing: empty, "NA",
+    ...), and the index of its first cell that is not a number (None when every cell is one)."""
+    return _as_numbers(values)
 
 
 def _as_numbers(values: np.ndarray) -> tuple[np.ndarray, int | None]:
@@ -209,7 +229,7 @@ def _as_numbers(values: np.ndarray) -> tuple[np.ndarray, int | None]:
     return out, None
 
 
-def _target_values(table: _Table, target: str, path: Path) -> tuple[np.ndarray, np.ndarray]:
+def _target_values(table: TableCells, target: str, path: Path) -> tuple[np.ndarray, np.ndarray]:
     """The target as numbers when every cell is one, else as stripped text; and which rows
     hold one (a row whose target is missing is dropped: there is nothing to learn from it)."""
     raw = table.columns[target]
@@ -226,7 +246,7 @@ def _target_values(table: _Table, target: str, path: Path) -> tuple[np.ndarray, 
     return text, np.array([c is not None for c in text], dtype=bool)
 
 
-def _table(table: _Table, target: str, path: Path) -> Loaded:
+def _table(table: TableCells, target: str, path: Path) -> Loaded:
     """Every column but the target as features (:func:`~biaslab.data.table_columns.read_column`:
     numbers with missing cells, categories, IDs and constants dropped), the rows without a
     target dropped."""
@@ -283,7 +303,7 @@ def _table(table: _Table, target: str, path: Path) -> Loaded:
 # --------------------------------------------------------------------------- molecules
 
 
-def _molecules(table: _Table, smiles_columns: list[str], target: str, path: Path) -> Loaded:
+def _molecules(table: TableCells, smiles_columns: list[str], target: str, path: Path) -> Loaded:
     """The rows whose SMILES RDKit parses (the others counted in the notes and dropped)."""
     if len(smiles_columns) > 1:
         raise DataFormatError(
@@ -328,7 +348,7 @@ def _molecules(table: _Table, smiles_columns: list[str], target: str, path: Path
     return Loaded("molecule", None, y[good], smiles=kept, positions=positions, notes=notes)
 
 
-def _geometries(table: _Table, smiles: list[str], good: np.ndarray, path: Path, notes: list[str]):
+def _geometries(table: TableCells, smiles: list[str], good: np.ndarray, path: Path, notes: list[str]):
     """Each parsed molecule's heavy-atom coordinates from the columns Elements and XYZ_Ang
     (:func:`~biaslab.data.molecules.coordinates_in_smiles_order`); a molecule whose geometry is
     not its SMILES' graph is dropped (``good`` set False) and counted, as the QM9 benchmark does."""

@@ -32,6 +32,7 @@ from biaslab.comparison.judged import (
     recommended,
 )
 from biaslab.comparison.protocol import CandidateResult, fit_candidate, learning_curve, ood_auroc, prepare
+from biaslab.comparison.study import Comparison, fitted_files
 from biaslab.comparison.symmetry_probes import invariances, survival, with_probe
 from biaslab.comparison.symmetry_report import Finding, SymmetryReport, explain, symmetry_table
 from biaslab.config import check_range
@@ -220,6 +221,7 @@ def run(ctx) -> None:
             f"The recommended model ({pick.name}): accuracy per confidence bin on the test rows after "
             "temperature scaling, against the diagonal of perfect calibration (Day 5: calibration).",
         )
+    _save_models(ctx, data, prepared, outcomes, pick)
     if pick is not None and outcomes[pick.name].get("importance"):
         _importance_table(ctx, task, pick.name, outcomes[pick.name]["importance"])
     _data_table(ctx, data, chosen.values(), cfg.split, time_share(cfg, chosen, probes), cfg.time_limit)
@@ -228,6 +230,21 @@ def run(ctx) -> None:
         ctx.table("Validation splits", ["splits", "training rows", "validation rows", "test rows"],
                   [[splits, sizes[0], sizes[1], n_test]])  # fmt: skip
     ctx.echo(f"recommended: {sentence}")
+
+
+def _save_models(ctx, data, prepared, outcomes, pick) -> None:
+    """The trained candidates and the data's preparation under models/, without pickle
+    (:mod:`biaslab.comparison.saving`): what ``biaslab predict`` and ``load_comparison`` read."""
+    from biaslab.comparison.study import comparison_files
+    from biaslab.data.input_schema import InputSchema
+
+    schema = {"kind": data.kind} if data.x is None else InputSchema.of(data).as_dict()
+    fitted = {
+        n: out.get("files") for n, out in outcomes.items() if isinstance(n, str) and "diverged" not in out
+    }
+    recommended = None if pick is None else pick.name
+    for path, content in comparison_files(prepared, schema, data.classes, fitted, recommended).items():
+        ctx.save_file(path, content)
 
 
 @run_cache
@@ -322,6 +339,7 @@ def fit_compare(task, name: str) -> dict:
             result.fitted, prepared, x_test, data.feature_names, task.seed_for("importance")
         )
     return {
+        "files": fitted_files(result, candidate, prepared),  # the driver writes them under models/
         "predict_seconds_per_1000": predict_seconds,
         "importance": importance,
         "scores": result.scores(),
@@ -577,8 +595,9 @@ def compare(
 
     Example::
 
-        result = biaslab.compare("sklearn:digits", profile="quick")
-        result.metrics["cnn_test_accuracy"]
+        found = biaslab.compare("sklearn:digits", profile="quick")
+        found.leaderboard()                  # best validation score first
+        found.predict("new_digits.npz")      # the recommended model, on new rows
 
     Args:
         data: a file or folder (CSV / TSV / Parquet table, NPZ arrays, a folder of class
@@ -598,7 +617,10 @@ def compare(
             (``{"epochs": 50}``), ``run_options`` the rest of :func:`biaslab.run`'s keywords.
 
     Returns:
-        The run's :class:`~biaslab.report.display.Result`.
+        A :class:`~biaslab.comparison.study.Comparison`: the run's results (``metrics``,
+        ``claims``, shown as the run's :class:`~biaslab.report.display.Result`), its
+        ``leaderboard()``, ``recommended`` model, ``predict(data)``, ``predict_proba(data)``
+        (classify), ``predict_interval(data, coverage=0.9)`` (regress) and ``model(name)``.
     """
     from biaslab.runner import run as run_lab
 
@@ -608,7 +630,22 @@ def compare(
     keys = {k: v for k, v in keys.items() if v is not None}
     keys |= {"models": tuple(models)} if models else {}
     keys |= {"model": tuple(model)} if model else {}
-    return run_lab(
+    result = run_lab(
         "compare", {**(overrides or {}), **keys}, profile=profile, seed=seed, out=out, device=device,
         **run_options,
     )  # fmt: skip
+    return Comparison.load(result.run_dir, shown=result)
+
+
+def load_comparison(run_dir) -> Comparison:
+    """Reopen a finished ``compare`` run without training: its leaderboard, recommendation and
+    saved models, which predict new data (:class:`~biaslab.comparison.study.Comparison`).
+
+    Example::
+
+        found = biaslab.load_comparison("runs/compare-20261121-120000-0")
+        found.predict("new_rows.csv")
+    """
+    from biaslab.report.display import load
+
+    return Comparison.load(run_dir, shown=load(run_dir))
