@@ -2,7 +2,7 @@
 
 Layers, bottom up (docs/architecture.md):
 
-    errors, fileio, formatting, hardware, locking, results, version  ->  scratch, nn, data, config
+    caches, errors, fileio, formatting, hardware, locking, results, version  ->  scratch, nn, data, config
     ->  train, evaluate, generative  ->  runs, registry, catalog, config_slices, loggers
     ->  report  ->  runner  ->  sequence  ->  experiments, notebooks  ->  cli (and the package root)
 
@@ -19,7 +19,18 @@ import biaslab
 
 ROOT = Path(biaslab.__file__).resolve().parent
 LAYERS = [
-    {"documents", "errors", "fileio", "formatting", "hardware", "inputs", "locking", "results", "version"},
+    {
+        "caches",
+        "documents",
+        "errors",
+        "fileio",
+        "formatting",
+        "hardware",
+        "inputs",
+        "locking",
+        "results",
+        "version",
+    },
     {"scratch", "nn", "data", "config"},
     {"train", "evaluate", "generative", "physics"},
     {"comparison"},

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from biaslab import registry
+from biaslab.caches import clear_run_caches
 from biaslab.config import check_seed, field_types, flat_values, from_dict, to_dict
 from biaslab.data.availability import require_data
 from biaslab.errors import BiaslabError, CheckpointError, ClusterLostError, ConfigError, StorageError
@@ -31,7 +32,7 @@ from biaslab.report.display import Result
 from biaslab.report.text import claim_lines
 from biaslab.results import Claim, verdict_of
 from biaslab.runs import CONFIG, MODELS, TIMINGS, TRACEBACK, RunDir
-from biaslab.scale.context import FitContext, TagLogger, clear_run_caches
+from biaslab.scale.context import FitContext, TagLogger
 from biaslab.scale.executors import SerialExecutor, check_executor, make_executor, task_threads
 from biaslab.scale.tasks import Study, TaskSpec
 from biaslab.train.callbacks import PROGRESS_MODES

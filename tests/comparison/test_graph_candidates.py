@@ -1,5 +1,5 @@
 """Tests for the graph and molecule candidates of a comparison (biaslab.comparison.graph_data,
-graph_models, graph_fitting, and their hook-ups in candidates, fitting and protocol): the split,
+graph_models, and their hook-ups in candidates, fitting and protocol): the split,
 statistics from training graphs only, the models' symmetries, the protocol end to end."""
 
 import math
@@ -10,10 +10,10 @@ import torch
 from torch_geometric.data import Data
 
 from biaslab.comparison.candidates import Candidate, candidates_for
+from biaslab.comparison.fitting import Trial, fit
 from biaslab.comparison.graph_data import PreparedGraphs
 from biaslab.comparison.graph_store import GraphStore
 from biaslab.comparison.protocol import fit_candidate, learning_curve, prepare
-from biaslab.comparison.training import fit
 from biaslab.data.molecules import molecule_graph, murcko_scaffold, parse_smiles
 from biaslab.data.user_data import UserData
 from biaslab.errors import ConfigError
@@ -186,7 +186,7 @@ def test_bad_graph_input_is_one_line():
     )
     gcn = next(c for c in candidates_for("molecule", task="classify") if c.name == "GCN")
     with pytest.raises(ConfigError, match="element S"):
-        fit(gcn, sulfur, "classify", CONFIG, QUIET)
+        fit(Trial(gcn, sulfur, CONFIG, QUIET))
     data = molecules(positions=True)
     bad = UserData(
         "molecule", "classify", None, data.y, data.classes, smiles=data.smiles,
@@ -201,17 +201,17 @@ def test_a_candidate_given_what_it_cannot_read_is_one_line():
     prepared = prepare(molecules(), seed=0)  # no coordinates
     egnn = candidates_for("molecule", task="classify", has_positions=True)[-1]
     with pytest.raises(ConfigError, match="'EGNN' reads 3-D coordinates"):
-        fit(egnn, prepared, "classify", CONFIG, QUIET)
+        fit(Trial(egnn, prepared, CONFIG, QUIET))
     mlp = candidates_for("table", task="classify")[-1]
     with pytest.raises(ConfigError, match="'MLP' reads fixed-size inputs; molecule data are graphs"):
-        fit(mlp, prepared, "classify", CONFIG, QUIET)
+        fit(Trial(mlp, prepared, CONFIG, QUIET))
     fingerprint_mlp = candidates_for("molecule", task="classify")[1]
     with pytest.raises(ConfigError, match="reads molecules' fingerprints; graph data has none"):
-        fit(fingerprint_mlp, prepare(chains_and_branched(), seed=0), "classify", CONFIG, QUIET)
+        fit(Trial(fingerprint_mlp, prepare(chains_and_branched(), seed=0), CONFIG, QUIET))
     table = UserData("table", "classify", np.zeros((30, 2), np.float32), np.arange(30) % 2, classes=(0, 1))
     gcn = candidates_for("graph", task="classify")[0]
     with pytest.raises(ConfigError, match="'GCN' reads graphs"):
-        fit(gcn, prepare(table, seed=0), "classify", CONFIG, QUIET)
+        fit(Trial(gcn, prepare(table, seed=0), CONFIG, QUIET))
 
 
 # -- the models -----------------------------------------------------------------------------
@@ -221,7 +221,7 @@ def test_every_candidate_gives_one_row_per_graph(task, k):
     n_val = len(prepared.rows["val"])
     for candidate in candidates_for("molecule", task=task, has_positions=True):
         if candidate.reads == "fingerprint":
-            fitted = fit(candidate, prepared, task, TrainConfig(epochs=1, batch_size=16), QUIET)
+            fitted = fit(Trial(candidate, prepared, TrainConfig(epochs=1, batch_size=16), QUIET))
             out = fitted.outputs_on(prepared, "val")
             assert out.shape == ((n_val, k) if task == "classify" else (n_val,)), candidate.name
             continue
@@ -279,7 +279,7 @@ def test_fit_candidate_scores_every_graph_and_molecule_candidate(task):
     for data in (chains_and_branched(task=task), molecules(task=task, positions=True)):
         prepared = prepare(data, seed=0)
         for candidate in candidates_for(data.kind, task=task, has_positions=True):
-            result = fit_candidate(candidate, prepared, task, CONFIG, QUIET)
+            result = fit_candidate(Trial(candidate, prepared, CONFIG, QUIET))
             assert (set(result.val), set(result.test)) == keys, candidate.name
             assert all(math.isfinite(v) for v in (*result.val.values(), *result.test.values()))
             if candidate.engine == "torch":
@@ -290,12 +290,12 @@ def test_learning_curves_on_graphs_and_molecules():
     prepared = prepare(chains_and_branched(n=80), seed=0)
     gcn = candidates_for("graph", task="classify")[0]
     setup_for = lambda size, seed: TrainSetup(tag=f"gcn-{size}", seed=seed, progress=False)
-    curve = learning_curve(gcn, prepared, "classify", CONFIG, setup_for, points=2, seeds=(0,))
+    curve = learning_curve(Trial(gcn, prepared, CONFIG), setup_for, points=2, seeds=(0,))
     assert curve.sizes == [prepared.n_train // 2, prepared.n_train]
     assert all(0 <= e <= 1 for e in curve.val_errors)
     regress = prepare(molecules(task="regress"), seed=0)
     trees = candidates_for("molecule", task="regress")[0]
-    line = learning_curve(trees, regress, "regress", CONFIG, setup_for, points=2, seeds=(0,))
+    line = learning_curve(Trial(trees, regress, CONFIG), setup_for, points=2, seeds=(0,))
     assert len(line.sizes) == 2 and all(math.isfinite(e) and e >= 0 for e in line.val_errors)
 
 
@@ -308,5 +308,5 @@ def test_gcn_tells_branched_trees_from_chains():
     assert len(prepared.rows["test"]) == 36
     gcn = candidates_for("graph", task="classify")[0]
     config = TrainConfig(epochs=25, batch_size=32, lr=1e-2)
-    result = fit_candidate(gcn, prepared, "classify", config, QUIET)
+    result = fit_candidate(Trial(gcn, prepared, config, QUIET))
     assert result.test["accuracy"] >= 29 / 36

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from biaslab.comparison.candidates import candidates_for
+from biaslab.comparison.fitting import Trial
 from biaslab.comparison.importance import permutation_importance
 from biaslab.comparison.protocol import fit_candidate, prepare
 from biaslab.data.user_data import UserData
@@ -20,7 +21,7 @@ def test_only_the_column_the_target_depends_on_matters_for_every_candidate(task)
     prepared = prepare(data, seed=0)
     for candidate in candidates_for("table", task=task):
         setup = TrainSetup(tag=candidate.name, progress=False)
-        fitted = fit_candidate(candidate, prepared, task, TrainConfig(epochs=8), setup).fitted
+        fitted = fit_candidate(Trial(candidate, prepared, TrainConfig(epochs=8), setup)).fitted
         found = permutation_importance(fitted, prepared, x[prepared.rows["test"]], data.feature_names, seed=0)
         assert found["names"] == ["a", "b", "c", "d"]
         a, *others = found["mean"]

@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from biaslab.comparison import protocol
+from biaslab.comparison.fitting import Trial
 from biaslab.comparison.protocol import fit_candidate, learning_curve, nested_order, prepare
 from biaslab.data.user_data import UserData
 from biaslab.errors import ConfigError
@@ -212,7 +213,7 @@ def test_regression_targets_are_standardized_on_the_training_rows():
 def test_regression_errors_are_in_the_target_unit_and_beat_the_mean():
     data = table(task="regress")
     prepared = prepare(data, seed=0)
-    result = fit_candidate(LINEAR, prepared, "regress", CONFIG, QUIET)
+    result = fit_candidate(Trial(LINEAR, prepared, CONFIG, QUIET))
     from sklearn.linear_model import Ridge
 
     x_train = (data.x[prepared.rows["train"]] - prepared.x_mean) / prepared.x_std  # by hand
@@ -228,7 +229,7 @@ def test_regression_errors_are_in_the_target_unit_and_beat_the_mean():
     assert result.test["baseline_rmse"] == pytest.approx(np.sqrt(((y_test - train_mean) ** 2).mean()))
     assert result.test["mae"] < 0.1 * result.test["baseline_mae"]  # the rule is linear
     assert result.test["baseline_mae"] > 10  # the target's unit, not the standardized one
-    mlp = fit_candidate(MLP, prepared, "regress", TrainConfig(epochs=20, batch_size=32, lr=1e-2), QUIET)
+    mlp = fit_candidate(Trial(MLP, prepared, TrainConfig(epochs=20, batch_size=32, lr=1e-2), QUIET))
     assert set(mlp.val) == {"mae", "rmse", "interval_half_width"}
     assert mlp.test["mae"] < 0.5 * mlp.test["baseline_mae"]
 
@@ -238,7 +239,7 @@ def test_regression_intervals_are_split_conformal_on_the_validation_rows():
     are read on the test rows (Lei et al. 2018)."""
     data = table(task="regress")
     prepared = prepare(data, seed=0)
-    result = fit_candidate(LINEAR, prepared, "regress", CONFIG, QUIET)
+    result = fit_candidate(Trial(LINEAR, prepared, CONFIG, QUIET))
     val_pred = prepared.to_unit(result.fitted.outputs_on(prepared, "val"))
     residuals = np.sort(np.abs(prepared.targets["val"] - val_pred))
     n = len(residuals)
@@ -252,7 +253,7 @@ def test_regression_intervals_are_split_conformal_on_the_validation_rows():
 
 def test_sklearn_candidates_fit_on_training_rows_and_report_the_same_figures():
     prepared = prepare(images(), seed=0)
-    result = fit_candidate(LINEAR, prepared, "classify", CONFIG, QUIET)
+    result = fit_candidate(Trial(LINEAR, prepared, CONFIG, QUIET))
     assert (result.parameters, result.best_epoch) == (None, None)
     assert set(result.val) == {"accuracy", "loss"}
     assert set(result.test) == {"accuracy", "ece", "ece_after_temperature"}
@@ -265,19 +266,18 @@ def test_sklearn_candidates_fit_on_training_rows_and_report_the_same_figures():
     assert protocol.CandidateResult.from_scores(result.scores()).reliability == result.reliability
     augmented = dataclasses.replace(LINEAR, augment=lambda x, g: x)
     with pytest.raises(ConfigError, match="a scikit-learn estimator takes no augmentation"):
-        fit_candidate(augmented, prepared, "classify", CONFIG, QUIET)
+        fit_candidate(Trial(augmented, prepared, CONFIG, QUIET))
 
 
 def test_torch_candidate_result_fields():
     prepared = prepare(table(), seed=0)
     config = dataclasses.replace(CONFIG, epochs=10)  # enough steps to learn the linear rule
-    result = fit_candidate(MLP, prepared, "classify", config, QUIET)
+    result = fit_candidate(Trial(MLP, prepared, config, QUIET))
     assert result.parameters == sum(p.numel() for p in tiny_mlp((4,), 2, "classify").parameters())
     assert result.name == "MLP" and 1 <= result.best_epoch <= 10 and result.train_seconds > 0
     assert result.val["accuracy"] > 0.8
     assert result.fitted.parameters == result.parameters  # the trained model, for what reads it after
-    with pytest.raises(ConfigError, match="prepared to classify"):
-        fit_candidate(MLP, prepared, "regress", CONFIG, QUIET)
+    assert Trial(MLP, prepared, CONFIG).task == "classify"  # the task is the data's: no other can be asked
 
 
 def test_the_epoch_kept_is_the_best_on_validation():
@@ -302,9 +302,7 @@ def test_the_epoch_kept_is_the_best_on_validation():
     records = Records()
     setup = TrainSetup(progress=False, logger=records)
     config = TrainConfig(epochs=6, batch_size=16, lr=0.05, optimizer="sgd")
-    result = fit_candidate(
-        Candidate("fading", "", "torch", right_at_first), prepared, "classify", config, setup
-    )
+    result = fit_candidate(Trial(Candidate("fading", "", "torch", right_at_first), prepared, config, setup))
     accuracies = [r["val_accuracy"] for r in records.records]
     assert accuracies[-1] < max(accuracies) - 0.2  # it did get worse
     assert result.best_epoch == 1 + int(np.argmax(accuracies))
@@ -325,9 +323,7 @@ def test_the_test_rows_are_read_once_after_training():
             seen.append(("test" if torch.equal(x, x_test) else "other", self.training))
             return self.inner(x)
 
-    fit_candidate(
-        Candidate("watched", "", "torch", lambda *a: Watched()), prepared, "classify", CONFIG, QUIET
-    )
+    fit_candidate(Trial(Candidate("watched", "", "torch", lambda *a: Watched()), prepared, CONFIG, QUIET))
     assert seen.count(("test", False)) == 1 and ("test", True) not in seen
     assert seen[-1] == ("test", False)  # after every training step and validation
 
@@ -343,9 +339,7 @@ def test_an_estimator_reads_the_test_rows_once():
             calls.append(len(x))
             return super().predict_proba(x)
 
-    fit_candidate(
-        Candidate("counted", "", "sklearn", lambda *a: Counting()), prepared, "classify", CONFIG, QUIET
-    )
+    fit_candidate(Trial(Candidate("counted", "", "sklearn", lambda *a: Counting()), prepared, CONFIG, QUIET))
     assert calls == [len(prepared.rows["val"]), len(prepared.rows["test"])]
 
 
@@ -360,7 +354,7 @@ def test_temperature_is_fitted_on_validation_logits_and_lowers_their_nll(monkeyp
 
     monkeypatch.setattr(protocol, "TemperatureScaling", Recorded)
     config = TrainConfig(epochs=8, batch_size=16, lr=3e-2)
-    result = fit_candidate(MLP, prepared, "classify", config, QUIET)
+    result = fit_candidate(Trial(MLP, prepared, config, QUIET))
     ((logits, labels),) = fitted
     assert torch.equal(labels, torch.from_numpy(prepared.targets["val"]))
     nll_at_1 = float(nn.functional.cross_entropy(logits, labels))
@@ -383,12 +377,12 @@ def test_augmentation_touches_training_batches_only():
 
     cnn = Candidate("CNN + shifts", "", "torch", tiny_mlp, augment=shift)
     config = TrainConfig(epochs=2, batch_size=32, lr=1e-2)
-    result = fit_candidate(cnn, prepared, "classify", config, QUIET)
+    result = fit_candidate(Trial(cnn, prepared, config, QUIET))
     assert len(augmented) == 2 * math.ceil(prepared.n_train / 32)  # once per training step
     assert all(tuple(r.flatten().tolist()) in train_rows for batch in augmented for r in batch)
-    again = fit_candidate(cnn, prepared, "classify", config, QUIET)
+    again = fit_candidate(Trial(cnn, prepared, config, QUIET))
     assert (again.val, again.test) == (result.val, result.test)  # the shifts are seeded
-    plain = fit_candidate(dataclasses.replace(cnn, augment=None), prepared, "classify", config, QUIET)
+    plain = fit_candidate(Trial(dataclasses.replace(cnn, augment=None), prepared, config, QUIET))
     assert plain.val != result.val  # and they did reach the model
 
 
@@ -396,19 +390,17 @@ def test_sets_pass_their_masks_to_the_model():
     prepared = prepare(sets(), seed=0)
     deep_sets = Candidate("Deep Sets", "permutation invariance", "torch", None, takes_mask=True)
     deep_sets = dataclasses.replace(deep_sets, build=lambda shape, k, task: SumOfElements(shape[-1], k))
-    result = fit_candidate(
-        deep_sets, prepared, "classify", TrainConfig(epochs=10, batch_size=16, lr=3e-2), QUIET
-    )
+    result = fit_candidate(Trial(deep_sets, prepared, TrainConfig(epochs=10, batch_size=16, lr=3e-2), QUIET))
     assert result.test["accuracy"] > 0.7
 
 
 def test_a_seed_fixes_a_fit():
     prepared = prepare(table(), seed=0)
     first, second = (
-        fit_candidate(MLP, prepared, "classify", CONFIG, TrainSetup(seed=5, progress=False)) for _ in "ab"
+        fit_candidate(Trial(MLP, prepared, CONFIG, TrainSetup(seed=5, progress=False))) for _ in "ab"
     )
     assert (first.val, first.test, first.best_epoch) == (second.val, second.test, second.best_epoch)
-    other = fit_candidate(MLP, prepared, "classify", CONFIG, TrainSetup(seed=6, progress=False))
+    other = fit_candidate(Trial(MLP, prepared, CONFIG, TrainSetup(seed=6, progress=False)))
     assert other.val != first.val
 
 
@@ -433,7 +425,7 @@ def test_learning_curve_at_an_equal_step_budget():
         return TrainSetup(tag=f"mlp-{size}-{seed}", seed=seed, progress=False, logger=logs[size, seed])
 
     config = TrainConfig(epochs=2, batch_size=32, lr=1e-2)
-    curve = learning_curve(MLP, prepared, "classify", config, setup_for, points=3, seeds=(0, 1))
+    curve = learning_curve(Trial(MLP, prepared, config), setup_for, points=3, seeds=(0, 1))
     assert curve.sizes == [n // 4, n // 2, n]
     assert {records.records[-1]["step"] for records in logs.values()} == {2 * math.ceil(n / 32)}
     assert len(curve.per_seed) == 3 and all(len(e) == 2 for e in curve.per_seed)
@@ -450,7 +442,7 @@ def test_learning_curve_fits_a_power_law_and_drops_sizes_missing_a_class():
     prepared = prepare(data, seed=0)
     n = prepared.n_train
     setup_for = lambda size, seed: TrainSetup(tag=f"linear-{size}", seed=seed, progress=False)
-    curve = learning_curve(LINEAR, prepared, "classify", CONFIG, setup_for, points=6, seeds=(0, 1, 2))
+    curve = learning_curve(Trial(LINEAR, prepared, CONFIG), setup_for, points=6, seeds=(0, 1, 2))
     assert curve.sizes[-1] == n and len(curve.sizes) < 6
     assert curve.notes and "miss a class" in curve.notes[0]
     y = prepared.targets["train"]
@@ -459,7 +451,7 @@ def test_learning_curve_fits_a_power_law_and_drops_sizes_missing_a_class():
         assert all(len(np.unique(y[order[:size]])) == 3 for size in curve.sizes)
 
     regress = prepare(table(n=200, task="regress"), seed=0)
-    line = learning_curve(LINEAR, regress, "regress", CONFIG, setup_for, points=4, seeds=(0, 1))
+    line = learning_curve(Trial(LINEAR, regress, CONFIG), setup_for, points=4, seeds=(0, 1))
     assert line.power_law is not None and line.power_law.exponent < 0  # more data, smaller errors
     m = regress.n_train
     assert line.extrapolated == pytest.approx({2 * m: line.power_law(2 * m), 4 * m: line.power_law(4 * m)})

@@ -7,7 +7,7 @@ import torch
 
 pytest.importorskip("rdkit")
 
-from biaslab.comparison.fitting import protocol_step
+from biaslab.comparison.fitting import Trial, protocol_step
 from biaslab.comparison.protocol import fit_candidate
 from biaslab.comparison.qm9 import QM9_CANDIDATES, prepare_qm9, qm9_candidates, qm9_graphs
 from biaslab.data.molecule_splits import random_split
@@ -65,7 +65,7 @@ def fit(data, name="gcn", y=None, seed=0, loss="l1"):
     prepared = prepare_qm9(data, y, SPLIT)
     (candidate,) = qm9_candidates([name], hidden=16, gbt_iterations=30, loss=loss)
     return fit_candidate(
-        candidate, prepared, "regress", CONFIG, TrainSetup(tag=name, seed=seed, progress=False), loss
+        Trial(candidate, prepared, CONFIG, TrainSetup(tag=name, seed=seed, progress=False), loss)
     )
 
 
@@ -188,7 +188,7 @@ def test_only_qm9_molecules_carry_the_counts_table():
     with pytest.raises(
         ConfigError, match="reads molecules' counts of atoms and bonds; molecule data has none"
     ):
-        fit_candidate(bag, prepared, "regress", CONFIG, TrainSetup(tag="bag", seed=0, progress=False))
+        fit_candidate(Trial(bag, prepared, CONFIG, TrainSetup(tag="bag", seed=0, progress=False)))
 
 
 def test_the_l1_step_is_the_mean_absolute_error_and_a_bad_loss_is_one_line():

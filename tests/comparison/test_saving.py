@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from biaslab.comparison.candidates import candidates_for, slug
+from biaslab.comparison.fitting import Trial
 from biaslab.comparison.protocol import fit_candidate, prepare
 from biaslab.comparison.saving import candidate_files, read_estimator, rebuild_fitted
 from biaslab.comparison.user_models import user_candidate
@@ -74,7 +75,7 @@ def test_every_candidate_is_rebuilt_to_the_same_outputs_without_unpickling(
     prepared = prepare(data, seed=0)
     x, mask, _ = prepared.tensors("test")
     for candidate in candidates_for(kind, task=task):
-        result = fit_candidate(candidate, prepared, task, CONFIG, QUIET)
+        result = fit_candidate(Trial(candidate, prepared, CONFIG, QUIET))
         folder = write(
             candidate_files(result.fitted, candidate.name, prepared.input_shape),
             tmp_path / slug(candidate.name),
@@ -92,7 +93,7 @@ def test_every_candidate_is_rebuilt_to_the_same_outputs_without_unpickling(
 def test_a_truncated_or_edited_file_is_one_line(tmp_path):
     prepared = prepare(table(), seed=0)
     mlp = next(c for c in candidates_for("table", task="classify") if c.name == "MLP")
-    fitted = fit_candidate(mlp, prepared, "classify", CONFIG, QUIET).fitted
+    fitted = fit_candidate(Trial(mlp, prepared, CONFIG, QUIET)).fitted
     folder = write(candidate_files(fitted, "MLP", prepared.input_shape), tmp_path / "mlp")
     weights = folder / "weights.safetensors"
     whole = weights.read_bytes()
@@ -109,7 +110,7 @@ def test_a_truncated_or_edited_file_is_one_line(tmp_path):
 def test_weights_that_do_not_fit_the_model_are_one_line(tmp_path):
     prepared = prepare(table(), seed=0)
     mlp = next(c for c in candidates_for("table", task="classify") if c.name == "MLP")
-    fitted = fit_candidate(mlp, prepared, "classify", CONFIG, QUIET).fitted
+    fitted = fit_candidate(Trial(mlp, prepared, CONFIG, QUIET)).fitted
     folder = write(candidate_files(fitted, "MLP", prepared.input_shape), tmp_path / "mlp")
     wider = lambda meta: mlp.build((7,), 2, "classify")
     with pytest.raises(DataFormatError, match="does not fit MLP"):
@@ -134,7 +135,7 @@ def test_a_users_model_file_changed_since_the_run_is_refused(tmp_path):
     spec = f"{source}:make"
     candidate = user_candidate(spec)
     prepared = prepare(table(), seed=0)
-    result = fit_candidate(candidate, prepared, "classify", CONFIG, QUIET)
+    result = fit_candidate(Trial(candidate, prepared, CONFIG, QUIET))
     folder = write(
         candidate_files(result.fitted, candidate.name, prepared.input_shape, factory=spec), tmp_path / "m"
     )

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from biaslab.comparison.candidates import candidates_for
-from biaslab.comparison.fitting import init_seed
+from biaslab.comparison.fitting import Trial, fit, init_seed
 from biaslab.comparison.probes import probes_for
 from biaslab.comparison.protocol import fit_candidate, prepare
 from biaslab.comparison.symmetry_probes import (
@@ -20,7 +20,6 @@ from biaslab.comparison.symmetry_probes import (
     survival,
 )
 from biaslab.comparison.symmetry_report import Finding, SymmetryReport, explain, symmetry_report
-from biaslab.comparison.training import fit
 from biaslab.data.user_data import UserData
 from biaslab.errors import ConfigError
 from biaslab.train.config import TrainConfig
@@ -127,10 +126,10 @@ def test_the_label_survives_a_permutation_but_not_a_reversal():
     """A check that can fail: the verdicts must differ between the two data sets."""
     set_data = prepare(sets(), seed=0)
     (permutation,) = probes_for("set", set_data.input_shape)
-    on_sets = label_survival(permutation, mlp_candidate("set"), set_data, "classify", CONFIG, QUIET)
+    on_sets = label_survival(permutation, Trial(mlp_candidate("set"), set_data, CONFIG, QUIET))
     seq_data = prepare(spikes(), seed=0)
     reversal = probes_for("sequence", seq_data.input_shape)[1]
-    on_spikes = label_survival(reversal, mlp_candidate("sequence"), seq_data, "classify", CONFIG, QUIET)
+    on_spikes = label_survival(reversal, Trial(mlp_candidate("sequence"), seq_data, CONFIG, QUIET))
     print(f"\nsets: {on_sets}\nspikes: {on_spikes}")
     assert on_sets.outcome == "survives" and on_spikes.outcome == "changes"
     assert on_spikes.cost > 20 and on_sets.high < on_sets.margin < on_spikes.low
@@ -151,16 +150,13 @@ def test_the_augmented_training_starts_where_the_plain_one_did_and_keeps_its_own
             torch.cat([p.flatten() for p in mlp_candidate("set").build((6, 2), 2, "classify").parameters()])
         )
     assert torch.equal(weights[0], weights[1]) and not torch.equal(weights[0], weights[2])
-    plain = fit_candidate(mlp_candidate("set"), prepared, "classify", short, saved)
-
-    survival = label_survival(probe, mlp_candidate("set"), prepared, "classify", short, saved, plain=plain)
+    trial = Trial(mlp_candidate("set"), prepared, short, saved)
+    plain = fit_candidate(trial)
+    survival = label_survival(probe, trial, plain=plain)
     assert survival.plain == plain.val["accuracy"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mlp.pt"]  # nothing else saved, nothing resumed
     with pytest.raises(ConfigError, match="would start from different weights"):
-        label_survival(
-            probe, mlp_candidate("set"), prepared, "classify", short, saved,
-            augmented_setup=replace(saved, seed=6),
-        )  # fmt: skip
+        label_survival(probe, trial, augmented_setup=replace(saved, seed=6))
 
 
 def test_three_outcomes_from_the_costs_interval_against_the_margin():
@@ -193,8 +189,8 @@ def test_deep_sets_is_invariant_to_a_permutation_and_an_mlp_is_not():
     (probe,) = probes_for("set", prepared.input_shape)
     short = TrainConfig(epochs=3, batch_size=32, lr=3e-3)
     deep_sets = next(c for c in candidates_for("set", task="classify") if c.name == "Deep Sets")
-    fitted_sets = fit(deep_sets, prepared, "classify", short, QUIET)
-    fitted_mlp = fit(mlp_candidate("set"), prepared, "classify", short, QUIET)
+    fitted_sets = fit(Trial(deep_sets, prepared, short, QUIET))
+    fitted_mlp = fit(Trial(mlp_candidate("set"), prepared, short, QUIET))
     x, mask, _ = prepared.tensors("val")
     error_sets = candidate_invariance(fitted_sets.model, probe, x, mask)
     error_mlp = candidate_invariance(fitted_mlp.model, probe, x)
@@ -237,10 +233,10 @@ def test_a_report_on_sets_names_deep_sets():
     short = TrainConfig(epochs=3, batch_size=32, lr=3e-3)
     deep_sets = next(c for c in candidates_for("set", task="classify") if c.name == "Deep Sets")
     trained = {
-        "Deep Sets": fit(deep_sets, prepared, "classify", short, QUIET),
-        "MLP": fit(mlp_candidate("set"), prepared, "classify", short, QUIET),
+        "Deep Sets": fit(Trial(deep_sets, prepared, short, QUIET)),
+        "MLP": fit(Trial(mlp_candidate("set"), prepared, short, QUIET)),
     }
-    report = symmetry_report(prepared, mlp_candidate("set"), trained, CONFIG, QUIET)
+    report = symmetry_report(Trial(mlp_candidate("set"), prepared, CONFIG, QUIET), trained)
     (finding,) = report.findings
     assert finding.survival.survives and finding.invariance["Deep Sets"] < 1e-5
     assert finding.invariance["MLP"] > 0.1

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from biaslab.comparison.candidates import candidates_for
+from biaslab.comparison.fitting import Trial
 from biaslab.comparison.protocol import fit_candidate, prepare
 from biaslab.comparison.table_encoding import TableEncoding
 from biaslab.data.table_columns import ColumnSchema
@@ -85,7 +86,7 @@ def test_trees_read_the_raw_rows_natively_and_equal_scikit_learns(task):
     prepared = prepare(data, seed=0)
     trees = candidates_for("table", task=task)[0]
     setup = TrainSetup(tag="trees", seed=0)
-    result = fit_candidate(trees, prepared, task, TrainConfig(epochs=1), setup)
+    result = fit_candidate(Trial(trees, prepared, TrainConfig(epochs=1), setup))
     assert result.fitted.native
     assert result.fitted.model.get_params()["categorical_features"].tolist() == [False, True, False]
     # The same estimator fitted by hand on the raw training rows: the same predictions.
@@ -108,7 +109,7 @@ def test_the_mlp_trains_on_the_encoded_rows_and_new_rows_go_through_the_same_enc
     data = raw_table()
     prepared = prepare(data, seed=0)
     mlp = candidates_for("table", task="classify")[-1]
-    result = fit_candidate(mlp, prepared, "classify", TrainConfig(epochs=3), TrainSetup(tag="mlp", seed=0))
+    result = fit_candidate(Trial(mlp, prepared, TrainConfig(epochs=3), TrainSetup(tag="mlp", seed=0)))
     assert not result.fitted.native and result.parameters is not None
     inputs = prepared.standardize(data.x[prepared.rows["test"]])  # as an OOD set would be
     assert inputs.raw is not None and torch.equal(inputs.x, prepared.splits.x_test)

@@ -8,20 +8,18 @@ steeply says "collect more data", a flat one "redesign" (or ship).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from biaslab.comparison.fitting import Fitted, Prepared, errors
-from biaslab.comparison.training import fit
+from biaslab.comparison.fitting import Fitted, Trial, errors, fit
+from biaslab.comparison.prepared import Prepared
 from biaslab.errors import ConfigError
 from biaslab.evaluate.scaling import PowerLaw, fit_power_law
 from biaslab.train.seed import derive_seed
 
 if TYPE_CHECKING:
-    from biaslab.comparison.candidates import Candidate, Task
-    from biaslab.train.config import TrainConfig
     from biaslab.train.recipes import TrainSetup
 
 __all__ = ["Curve", "curve_of", "learning_curve", "nested_order"]
@@ -110,16 +108,14 @@ def _curve_sizes(n: int, points: int, orders: list[np.ndarray], y: np.ndarray, t
 
 
 def learning_curve(
-    candidate: Candidate,
-    prepared: Prepared,
-    task: Task,
-    config: TrainConfig,
+    trial: Trial,
     setup_for: Callable[[int, int], TrainSetup],
     *,
     points: int = 4,
     seeds: Sequence[int] = (0, 1),
 ) -> Curve:
-    """The validation error of ``candidate`` on nested subsets of the training rows.
+    """The validation error of ``trial.candidate`` on nested subsets of the training rows (each
+    training's setup is ``setup_for(size, seed)``, not ``trial.setup``).
 
     For each seed, one :func:`nested_order` of the training rows (stratified to classify); the
     subset of size n_k = N / 2**k is its first n_k rows, so each subset holds the smaller ones.
@@ -140,6 +136,7 @@ def learning_curve(
     seeds = list(seeds)
     if not seeds:
         raise ConfigError("seeds=(): a learning curve needs at least one seed")
+    candidate, prepared, task = trial.candidate, trial.prepared, trial.task
     n, y = prepared.n_train, prepared.targets["train"]
     orders = [nested_order(y, task, seed) for seed in seeds]
     sizes, notes = _curve_sizes(n, points, orders, y, task)
@@ -149,7 +146,7 @@ def learning_curve(
         per_seed.append([])
         for seed, order in zip(seeds, orders):
             subset = prepared.train_subset(order[:size], repeat_to=repeat_to)
-            fitted = fit(candidate, subset, task, config, setup_for(size, seed))
+            fitted = fit(replace(trial, prepared=subset, setup=setup_for(size, seed)))
             per_seed[-1].append(_validation_error(fitted, subset))
     return curve_of(sizes, per_seed, (2 * n, 4 * n), notes)
 

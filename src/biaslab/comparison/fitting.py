@@ -1,11 +1,14 @@
 """How one candidate of a comparison is trained and read: the mechanics under
-:mod:`biaslab.comparison.protocol`, for both engines, on the data as :class:`Prepared` holds it.
+:mod:`biaslab.comparison.protocol`, for both engines and every kind of data, through one door,
+:func:`fit`.
 
 A torch candidate trains with the shared :class:`~biaslab.train.trainer.Trainer` through one
-step function, :func:`protocol_step`:
+step function, :func:`protocol_step`, on the batches its prepared data hands it
+(:mod:`biaslab.comparison.prepared`: arrays; :mod:`~biaslab.comparison.graph_data`: graphs,
+whose step collates each batch's rows into one disjoint graph):
 
 * **augmentation** is the step's business: it transforms the inputs only while the model is in
-  training mode. The Trainer validates in eval mode (and :func:`torch_outputs` predicts in it),
+  training mode. The Trainer validates in eval mode (and :func:`eval_outputs` predicts in it),
   so validation and test rows are never augmented; its random draws come from the trainer's own
   step generator, so a seed fixes them and a resume replays them;
 * **masks** (sets, padded sequences) travel in the batch: ``(x, mask, y)``, called as
@@ -14,22 +17,21 @@ step function, :func:`protocol_step`:
   metric (``val_accuracy`` to classify, ``val_loss`` to regress); it loads that epoch's weights
   when the fit ends, with or without early stopping.
 
-:class:`Prepared` (what :func:`~biaslab.comparison.protocol.prepare` returns) lives here, below the
-protocol, so that both the protocol and its learning curves can fit on it.
-
 A scikit-learn candidate fits on the flattened training rows; its class probabilities are read
 as log-probabilities, so that both engines hand the protocol logits (softmax(log p) = p). On a
 raw table (missing cells, categories) an estimator that reads one natively (scikit-learn's
 ``HistGradientBoosting``: a ``categorical_features`` parameter) fits on the raw rows,
 :attr:`Prepared.native`; every other candidate reads the encoded ones
-(:mod:`biaslab.comparison.table_encoding`).
+(:mod:`biaslab.comparison.table_encoding`). A molecule candidate that reads a table
+(``reads``: ``"fingerprint"``, ``"counts"``) fits as any table candidate on
+:meth:`PreparedGraphs.table` and reads that table's rows after.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -37,13 +39,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from biaslab.comparison.preparation import standardized
-from biaslab.data.splits import Splits
+from biaslab.comparison.prepared import Inputs, Prepared, tensor_chunks
 from biaslab.errors import ConfigError
 from biaslab.hardware import on_current_threads
 from biaslab.nn.mlp import device_of
 from biaslab.train.callbacks import KeepBest, TimeLimit
-from biaslab.train.config import EVAL_BATCH, TrainConfig
+from biaslab.train.config import TrainConfig
 from biaslab.train.recipes import TrainSetup
 from biaslab.train.seed import derive_seed
 from biaslab.train.steps import StepOutput
@@ -53,19 +54,19 @@ if TYPE_CHECKING:
     from biaslab.comparison.candidates import Candidate, RegressionLoss, Task
 
 __all__ = [
+    "GRAPH_KINDS",
     "MONITORS",
     "REGRESSION_LOSSES",
+    "TABLE_READS",
     "Fitted",
-    "Inputs",
-    "Prepared",
-    "Scaling",
-    "SplitRows",
+    "Trial",
     "errors",
+    "eval_outputs",
+    "fit",
     "fit_sklearn",
     "fit_torch",
     "init_seed",
     "protocol_step",
-    "torch_outputs",
     "train_keeping_best",
 ]
 
@@ -73,165 +74,38 @@ __all__ = [
 MONITORS = {"classify": "val_accuracy", "regress": "val_loss"}
 REGRESSION_LOSSES = {"mse": nn.functional.mse_loss, "l1": nn.functional.l1_loss}
 PROBABILITY_FLOOR = 1e-12  # a probability of exactly 0 read as this, so that its log is finite
-
-
-class SplitRows:
-    """What every prepared data set (:class:`Prepared`, and the graphs'
-    :class:`~biaslab.comparison.graph_data.PreparedGraphs`) derives from its ``rows`` and its
-    regression target's ``y_mean`` and ``y_std``."""
-
-    rows: dict[str, np.ndarray]
-    y_mean: float | None
-    y_std: float | None
-
-    @property
-    def n_train(self) -> int:
-        return len(self.rows["train"])
-
-    def to_unit(self, values) -> np.ndarray:
-        """Standardized regression outputs back in the target's unit: ``values · y_std + y_mean``."""
-        return in_unit(values, self.y_mean, self.y_std)
-
-
-def in_unit(values, y_mean: float, y_std: float) -> np.ndarray:
-    """Standardized regression outputs back in the target's unit: ``values · y_std + y_mean``."""
-    return np.asarray(values, dtype=np.float64) * y_std + y_mean
-
-
-@dataclass(frozen=True, eq=False)
-class Scaling:
-    """What :func:`~biaslab.comparison.protocol.prepare` fitted on the training rows that new
-    inputs are read through: a raw table's encoding, the features' means and deviations, a
-    regression target's (what a saved comparison keeps to predict new rows).
-
-    Shapes:
-        x_mean, x_std: (C,) per image channel, (F,) per column or feature otherwise.
-    """
-
-    kind: str
-    x_mean: np.ndarray
-    x_std: np.ndarray
-    encoding: Any = None
-    y_mean: float | None = None
-    y_std: float | None = None
-
-    def standardize(self, x: np.ndarray, mask: np.ndarray | None = None) -> Inputs:
-        """New inputs of the data's kind and example shape encoded (a raw table) and scaled by
-        the training rows' statistics, exactly as the data were prepared.
-
-        Shapes:
-            x (M, *example shape as read), mask (M, S) or None -> :class:`Inputs`.
-        """
-        raw = None
-        if self.encoding is not None:
-            raw = np.asarray(x, dtype=np.float64)
-            x = self.encoding.transform(raw)
-        scaled = standardized(x, mask, self.x_mean, self.x_std, self.kind)
-        mask_t = None if mask is None else torch.from_numpy(mask.astype(bool))
-        return Inputs(torch.from_numpy(scaled), mask_t, raw)
-
-    def to_unit(self, values) -> np.ndarray:
-        """Standardized regression outputs in the target's unit (:func:`in_unit`)."""
-        return in_unit(values, self.y_mean, self.y_std)
-
-
-@dataclass(frozen=True, eq=False)
-class Prepared(SplitRows):
-    """A user's data split and scaled for fitting, with what was fitted on the training rows.
-
-    Shapes (n_s rows in split s):
-        splits: :class:`~biaslab.data.splits.Splits` of torch tensors: ``x_*`` (n_s,
-            *input_shape) float32, standardized; ``y_*`` (n_s,) int64 class indices, or float32
-            targets standardized by ``y_mean`` and ``y_std``.
-        rows: split -> (n_s,) positions of its rows in the user's data.
-        targets: split -> (n_s,) targets as given: class indices, or values in the target's unit.
-        masks: split -> (n_s, S) bool (True: a real element) for sets and padded sequences; else
-            None.
-        x_mean, x_std: the training rows' per-feature statistics: (C,) per channel for images,
-            (F,) per column or feature otherwise (masked entries left out); a constant
-            feature's std is 1.
-        y_mean, y_std: the training targets' mean and standard deviation (regress), else None.
-        encoding: a raw table's :class:`~biaslab.comparison.table_encoding.TableEncoding`,
-            fitted on the training rows (``input_shape`` is then its width); else None.
-        native: a raw table's rows as read, split -> (n_s, F) float64 (NaN where missing,
-            category codes), for estimators that read them natively; else None.
-    """
-
-    splits: Splits
-    kind: str
-    task: str
-    input_shape: tuple[int, ...]
-    n_outputs: int
-    rows: dict[str, np.ndarray]
-    targets: dict[str, np.ndarray]
-    x_mean: np.ndarray
-    x_std: np.ndarray
-    y_mean: float | None = None
-    y_std: float | None = None
-    masks: dict[str, torch.Tensor] | None = None
-    seed: int = 0
-    encoding: Any = None
-    native: dict[str, np.ndarray] | None = None
-
-    @property
-    def categorical(self) -> np.ndarray | None:
-        """(F,) bool, which of a raw table's columns are categories (its encoding's); else None."""
-        return None if self.encoding is None else np.asarray(self.encoding.categorical, dtype=bool)
-
-    def tensors(self, split: str) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
-        """``(x, mask or None, y)`` of ``split`` ("train", "val" or "test")."""
-        mask = None if self.masks is None else self.masks[split]
-        return getattr(self.splits, f"x_{split}"), mask, getattr(self.splits, f"y_{split}")
-
-    @property
-    def scaling(self) -> Scaling:
-        """What was fitted on the training rows to read new inputs (:class:`Scaling`)."""
-        return Scaling(self.kind, self.x_mean, self.x_std, self.encoding, self.y_mean, self.y_std)
-
-    def standardize(self, x: np.ndarray, mask: np.ndarray | None = None) -> Inputs:
-        """New inputs (an OOD set) read as the data were: :meth:`Scaling.standardize`.
-
-        Shapes:
-            x (M, *example shape as read), mask (M, S) or None -> :class:`Inputs`.
-        """
-        return self.scaling.standardize(x, mask)
-
-    def train_subset(self, rows, repeat_to: int | None = None) -> Prepared:
-        """The same preparation with the training set cut to ``rows`` (positions in it), repeated
-        cyclically to ``repeat_to`` rows when given (:meth:`Splits.train_subset`); validation,
-        test and every statistic stay as they are.
-
-        Shapes:
-            rows: (n,) -> a training set of (repeat_to or n) rows.
-        """
-        rows = np.asarray(rows, dtype=np.int64)
-        if repeat_to is not None:
-            rows = rows[np.arange(max(repeat_to, len(rows))) % len(rows)]
-        masks = None if self.masks is None else {**self.masks, "train": self.masks["train"][rows]}
-        native = None if self.native is None else {**self.native, "train": self.native["train"][rows]}
-        return replace(
-            self,
-            splits=self.splits.train_subset(rows),
-            rows={**self.rows, "train": self.rows["train"][rows]},
-            targets={**self.targets, "train": self.targets["train"][rows]},
-            masks=masks,
-            native=native,
-        )
+GRAPH_KINDS = ("graph", "molecule")
+TABLE_READS = ("fingerprint", "counts")  # what a molecule candidate may read as a table, not the graph
 
 
 @dataclass(frozen=True)
-class Inputs:
-    """New rows as the candidates read them (:meth:`Prepared.standardize`).
+class Trial:
+    """One candidate on one prepared data set with one training's settings: what the protocol
+    (:func:`~biaslab.comparison.protocol.fit_candidate`), its learning curves and the symmetry
+    probes pass along as one value.
 
-    Shapes (M rows):
-        x: (M, *input_shape) float32, encoded and standardized; mask: (M, S) bool or None;
-        raw: a raw table's rows as read, (M, F) float64, for estimators that read them
-        natively; else None.
+    Args:
+        candidate: a :class:`~biaslab.comparison.candidates.Candidate`.
+        prepared: the data as prepared (arrays: :class:`~biaslab.comparison.prepared.Prepared`;
+            graphs: :class:`~biaslab.comparison.graph_data.PreparedGraphs`); its ``task`` is the
+            task.
+        config: the training hyper-parameters (torch; ``monitor`` and ``restore_best`` are the
+            protocol's).
+        setup: the training's tag, seed, device (and checkpoint, logger, time limit); its seed
+            fixes a CPU run.
+        loss: a torch regressor's loss on standardized targets, ``"mse"`` (default) or ``"l1"``
+            (:func:`protocol_step`).
     """
 
-    x: torch.Tensor
-    mask: torch.Tensor | None = None
-    raw: np.ndarray | None = None
+    candidate: Candidate
+    prepared: Any
+    config: TrainConfig
+    setup: TrainSetup = dataclasses.field(default_factory=lambda: TrainSetup(progress=False))
+    loss: RegressionLoss = "mse"
+
+    @property
+    def task(self) -> str:
+        return self.prepared.task
 
 
 @dataclass
@@ -251,6 +125,9 @@ class Fitted:
         native: the estimator was fitted on a raw table's rows (missing cells, category codes).
         stopped_at_budget: the setup's time limit ended the training before its last epoch (the
             best epoch so far kept).
+        reads: what it reads of the prepared data (``Candidate.reads``): ``"x"`` the arrays,
+            ``"graph"`` / ``"geometry"`` the graphs, ``"fingerprint"`` / ``"counts"`` a
+            molecules' table.
     """
 
     model: Any
@@ -264,6 +141,7 @@ class Fitted:
     history: list[dict]
     native: bool = False
     stopped_at_budget: bool = False
+    reads: str = "x"
 
     def outputs(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> np.ndarray:
         """The model's outputs on rows ``x``: logits (classify; log-probabilities for
@@ -273,9 +151,12 @@ class Fitted:
             x (N, *input_shape), mask (N, S) or None -> (N, classes) or (N,).
         """
         if self.engine == "torch":
-            out = torch_outputs(self.model, x, mask if self.takes_mask else None)
-            return regression_column(out).double().numpy() if self.task == "regress" else out.double().numpy()
+            return self._torch_outputs(tensor_chunks(x, mask if self.takes_mask else None))
         return self._estimator_outputs(x.reshape(len(x), -1).numpy())
+
+    def _torch_outputs(self, chunks: Iterable[tuple]) -> np.ndarray:
+        out = eval_outputs(self.model, chunks)
+        return (regression_column(out) if self.task == "regress" else out).double().numpy()
 
     def _estimator_outputs(self, flat: np.ndarray) -> np.ndarray:
         """A scikit-learn model's predictions (regress) or log-probabilities (classify) on ``flat``."""
@@ -286,10 +167,16 @@ class Fitted:
             probs[:, np.asarray(self.model.classes_, dtype=np.int64)] = self.model.predict_proba(flat)
         return np.log(np.clip(probs, PROBABILITY_FLOOR, 1.0))
 
-    def outputs_on(self, prepared: Prepared, split: str) -> np.ndarray:
-        """:meth:`outputs` on the rows of ``prepared``'s ``split`` ("val" or "test")."""
+    def outputs_on(self, prepared, split: str) -> np.ndarray:
+        """:meth:`outputs` on the rows of ``prepared``'s ``split`` ("train", "val" or "test"):
+        the raw rows for a native estimator, a molecules' table for a table reader, else the
+        inputs its prepared data hands it (arrays or graphs)."""
         if self.native:
             return self._estimator_outputs(prepared.native[split])
+        if self.reads in TABLE_READS:
+            return self.outputs(prepared.table_rows(self.reads, split))
+        if self.engine == "torch":
+            return self._torch_outputs(prepared.input_chunks(split, self.takes_mask))
         x, mask, _ = prepared.tensors(split)
         return self.outputs(x, mask)
 
@@ -377,48 +264,73 @@ def train_keeping_best(
     return history, best_epoch, seconds, limit is not None and limit.stopped
 
 
-def fit_torch(
-    candidate: Candidate,
-    prepared: Prepared,
-    config: TrainConfig,
-    setup: TrainSetup,
-    loss: RegressionLoss = "mse",
-) -> Fitted:
-    """Build ``candidate`` (its weights drawn after seeding torch with :func:`init_seed`) and
+def fit(trial: Trial) -> Fitted:
+    """Train ``trial.candidate`` on ``trial.prepared``'s training rows: the one door of the
+    protocol, its learning curves and the symmetry probes.
+
+    A torch candidate by :func:`fit_torch` (its epoch chosen on validation; arrays or graphs,
+    as the prepared data hand them), an estimator by :func:`fit_sklearn`; a molecule candidate
+    that reads a table (``reads``: fingerprint, counts) as any table candidate on that table.
+
+    Raises:
+        ConfigError: one line: an unknown engine, a candidate that reads fixed-size inputs given
+            graphs or graphs given arrays, a table the data lack, a geometric candidate given
+            molecules without coordinates, a scikit-learn estimator asked to read graphs or to
+            take augmentation or masks.
+    """
+    candidate, prepared = trial.candidate, trial.prepared
+    name, reads = candidate.name, getattr(candidate, "reads", "x")
+    if candidate.engine not in ("torch", "sklearn"):
+        raise ConfigError(f"candidate {name!r}: engine {candidate.engine!r}, not torch or sklearn")
+    graphs = prepared.kind in GRAPH_KINDS
+    if reads != "x" and not graphs:
+        raise ConfigError(
+            f"candidate {name!r} reads {reads}s: it compares graphs or molecules, not {prepared.kind} data"
+        )
+    if graphs and reads == "x":
+        raise ConfigError(
+            f"candidate {name!r} reads fixed-size inputs; {prepared.kind} data are graphs of any size: "
+            "choose among the guide's graph candidates"
+        )
+    if reads in TABLE_READS:
+        if reads not in prepared.tables:
+            what = {"fingerprint": "fingerprints", "counts": "counts of atoms and bonds"}[reads]
+            raise ConfigError(f"candidate {name!r} reads molecules' {what}; {prepared.kind} data has none")
+        table_trial = replace(trial, candidate=replace(candidate, reads="x"), prepared=prepared.table(reads))
+        return replace(fit(table_trial), reads=reads)
+    if reads == "geometry" and not prepared.has_positions:
+        raise ConfigError(f"candidate {name!r} reads 3-D coordinates; these {prepared.kind}s come without")
+    if candidate.engine == "torch":
+        return replace(fit_torch(trial), reads=reads)
+    if graphs:
+        raise ConfigError(f"candidate {name!r}: a scikit-learn estimator cannot read graphs")
+    if candidate.augment is not None or candidate.takes_mask:
+        what = "augmentation" if candidate.augment is not None else "masks"
+        raise ConfigError(f"candidate {name!r}: a scikit-learn estimator takes no {what}")
+    return fit_sklearn(candidate, prepared, init_seed(trial.setup))
+
+
+def fit_torch(trial: Trial) -> Fitted:
+    """Build ``trial.candidate`` (its weights drawn after seeding torch with :func:`init_seed`) and
     train it with the Trainer on the training rows, keeping the epoch with the best validation
     figure (:data:`MONITORS`).
 
-    Args:
-        config: epochs, batch size, optimizer, learning rate, ... (``monitor`` and
-            ``restore_best`` are the protocol's).
-        setup: the training's tag, seed, device, checkpoint and logger.
-        loss: the regression loss, ``"mse"`` or ``"l1"`` (:func:`protocol_step`).
+    The prepared data (arrays or graphs) hand it their ``trainer_batches`` and ``batch_step``.
     """
-    task = prepared.task
+    candidate, prepared, setup, task = trial.candidate, trial.prepared, trial.setup, trial.task
+    train = prepared.trainer_batches("train", candidate.takes_mask)  # graphs: one line first if unreadable
+    val = prepared.trainer_batches("val", candidate.takes_mask)
     torch.manual_seed(init_seed(setup))
     model = candidate.build(prepared.input_shape, prepared.n_outputs, task)
-
-    def batch(split: str) -> tuple[torch.Tensor, ...]:
-        x, mask, y = prepared.tensors(split)
-        return (x, mask, y) if candidate.takes_mask else (x, y)
-
-    step = protocol_step(task, candidate.augment, loss)
+    step = prepared.batch_step(protocol_step(task, candidate.augment, trial.loss))
     history, best_epoch, seconds, stopped = train_keeping_best(
-        model, task, config, setup, step, batch("train"), batch("val")
+        model, task, trial.config, setup, step, train, val
     )
     parameters = sum(p.numel() for p in model.parameters())
     return Fitted(
-        model,
-        "torch",
-        task,
-        prepared.n_outputs,
-        candidate.takes_mask,
-        best_epoch,
-        seconds,
-        parameters,
-        history,
-        stopped_at_budget=stopped,
-    )
+        model, "torch", task, prepared.n_outputs, candidate.takes_mask, best_epoch, seconds, parameters,
+        history, stopped_at_budget=stopped,
+    )  # fmt: skip
 
 
 def fit_sklearn(candidate: Candidate, prepared: Prepared, seed: int) -> Fitted:
@@ -464,19 +376,13 @@ def errors(predicted: np.ndarray, targets: np.ndarray, prefix: str = "") -> dict
 
 
 @torch.no_grad()
-def torch_outputs(model: nn.Module, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-    """``model(x)`` (or ``model(x, mask)``) in eval mode, ``EVAL_BATCH`` rows at a time, as float32
-    on the CPU.
+def eval_outputs(model: nn.Module, chunks: Iterable[tuple]) -> torch.Tensor:
+    """``model(*inputs)`` on each chunk of inputs (arrays: ``(x,)`` or ``(x, mask)``; graphs:
+    ``(MoleculeBatch,)``) in eval mode, moved to the model's device, as float32 on the CPU.
 
     Shapes:
-        x (N, *input_shape), mask (N, S) or None -> (N, outputs).
+        chunks of n_i examples -> (sum n_i, outputs).
     """
     model.eval()
     device = device_of(model)
-    parts = []
-    for i in range(0, len(x), EVAL_BATCH):
-        inputs = (
-            [x[i : i + EVAL_BATCH]] if mask is None else [x[i : i + EVAL_BATCH], mask[i : i + EVAL_BATCH]]
-        )
-        parts.append(model(*(t.to(device) for t in inputs)).float().cpu())
-    return torch.cat(parts)
+    return torch.cat([model(*(t.to(device) for t in inputs)).float().cpu() for inputs in chunks])

@@ -36,7 +36,6 @@ import numpy as np
 import torch
 
 from biaslab.comparison import preparation
-from biaslab.comparison.fitting import Prepared, SplitRows
 from biaslab.comparison.graph_store import (
     GRAPH_KINDS,
     UNREADABLE_ADVICE,
@@ -44,11 +43,13 @@ from biaslab.comparison.graph_store import (
     molecule_store,
     user_graph_store,
 )
+from biaslab.comparison.prepared import Prepared, SplitRows
 from biaslab.data.molecule_splits import scaffold_split
 from biaslab.data.qm9 import MoleculeBatch
 from biaslab.data.splits import Splits
 from biaslab.data.user_formats import listed
 from biaslab.errors import ConfigError
+from biaslab.train.config import EVAL_BATCH
 from biaslab.train.seed import derive_seed
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ SPLIT_RULES = ("random", "scaffold")
 @dataclass(frozen=True, eq=False)
 class PreparedGraphs(SplitRows):
     """Graph or molecule data split and scaled for fitting: what
-    :class:`~biaslab.comparison.fitting.Prepared` is for arrays, with the fields the protocol
+    :class:`~biaslab.comparison.prepared.Prepared` is for arrays, with the fields the protocol
     and its learning curves read (``kind``, ``task``, ``input_shape``, ``n_outputs``, ``rows``,
     ``targets``, ``y_mean``, ``y_std``, ``seed``, :attr:`n_train`, :meth:`to_unit`,
     :meth:`train_subset`).
@@ -118,6 +119,32 @@ class PreparedGraphs(SplitRows):
                 f"{UNREADABLE_ADVICE}"
             )
         return self.store
+
+    def trainer_batches(self, split: str, takes_mask: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """What the Trainer iterates for ``split``: the positions of its graphs in the store and
+        their targets, ``(rows (n_s,), y (n_s,))``; a step collates them (:meth:`batch_step`). A
+        graph carries its own size: no mask. One ConfigError line first when some molecule
+        cannot be a graph."""
+        self.require_graphs()
+        rows = torch.from_numpy(self.rows[split])
+        return rows, self.y[rows]
+
+    def batch_step(self, step):
+        """The protocol's ``step`` on batches of positions: each batch's graphs collated on the
+        CPU into one disjoint graph (:meth:`GraphStore.batch`), moved to the targets' device."""
+        store = self.require_graphs()
+
+        def collated(model, batch, generator: torch.Generator):
+            rows, y = batch
+            return step(model, (store.batch(rows.cpu().numpy()).to(y.device), y), generator)
+
+        return collated
+
+    def input_chunks(self, split: str, takes_mask: bool = False):
+        """``split``'s graphs as the model is called on them: ``(MoleculeBatch,)`` of
+        ``EVAL_BATCH`` graphs at a time."""
+        store, rows = self.require_graphs(), self.rows[split]
+        return ((store.batch(rows[i : i + EVAL_BATCH]),) for i in range(0, len(rows), EVAL_BATCH))
 
     def graphs(self, split: str) -> MoleculeBatch:
         """The graphs of ``split`` ("train", "val" or "test") collated, in the order of ``rows``."""

@@ -8,7 +8,7 @@ the model ignores drops nothing; one it relies on drops much. It measures the fi
 of a column, not the column's causal role, and correlated columns share their importance.
 
 Any candidate works: the shuffled rows go through the same preparation as new rows
-(:meth:`~biaslab.comparison.fitting.Prepared.standardize`: encoding, scaling) and the fitted
+(:meth:`~biaslab.comparison.prepared.Prepared.standardize`: encoding, scaling) and the fitted
 model's outputs (:meth:`~biaslab.comparison.fitting.Fitted.outputs_of`).
 """
 
@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from biaslab.comparison.fitting import Fitted, Prepared
+    from biaslab.comparison.fitting import Fitted
+    from biaslab.comparison.prepared import Prepared
 
 __all__ = ["REPEATS", "permutation_importance"]
 

@@ -18,11 +18,12 @@ for the user's data (Day 4: each a prior), by ``biaslab compare``:
    data.
 
 The mechanics live below: the split and the training rows' statistics in
-:mod:`biaslab.comparison.preparation`; :class:`Prepared`, the trainer step, augmentation, masks
-and the scikit-learn path in :mod:`biaslab.comparison.fitting` (graphs and molecules:
-:mod:`~biaslab.comparison.graph_data`, :mod:`~biaslab.comparison.graph_fitting`), one door to
-both in :mod:`biaslab.comparison.training`; the learning curve in
-:mod:`biaslab.comparison.curves`. This module is the protocol's one door.
+:mod:`biaslab.comparison.preparation`; the data as prepared in :mod:`biaslab.comparison.prepared`
+(arrays) and :mod:`~biaslab.comparison.graph_data` (graphs and molecules), each handing the
+trainer its batches, its step and its inputs alike; the trainer step, augmentation, masks, the
+scikit-learn path and the one door to them all, :func:`~biaslab.comparison.fitting.fit`, in
+:mod:`biaslab.comparison.fitting`; the learning curve in :mod:`biaslab.comparison.curves`. This
+module is the protocol's one door.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import numpy as np
 import torch
 
 from biaslab.comparison.curves import Curve, learning_curve, nested_order
-from biaslab.comparison.fitting import Fitted, Inputs, Prepared, errors
+from biaslab.comparison.fitting import Fitted, Trial, errors, fit
 from biaslab.comparison.preparation import (
     SPLITS,
     feature_axis,
@@ -44,8 +45,8 @@ from biaslab.comparison.preparation import (
     standardized,
     trained_targets,
 )
+from biaslab.comparison.prepared import Inputs, Prepared
 from biaslab.comparison.table_encoding import TableEncoding
-from biaslab.comparison.training import fit
 from biaslab.data.splits import Splits
 from biaslab.errors import ConfigError
 from biaslab.evaluate.calibration import TemperatureScaling, expected_calibration_error, reliability_bins
@@ -55,10 +56,7 @@ from biaslab.train.seed import derive_seed
 from biaslab.train.trainer import accuracy
 
 if TYPE_CHECKING:
-    from biaslab.comparison.candidates import Candidate, RegressionLoss, Task
     from biaslab.data.user_data import UserData
-    from biaslab.train.config import TrainConfig
-    from biaslab.train.recipes import TrainSetup
 
 __all__ = [
     "ECE_BINS",
@@ -66,6 +64,7 @@ __all__ = [
     "CandidateResult",
     "Curve",
     "Prepared",
+    "Trial",
     "fit_candidate",
     "learning_curve",
     "nested_order",
@@ -251,32 +250,20 @@ def _regression_scores(prepared: Prepared, val_pred: np.ndarray, test_pred: np.n
     return val, test
 
 
-def fit_candidate(
-    candidate: Candidate,
-    prepared: Prepared,
-    task: Task,
-    config: TrainConfig,
-    setup: TrainSetup,
-    loss: RegressionLoss = "mse",
-) -> CandidateResult:
+def fit_candidate(trial: Trial) -> CandidateResult:
     """Train one candidate by the protocol and score it: validation first, the test rows once.
 
     A torch candidate trains with :class:`~biaslab.train.trainer.Trainer` (its weights seeded by
-    ``setup``, augmentation on training batches only, masks passed as ``model(x, mask)``) and
-    keeps the epoch with the best validation accuracy (classify) or loss (regress). A scikit-learn
-    candidate fits on the training rows flattened to (N, -1); validation only reports.
+    ``trial.setup``, augmentation on training batches only, masks passed as ``model(x, mask)``)
+    and keeps the epoch with the best validation accuracy (classify) or loss (regress). A
+    scikit-learn candidate fits on the training rows flattened to (N, -1); validation only reports.
 
     Args:
-        candidate: a :class:`~biaslab.comparison.candidates.Candidate`.
-        prepared: what :func:`prepare` returned.
-        task: ``"classify"`` or ``"regress"``, as the data were prepared.
-        config: the training hyper-parameters (torch; ``monitor`` and ``restore_best`` are the
-            protocol's).
-        setup: the training's tag, seed, device (and checkpoint, logger); its seed fixes a CPU run.
-        loss: a torch regressor's loss on standardized targets, ``"mse"`` (default) or ``"l1"``
-            (:func:`~biaslab.comparison.fitting.protocol_step`).
+        trial: the candidate, the data as :func:`prepare` returned them, the training's config,
+            setup and regression loss (:class:`~biaslab.comparison.fitting.Trial`).
     """
-    fitted = fit(candidate, prepared, task, config, setup, loss)
+    candidate, prepared, task = trial.candidate, trial.prepared, trial.task
+    fitted = fit(trial)
     val_out = fitted.outputs_on(prepared, "val")
     test_out = fitted.outputs_on(prepared, "test")  # the test rows' one reading, after every choice
     reliability = temperature = None

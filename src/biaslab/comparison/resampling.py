@@ -26,7 +26,7 @@ from biaslab.comparison.protocol import prepared_rows
 from biaslab.train.seed import derive_seed
 
 if TYPE_CHECKING:
-    from biaslab.comparison.fitting import Prepared
+    from biaslab.comparison.prepared import Prepared
     from biaslab.data.user_data import UserData
 
 __all__ = ["SMALL_DATA_ROWS", "repeats_for", "resplit"]

@@ -7,7 +7,7 @@ The tools a scientist compares biaslab with are built around this loop (AutoGluo
 from its run folder without training: the models were written without pickle when their fits
 ended (:mod:`biaslab.comparison.saving`), and new rows are read exactly as the data were
 (:func:`~biaslab.data.new_rows.read_new_rows`: checked against the training schema, one line on
-a mismatch) and scaled by the training rows' statistics (:class:`~biaslab.comparison.fitting.Scaling`).
+a mismatch) and scaled by the training rows' statistics (:class:`~biaslab.comparison.prepared.Scaling`).
 
 What a prediction is:
 
@@ -28,7 +28,8 @@ from typing import Any
 import numpy as np
 
 from biaslab.comparison.candidates import candidates_for, slug
-from biaslab.comparison.fitting import Fitted, Scaling
+from biaslab.comparison.fitting import Fitted
+from biaslab.comparison.prepared import Scaling
 from biaslab.comparison.saving import (
     MODELS,
     as_files,
@@ -336,7 +337,7 @@ def comparison_files(
     path relative to the run folder: the data's preparation and each saved candidate's files.
 
     Args:
-        prepared: the data as prepared (its :class:`~biaslab.comparison.fitting.Scaling`; graphs
+        prepared: the data as prepared (its :class:`~biaslab.comparison.prepared.Scaling`; graphs
             and molecules have none yet).
         schema: the input schema as a dict (``InputSchema.as_dict()``; for graphs and
             molecules ``{"kind": ...}``).

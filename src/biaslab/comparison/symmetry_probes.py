@@ -48,7 +48,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from biaslab.comparison.fitting import Fitted
+from biaslab.comparison.fitting import Fitted, Trial
 from biaslab.comparison.probes import Probe, draw_rand, probes_for
 from biaslab.comparison.protocol import fit_candidate
 from biaslab.errors import ConfigError
@@ -57,9 +57,8 @@ from biaslab.train.seed import derive_seed
 
 if TYPE_CHECKING:
     from biaslab.comparison.candidates import Candidate, Task
-    from biaslab.comparison.fitting import Prepared
+    from biaslab.comparison.prepared import Prepared
     from biaslab.comparison.protocol import CandidateResult
-    from biaslab.train.config import TrainConfig
     from biaslab.train.recipes import TrainSetup
 
 __all__ = [
@@ -241,16 +240,12 @@ class Survival:
 
 def label_survival(
     probe: Probe,
-    candidate: Candidate,
-    prepared: Prepared,
-    task: Task,
-    config: TrainConfig,
-    setup: TrainSetup,
+    trial: Trial,
     *,
     augmented_setup: TrainSetup | None = None,
     plain: CandidateResult | None = None,
 ) -> Survival:
-    """Train ``candidate`` twice by the protocol (the same split, seed and initial weights; the
+    """Train ``trial.candidate`` twice by the protocol (the same split, seed and initial weights; the
     order of the batches follows each training's tag), as is and augmented by ``probe``, and
     compare their validation scores. (``fit_candidate`` scores the test rows too, as it always
     does; those scores are not used for the verdict.)
@@ -258,15 +253,16 @@ def label_survival(
     The outcome, from the cost's 95% interval against the margin: see :func:`survival`.
 
     Args:
-        setup: the plain training's.
+        trial: the plain training (:class:`~biaslab.comparison.fitting.Trial`).
         augmented_setup: the augmented training's: its own tag, checkpoint and log, and
-            ``setup``'s seed, so that both start from the same weights (a run passes
-            ``replace(ctx.training(tag), seed=setup.seed)``). Default: ``setup`` renamed
+            ``trial.setup``'s seed, so that both start from the same weights (a run passes
+            ``replace(ctx.training(tag), seed=setup.seed)``). Default: ``trial.setup`` renamed
             ``"<tag> + <probe>"``, without checkpoint or log (a checkpoint shared by the two
             trainings would resume the first).
         plain: the plain training's result when it is already at hand (a comparison trained the
             reference as a candidate): it is not trained again.
     """
+    candidate, setup = trial.candidate, trial.setup
     if augmented_setup is None:
         augmented_setup = dataclasses.replace(
             setup, tag=f"{setup.tag} + {probe.name}", checkpoint=None, logger=None
@@ -277,9 +273,13 @@ def label_survival(
             f"({setup.seed}): the two would start from different weights"
         )
     if plain is None:
-        plain = fit_candidate(candidate, prepared, task, config, setup)
-    moved = fit_candidate(with_probe(candidate, probe, setup.seed), prepared, task, config, augmented_setup)
-    return survival(probe.name, candidate.name, task, plain.val, moved.val, len(prepared.rows["val"]))
+        plain = fit_candidate(trial)
+    moved = fit_candidate(
+        dataclasses.replace(trial, candidate=with_probe(candidate, probe, setup.seed), setup=augmented_setup)
+    )
+    return survival(
+        probe.name, candidate.name, trial.task, plain.val, moved.val, len(trial.prepared.rows["val"])
+    )
 
 
 def survival(probe: str, candidate: str, task: Task, plain: dict, moved: dict, n_val: int) -> Survival:

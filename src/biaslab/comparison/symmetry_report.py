@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from torch import nn
 
-from biaslab.comparison.fitting import Fitted
+from biaslab.comparison.fitting import Fitted, Trial
 from biaslab.comparison.probes import Probe, probes_for
 from biaslab.comparison.protocol import fit_candidate
 from biaslab.comparison.symmetry_probes import (
@@ -28,10 +28,7 @@ from biaslab.comparison.symmetry_probes import (
 from biaslab.train.seed import derive_seed
 
 if TYPE_CHECKING:
-    from biaslab.comparison.candidates import Candidate
-    from biaslab.comparison.fitting import Prepared
     from biaslab.comparison.protocol import CandidateResult
-    from biaslab.train.config import TrainConfig
     from biaslab.train.recipes import TrainSetup
 
 __all__ = ["Finding", "SymmetryReport", "explain", "fitting_symmetries", "symmetry_report", "symmetry_table"]
@@ -61,42 +58,38 @@ class SymmetryReport:
 
 
 def symmetry_report(
-    prepared: Prepared,
-    reference: Candidate,
+    reference: Trial,
     trained: Mapping[str, nn.Module | Fitted],
-    config: TrainConfig,
-    setup: TrainSetup,
     *,
     rows: int = 256,
     probes: Sequence[Probe] | None = None,
     plain: CandidateResult | None = None,
     augmented_setup: Callable[[Probe], TrainSetup] | None = None,
 ) -> SymmetryReport:
-    """Every probe of ``prepared``'s kind: the label's survival (``reference`` trained as is and
+    """Every probe of the data's kind: the label's survival (the ``reference`` trial trained as is and
     augmented, :func:`label_survival`) and each trained candidate's invariance error on the first
     ``rows`` validation rows (:func:`candidate_invariance`, the draws seeded per probe).
 
     Args:
         trained: name -> a :class:`Fitted` (as ``fitting.fit`` returns), or a torch module
             called as ``model(x)`` (no mask).
-        setup: the reference's plain training (trained once, shared by the probes, unless
-            ``plain`` is given).
+        reference: the reference candidate on the prepared data, with its plain training's
+            config and setup (trained once, shared by the probes, unless ``plain`` is given).
         probes: default :func:`probes_for` the data's kind and example shape.
         plain: the reference's result when it was trained already.
         augmented_setup: ``augmented_setup(probe)``, the setup of the reference's training
             augmented by ``probe`` (see :func:`label_survival`; default: none saved).
     """
+    prepared, setup = reference.prepared, reference.setup
     probes = list(probes) if probes is not None else probes_for(prepared.kind, prepared.input_shape)
     x, mask, _ = prepared.tensors("val")
     x, mask = x[:rows], None if mask is None else mask[:rows]
     if plain is None and probes:
-        plain = fit_candidate(reference, prepared, prepared.task, config, setup)
+        plain = fit_candidate(reference)
     findings = []
     for probe in probes:
         moved_setup = None if augmented_setup is None else augmented_setup(probe)
-        survival = label_survival(
-            probe, reference, prepared, prepared.task, config, setup, augmented_setup=moved_setup, plain=plain
-        )
+        survival = label_survival(probe, reference, augmented_setup=moved_setup, plain=plain)
         seed = derive_seed(setup.seed, "invariance", probe.name)
         invariance = {
             name: candidate_invariance(model, probe, x, mask if isinstance(model, Fitted) else None, seed)

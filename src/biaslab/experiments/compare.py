@@ -10,42 +10,39 @@ a learning curve per candidate with its power law. ``decide`` then turns each ca
 evidence into a verdict (ship, collect more data, redesign: the workshop book §5.7) against the
 use's requirements, whose default thresholds are biaslab's (no document prints them), and the
 candidate with the best validation score is recommended, never the best on test.
+
+The lab holds its config and its report; the fits are the tasks of
+:mod:`biaslab.comparison.study_fits`, and the trained candidates are saved for
+:class:`~biaslab.comparison.study.Comparison` (``biaslab predict``).
 """
 
 from __future__ import annotations
 
 import os
-import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Literal
 
+from biaslab.comparison import study_fits as fits
 from biaslab.comparison.candidates import slug
-from biaslab.comparison.curves import Curve
 from biaslab.comparison.judged import (
     PREDICT_COLUMN,
     Judged,
     Requirements,
-    evidence_of,
     headline,
     leaderboard,
     recommendation,
     recommended,
 )
-from biaslab.comparison.protocol import CandidateResult, fit_candidate, learning_curve, ood_auroc, prepare
-from biaslab.comparison.study import Comparison, fitted_files
-from biaslab.comparison.symmetry_probes import invariances, survival, with_probe
-from biaslab.comparison.symmetry_report import Finding, SymmetryReport, explain, symmetry_table
+from biaslab.comparison.study import Comparison
+from biaslab.comparison.symmetry_report import explain, symmetry_table
 from biaslab.config import check_range
-from biaslab.data.demo_sets import demo_set, is_demo_set, load_data
-from biaslab.errors import ConfigError, DivergenceError
-from biaslab.evaluate.decision import decide
+from biaslab.data.demo_sets import demo_set, is_demo_set
+from biaslab.errors import ConfigError
 from biaslab.formatting import parse_duration
 from biaslab.registry import experiment
 from biaslab.report import plots
-from biaslab.scale.context import run_cache
 from biaslab.train.config import ClassifierTraining, training_without
 
-INVARIANCE_ROWS = 256  # validation rows each candidate's invariance is measured on
 SPLIT_WORDS = {
     "random": "random, stratified by class",
     "scaffold": "by Murcko scaffold: no scaffold in two splits (Bemis & Murcko 1996)",
@@ -93,15 +90,18 @@ class CompareConfig:
         if is_demo_set(self.data) and plain:
             demo_set(self.data)  # a known demo set is good data: nothing read yet (fast config)
             return
-        data = read(self)  # read now: bad data is one line before any folder is written
+        from biaslab.comparison import study_fits  # torch: not for a demo set's fast config
+
+        data = study_fits.read(self)  # read now: bad data is one line before any folder is written
         if self.split == "scaffold" and data.kind != "molecule":
             raise ConfigError(f"split=scaffold groups molecules by their scaffold; this is {data.kind} data")
-        candidates(self, data)
-        read_ood(self, data)
+        study_fits.candidates(self, data)
+        study_fits.read_ood(self, data)
 
     def val_splits_of(self) -> int:
         """The validation splits of this comparison (:func:`~biaslab.comparison.resampling.repeats_for`)."""
         from biaslab.comparison.resampling import repeats_for
+        from biaslab.comparison.study_fits import read
 
         data = read(self)
         return repeats_for(len(data), data.kind, self.val_splits)
@@ -120,35 +120,6 @@ class CompareConfig:
         return files
 
 
-def read(cfg: CompareConfig):
-    """The data set the config names (read once: the config's check and the run share it)."""
-    auto = lambda value: None if value in ("", "auto") else value  # noqa: E731
-    return load_data(cfg.data, target=auto(cfg.target), task=auto(cfg.task), kind=auto(cfg.kind))
-
-
-def read_ood(cfg: CompareConfig, data):
-    """The OOD inputs the config names (None without), checked against the data: a classifier's
-    confidence is what flags them, so a regression takes none."""
-    if not cfg.ood:
-        return None
-    if data.task != "classify":
-        raise ConfigError(
-            "ood: OOD inputs are flagged by a classifier's confidence (max softmax probability); "
-            "this data is a regression"
-        )
-    from biaslab.data.user_ood import load_ood_inputs
-
-    return load_ood_inputs(cfg.ood, data)
-
-
-def candidates(cfg: CompareConfig, data) -> list:
-    """The guide's candidates for the data (those ``models`` names), then the user's models,
-    each user model tried on a few rows."""
-    from biaslab.comparison.user_models import chosen_candidates  # torch: not at a config's check
-
-    return chosen_candidates(data, cfg.models, cfg.model or ())
-
-
 @experiment(
     name="compare",
     day=6,
@@ -161,48 +132,41 @@ def candidates(cfg: CompareConfig, data) -> list:
 )
 def run(ctx) -> None:
     cfg: CompareConfig = ctx.cfg
-    data, prepared, chosen = _study(cfg, ctx.seed_for("split"))
+    data, prepared, chosen = fits.study(cfg, ctx.seed_for("split"))
     task = data.task
 
     # Each candidate (its fit and learning curve) a task, and each probe's augmented reference.
-    probes, (_, reference_tag, reused) = _probes(cfg, data, prepared), _reference(chosen)
+    probes, (_, _, reused) = fits.probes_of(cfg, data, prepared), fits.reference_of(chosen)
     splits = cfg.val_splits_of()
     jobs = {
-        fit_compare: list(chosen),
-        fit_augmented: [("augmented", p.name) for p in probes],
-        fit_split: [("split", name, r) for name in chosen for r in range(1, splits)],
+        fits.fit_compare: list(chosen),
+        fits.fit_augmented: [("augmented", p.name) for p in probes],
+        fits.fit_split: [("split", name, r) for name in chosen for r in range(1, splits)],
     }
     if probes and not reused:
-        jobs[fit_reference] = [("reference",)]
+        jobs[fits.fit_reference] = [("reference",)]
     ctx.echo(f"{len(chosen)} candidates, {len(probes)} symmetry probes: training and learning curves")
     outcomes = ctx.tasks(jobs)
 
-    seeds = tuple(range(cfg.curve_seeds))
-    judged: dict[str, Judged] = {}
-    for name, candidate in chosen.items():
-        out, tag = outcomes[name], slug(name)
-        if "diverged" in out:
-            judged[name] = Judged(candidate, diverged=out["diverged"])
+    judged = fits.judged_of(cfg, task, chosen, outcomes, splits)
+    for name, j in judged.items():
+        if j.result is None:
             ctx.echo(f"{name}: diverged")
             continue
-        result, curve = CandidateResult.from_scores(out["scores"]), Curve.from_dict(out["curve"])
-        decision = decide(evidence_of(task, result, curve, out["ood_auroc"]), **cfg.require.for_task(task))
-        others = [outcomes["split", name, r] for r in range(1, splits)]
-        vals = (result.val, *(o["val"] for o in others if "val" in o)) if splits > 1 else ()
-        judged[name] = Judged(
-            candidate, result, curve, decision, ood_auroc=out["ood_auroc"], val_scores=vals,
-            predict_seconds=out.get("predict_seconds_per_1000"),
-        )  # fmt: skip
-        _metrics(ctx, tag, task, result, curve)
-        if out["ood_auroc"] is not None:
-            ctx.metric(**{f"{tag}_ood_auroc": round(out["ood_auroc"], 6)})
-        budget = "; stopped at the time budget" if result.stopped_at_budget else ""
-        ctx.metric(**{f"{tag}_stopped_at_budget": result.stopped_at_budget})
-        ctx.echo(f"{name}: {headline(task, result)}; {decision.verdict}{budget}")
+        tag = slug(name)
+        _metrics(ctx, tag, task, j.result, j.curve)
+        if j.ood_auroc is not None:
+            ctx.metric(**{f"{tag}_ood_auroc": round(j.ood_auroc, 6)})
+        budget = "; stopped at the time budget" if j.result.stopped_at_budget else ""
+        ctx.metric(**{f"{tag}_stopped_at_budget": j.result.stopped_at_budget})
+        ctx.echo(f"{name}: {headline(task, j.result)}; {j.decision.verdict}{budget}")
 
     # The report answers first (the lead: recommendation, leaderboard, learning curves), then the
     # data's symmetries, then what the data and protocol were.
-    symmetries = _symmetries(ctx, prepared, probes, outcomes, judged, reference_tag) if probes else None
+    symmetries = None
+    if probes:
+        symmetries = fits.symmetry_findings(prepared, probes, outcomes, judged)
+        _symmetries(ctx, symmetries)
     _claims(ctx, task, judged, cfg.require, bool(cfg.ood))  # the config checked the OOD file
     sizes = (len(prepared.rows["train"]), len(prepared.rows["val"]))
     pick = recommended(task, judged, sizes[1])  # the one the recommendation's sentence names
@@ -210,7 +174,7 @@ def run(ctx) -> None:
         _interval_claim(ctx, judged[pick.name], pick.name, len(prepared.rows["test"]))
     sentence = recommendation(task, judged, symmetries, sizes)
     ctx.table("Recommendation", ["recommendation"], [[sentence]], lead=True)
-    board = leaderboard(task, judged, len(seeds))
+    board = leaderboard(task, judged, cfg.curve_seeds)
     ctx.table("Leaderboard", *board, timing_columns=["train seconds", PREDICT_COLUMN], lead=True)
     _curves_figure(ctx, task, judged, cfg.require)
     if pick is not None and judged[pick.name].result.reliability is not None:
@@ -221,10 +185,12 @@ def run(ctx) -> None:
             f"The recommended model ({pick.name}): accuracy per confidence bin on the test rows after "
             "temperature scaling, against the diagonal of perfect calibration (Day 5: calibration).",
         )
-    _save_models(ctx, data, prepared, outcomes, pick)
+    for path, content in fits.saved_files(data, prepared, outcomes, pick and pick.name).items():
+        ctx.save_file(path, content)  # models/: what biaslab predict reads
     if pick is not None and outcomes[pick.name].get("importance"):
         _importance_table(ctx, task, pick.name, outcomes[pick.name]["importance"])
-    _data_table(ctx, data, chosen.values(), cfg.split, time_share(cfg, chosen, probes), cfg.time_limit)
+    share = fits.time_share(cfg, chosen, probes)
+    _data_table(ctx, data, chosen.values(), cfg.split, share, cfg.time_limit)
     if splits > 1:
         n_test = len(prepared.rows["test"])
         ctx.table("Validation splits", ["splits", "training rows", "validation rows", "test rows"],
@@ -232,191 +198,9 @@ def run(ctx) -> None:
     ctx.echo(f"recommended: {sentence}")
 
 
-def _save_models(ctx, data, prepared, outcomes, pick) -> None:
-    """The trained candidates and the data's preparation under models/, without pickle
-    (:mod:`biaslab.comparison.saving`): what ``biaslab predict`` and ``load_comparison`` read."""
-    from biaslab.comparison.study import comparison_files
-    from biaslab.data.input_schema import InputSchema
-
-    schema = {"kind": data.kind} if data.x is None else InputSchema.of(data).as_dict()
-    fitted = {
-        n: out.get("files") for n, out in outcomes.items() if isinstance(n, str) and "diverged" not in out
-    }
-    recommended = None if pick is None else pick.name
-    for path, content in comparison_files(prepared, schema, data.classes, fitted, recommended).items():
-        ctx.save_file(path, content)
-
-
-@run_cache
-def _study(cfg: CompareConfig, split_seed: int):
-    """The data, its split and the candidates, made once per process (the driver's and each
-    worker's) and shared by its tasks."""
-    data = read(cfg)
-    prepared = prepare(data, seed=split_seed, split=cfg.split)
-    return data, prepared, {c.name: c for c in candidates(cfg, data)}
-
-
-@run_cache
-def _ood_inputs(cfg: CompareConfig, split_seed: int):
-    """The OOD inputs standardized as the data (None without): read once per process."""
-    data, prepared, _ = _study(cfg, split_seed)
-    ood = read_ood(cfg, data)
-    return None if ood is None else prepared.standardize(ood.x, ood.mask)
-
-
-def _probes(cfg: CompareConfig, data, prepared) -> list:
-    """The transformations a prior of this kind could assume (workshop book §4.7: a prior fits
-    when the data have the symmetry it assumes); none for tables, graphs (invariant by build) or when off."""
-    from biaslab.comparison.probes import probes_for
-
-    if not cfg.symmetries or data.x is None:
-        return []
-    return probes_for(prepared.kind, prepared.input_shape)
-
-
-def _reference(chosen: dict):
-    """The guide's MLP, which the symmetry probes train as is and augmented; its tag, and whether
-    it is a candidate already (then its plain training is reused)."""
-    from biaslab.comparison.candidates import candidates_for
-
-    reference = next(c for c in candidates_for("table", task="classify") if c.name == "MLP")
-    mlp = chosen.get(reference.name)
-    reused = mlp is not None and mlp.build is reference.build
-    return reference, slug(reference.name) if reused else "symmetry-reference", reused
-
-
-def time_share(cfg: CompareConfig, chosen, probes) -> float | None:
-    """Each training's share of ``time_limit`` (None without one): the budget divided between
-    the candidates and the probes' trainings (the reference MLP's when it is no candidate)."""
-    if not cfg.time_limit:
-        return None
-    reference = 1 if probes and not _reference(chosen)[2] else 0
-    return parse_duration(cfg.time_limit) / (len(chosen) * cfg.val_splits_of() + len(probes) + reference)
-
-
-def _fit_share(cfg: CompareConfig, data, prepared, chosen) -> float | None:
-    """One fit's time limit: half a training's share (a candidate's fit on a validation split, a
-    probe's training; a candidate's other half goes to its learning curve)."""
-    share = time_share(cfg, chosen, _probes(cfg, data, prepared))
-    return None if share is None else share / 2
-
-
-def _limited(setup, seconds: float | None):
-    """``setup`` with a time limit (a Trainer stops after the epoch that passes it)."""
-    return setup if seconds is None else replace(setup, time_limit_s=seconds)
-
-
-def fit_compare(task, name: str) -> dict:
-    """One candidate by the protocol, its learning curve, its OOD AUROC and its invariance error
-    under each probe: a task (``ctx.tasks``). With a time limit, the candidate's share goes half
-    to its fit and half to its learning curve's fits, shared equally."""
-    cfg: CompareConfig = task.cfg
-    data, prepared, chosen = _study(cfg, task.seed_for("split"))
-    candidate, tag, config = chosen[name], slug(name), cfg.train.training()
-    probes = _probes(cfg, data, prepared)
-    share = _fit_share(cfg, data, prepared, chosen)
-    curve_share = None if share is None else share / (cfg.curve_points * cfg.curve_seeds)
-    try:
-        setup = _limited(task.training(tag), share)
-        result = fit_candidate(candidate, prepared, data.task, config, setup)
-        curve = learning_curve(
-            candidate, prepared, data.task, config,
-            lambda size, seed: _limited(task.training(f"{tag}-{size}-{seed}"), curve_share),
-            points=cfg.curve_points, seeds=tuple(range(cfg.curve_seeds)),
-        )  # fmt: skip
-    except DivergenceError as exc:
-        return {"diverged": str(exc)}
-    ood = _ood_inputs(cfg, task.seed_for("split"))
-    start = time.perf_counter()  # the test rows predicted once more, for the time it takes
-    result.fitted.outputs_on(prepared, "test")
-    predict_seconds = (time.perf_counter() - start) * 1000 / max(len(prepared.rows["test"]), 1)
-    importance = None
-    if data.kind == "table":  # which columns the fitted model reads, shuffled one at a time
-        from biaslab.comparison.importance import permutation_importance
-
-        x_test = data.x[prepared.rows["test"]]
-        importance = permutation_importance(
-            result.fitted, prepared, x_test, data.feature_names, task.seed_for("importance")
-        )
-    return {
-        "files": fitted_files(result, candidate, prepared),  # the driver writes them under models/
-        "predict_seconds_per_1000": predict_seconds,
-        "importance": importance,
-        "scores": result.scores(),
-        "curve": curve.as_dict(),
-        "ood_auroc": None if ood is None else ood_auroc(result, prepared, ood),
-        "invariance": invariances(
-            result.fitted, prepared, probes, task.seed_for(_reference(chosen)[1]), INVARIANCE_ROWS
-        ),
-    }
-
-
-@run_cache
-def _resplit(cfg: CompareConfig, split_seed: int, repeat: int):
-    """The study's data with its training and validation rows drawn anew (the test rows kept)."""
-    from biaslab.comparison.resampling import resplit
-
-    data, prepared, _ = _study(cfg, split_seed)
-    return resplit(data, prepared, repeat)
-
-
-def fit_split(task, _: str, name: str, repeat: int) -> dict:
-    """One candidate trained and validated on another draw of the training and validation rows
-    (:mod:`~biaslab.comparison.resampling`): its validation scores, for how sure the ranking is."""
-    cfg: CompareConfig = task.cfg
-    data, _, chosen = _study(cfg, task.seed_for("split"))
-    prepared = _resplit(cfg, task.seed_for("split"), repeat)
-    setup = _limited(task.training(f"{slug(name)}-split{repeat}"), _fit_share(cfg, data, prepared, chosen))
-    try:
-        return {"val": fit_candidate(chosen[name], prepared, data.task, cfg.train.training(), setup).val}
-    except DivergenceError as exc:
-        return {"diverged": str(exc)}
-
-
-def fit_reference(task, _: str) -> dict:
-    """The symmetry probes' MLP trained as is, when it is not a candidate: a task."""
-    cfg: CompareConfig = task.cfg
-    data, prepared, chosen = _study(cfg, task.seed_for("split"))
-    reference, tag, _ = _reference(chosen)
-    setup = _limited(task.training(tag), _fit_share(cfg, data, prepared, chosen))
-    return {"val": fit_candidate(reference, prepared, data.task, cfg.train.training(), setup).val}
-
-
-def fit_augmented(task, _: str, probe_name: str) -> dict:
-    """The symmetry probes' MLP trained with one probe as augmentation, from the plain training's
-    initial weights (its seed): does the label survive the transformation? A task."""
-    cfg: CompareConfig = task.cfg
-    data, prepared, chosen = _study(cfg, task.seed_for("split"))
-    reference, tag, _ = _reference(chosen)
-    probe = next(p for p in _probes(cfg, data, prepared) if p.name == probe_name)
-    seed = task.seed_for(tag)  # the plain training's: both start from the same weights
-    setup = replace(task.training(f"{tag}-{slug(probe.name)}"), seed=seed)
-    setup = _limited(setup, _fit_share(cfg, data, prepared, chosen))  # as the plain MLP's: a fair pair
-    moved = fit_candidate(
-        with_probe(reference, probe, seed), prepared, data.task, cfg.train.training(), setup
-    )
-    return {"val": moved.val}
-
-
-def _symmetries(ctx, prepared, probes, outcomes, judged, reference_tag):
-    """The data's own symmetries: for each probe, does the label survive it (the reference MLP's
-    validation score as is and augmented) and which trained candidate is invariant to it (each
-    candidate's task measured it with the symmetry verifier)?"""
-    plain = outcomes.get(("reference",)) or outcomes.get("MLP")
-    plain_val = None if plain is None or "diverged" in plain else plain.get("val") or plain["scores"]["val"]
-    findings = []
-    for probe in probes:
-        moved = outcomes["augmented", probe.name]["val"]
-        survived = None if plain_val is None else survival(
-            probe.name, "MLP", prepared.task, plain_val, moved, len(prepared.rows["val"])
-        )  # fmt: skip
-        invariance = {
-            name: outcomes[name]["invariance"][probe.name]
-            for name, j in judged.items()
-            if j.result is not None
-        }
-        findings.append(Finding(probe, survived, invariance))
-    report = SymmetryReport(prepared.kind, tuple(findings))
+def _symmetries(ctx, report) -> None:
+    """The data's own symmetries (:func:`~biaslab.comparison.study_fits.symmetry_findings`) as
+    metrics and two tables."""
     for finding in report.findings:
         probe = slug(finding.probe.name)
         if finding.survival is not None:
@@ -432,7 +216,6 @@ def _symmetries(ctx, prepared, probes, outcomes, judged, reference_tag):
     columns, rows = symmetry_table(report)
     ctx.table("Symmetries of your data", columns, rows)
     ctx.table("Which prior fits, and why", ["finding"], [[sentence] for sentence in explain(report)])
-    return report
 
 
 def _metrics(ctx, tag, task, result, curve) -> None:

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from biaslab.caches import run_cache
 from biaslab.config import check_batch_fits, check_range
 from biaslab.data.mnist import QUICK_SIZES, MnistSizes, mnist_splits_for
 from biaslab.data.ood import images_to_tensor, ood_pool
@@ -39,7 +40,6 @@ from biaslab.evaluate.ood import auroc, choose_detector, classifier_outputs, fit
 from biaslab.nn import CNN, MLP
 from biaslab.registry import experiment
 from biaslab.report import plots
-from biaslab.scale.context import run_cache
 from biaslab.train.config import ClassifierTraining
 from biaslab.train.recipes import fit_learning_curve, predict
 

@@ -24,12 +24,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from biaslab.caches import run_cache
 from biaslab.config import check_batch_fits, check_range
 from biaslab.data.mnist import QUICK_SIZES, MnistSizes, mnist_splits_for
 from biaslab.nn.residual import BLOCKS, DeepMLP
 from biaslab.registry import experiment
 from biaslab.report import plots
-from biaslab.scale.context import run_cache
 from biaslab.train.config import ClassifierStepsTraining
 from biaslab.train.recipes import for_steps
 from biaslab.train.trainer import accuracy

@@ -28,6 +28,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from biaslab.caches import run_cache
 from biaslab.config import check_batch_fits, check_range, smallest_training_set
 from biaslab.evaluate.symmetry import invariance_error, permute, random_isometry, random_permutation
 from biaslab.nn import MLP, DeepSets, count_parameters
@@ -35,7 +36,6 @@ from biaslab.nn.geometric import EGNN, PairDistanceNet
 from biaslab.physics.particles import Morse, pair_energy, random_clusters
 from biaslab.registry import experiment
 from biaslab.report import plots
-from biaslab.scale.context import run_cache
 from biaslab.train.config import LossStepsTraining
 from biaslab.train.recipes import for_steps
 

@@ -18,12 +18,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from biaslab.caches import run_cache
 from biaslab.config import check_range
 from biaslab.data.graphs import contextual_sbm, split_masks
 from biaslab.nn import GNN, MLP, count_parameters
 from biaslab.registry import experiment
 from biaslab.report import plots
-from biaslab.scale.context import run_cache
 from biaslab.train.config import ClassifierTraining
 from biaslab.train.recipes import fit_node_classifier
 

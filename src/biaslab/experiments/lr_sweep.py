@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from biaslab.caches import run_cache
 from biaslab.config import check_batch_fits, check_memory, check_range
 from biaslab.data.mnist import MnistSizes, mnist_splits_for
 from biaslab.data.transforms import corrupt_labels
@@ -31,7 +32,6 @@ from biaslab.evaluate.curves import classify_curve
 from biaslab.nn import MLP
 from biaslab.registry import experiment
 from biaslab.report import plots
-from biaslab.scale.context import run_cache
 from biaslab.train.config import ClassifierTraining, training_without
 from biaslab.train.recipes import fit_classifier
 

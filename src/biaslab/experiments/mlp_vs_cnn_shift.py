@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import partial
 
+from biaslab.caches import run_cache
 from biaslab.config import check_batch_fits, check_range
 from biaslab.data.mnist import QUICK_SIZES, MnistSizes, mnist_splits_for
 from biaslab.data.transforms import translations
@@ -22,7 +23,6 @@ from biaslab.evaluate.robustness import accuracy_under_transform
 from biaslab.nn import CNN, MLP, count_parameters
 from biaslab.registry import experiment
 from biaslab.report import plots
-from biaslab.scale.context import run_cache
 from biaslab.train.config import ClassifierTraining
 from biaslab.train.recipes import fit_classifier
 

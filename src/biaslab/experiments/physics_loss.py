@@ -21,13 +21,13 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from biaslab.caches import run_cache
 from biaslab.config import check_batch_fits, check_range, smallest_training_set
 from biaslab.nn import MLP
 from biaslab.physics.constraints import conservation_penalty, dynamics_step
 from biaslab.physics.systems import Pendulum, rollout
 from biaslab.registry import experiment
 from biaslab.report import plots
-from biaslab.scale.context import run_cache
 from biaslab.train.config import LossTraining
 
 MODELS = ("plain", "energy-conserving")

@@ -7,7 +7,8 @@ model family reads the same molecules through its own prior (``biaslab.nn.molecu
 atoms (Deep Sets), a graph (GCN, GAT, Gilmer's MPNN), all pairs of atoms with bonds as a bias
 (a graph Transformer), and 3-D coordinates (an E(3)-invariant EGNN).
 
-This is ``biaslab compare``'s engine on the QM9 data (``biaslab.comparison.qm9``), with the
+This is ``biaslab compare``'s engine on the QM9 data (``biaslab.comparison.qm9``; the fits are
+``biaslab.comparison.qm9_fits``' tasks, the lab holds its config and its report), with the
 benchmark's own split, sizes and references: one protocol for every model
 (``biaslab.comparison.protocol``): node features, the counts table and the target standardised
 with the training rows' statistics only, every training-set size trained for the same number of
@@ -28,27 +29,22 @@ from typing import Literal
 import numpy as np
 import torch
 
-from biaslab.comparison.fitting import errors
 from biaslab.comparison.judged import recommendation
-from biaslab.comparison.protocol import CandidateResult, fit_candidate
-from biaslab.comparison.qm9 import QM9_CANDIDATES, judge_by_curves, prepare_qm9, qm9_candidates, tree_nodes
+from biaslab.comparison.protocol import CandidateResult
+from biaslab.comparison.qm9 import QM9_CANDIDATES, judge_by_curves, qm9_candidates
+from biaslab.comparison.qm9_fits import FULL_TRAIN, THREE_D, fit_qm9, split_of
 from biaslab.config import check_range
-from biaslab.data.molecule_splits import random_split, scaffold_split
-from biaslab.data.qm9 import TARGETS, TargetName, load_qm9
+from biaslab.data.qm9 import TARGETS, TargetName
 from biaslab.errors import ConfigError
 from biaslab.evaluate.scaling import fit_power_law
-from biaslab.evaluate.symmetry import invariance_error, on_field, random_isometry
 from biaslab.hardware import device_description
 from biaslab.nn.molecules import MOLECULE_MODELS
 from biaslab.registry import experiment
 from biaslab.report import plots_molecules
-from biaslab.scale.context import run_cache
 from biaslab.train.config import TrainConfig, training_without
 
 TREES = "fingerprint-gbt"
 ALL_MODELS = tuple(QM9_CANDIDATES)
-THREE_D = ("egnn",)  # reads coordinates; every other model sees only the 2-D graph
-FULL_TRAIN = 110_000
 SCAFFOLD_TRAIN = 104_000  # 80 % of 130,831, less what whole scaffold groups leave over
 REFERENCES = {"GG-NN (Gilmer 2017)": 0.107, "GG-NN + set2set (Gilmer 2017)": 0.097, "Chemprop D-MPNN": 0.106}
 CHEMICAL_ACCURACY = 0.043
@@ -158,7 +154,7 @@ def run(ctx) -> None:
     ctx.metric(device=str(device), hardware=device_description(device))
 
     # 1. Data: QM9 featurised (cached) and the split; each fit builds its molecules' graphs.
-    data, split = _split_of(cfg, ctx.seed_for("split"), ctx.seed_for("evaluation rows"))
+    data, split = split_of(cfg, ctx.seed_for("split"), ctx.seed_for("evaluation rows"))
     skipped = data.skipped
     ctx.metric(
         molecules=len(data), skipped={k: len(v) for k, v in skipped.items()}, test_molecules=len(split.test)
@@ -182,80 +178,6 @@ def run(ctx) -> None:
     ctx.metric(fits=[{k: v for k, v in f.items() if k not in unseeded} for f in fits])
 
     _report(ctx, cfg, fits, skipped, split, device)
-
-
-@run_cache
-def _split_of(cfg: QM9Config, split_seed: int, rows_seed: int):
-    """QM9 and its split: read once per process (the driver's and each worker's)."""
-    data = load_qm9()  # featurised on first use, with a bar on a terminal only
-    split = _split(data, cfg, split_seed).subsample(val=cfg.val_size, test=cfg.test_size, seed=rows_seed)
-    if cfg.train_sizes[-1] > len(split.train):
-        raise ConfigError(
-            f"train_sizes={cfg.train_sizes}: the {cfg.split} split has {len(split.train)} training molecules"
-        )
-    return data, split
-
-
-@run_cache
-def _prepared(cfg: QM9Config, n: int, subset_seed: int, split_seed: int, rows_seed: int):
-    """A training subset prepared once per process (its molecules' graphs, its own statistics),
-    shared by every model."""
-    data, split = _split_of(cfg, split_seed, rows_seed)
-    subset = split.subsample_train(n, subset_seed)
-    return prepare_qm9(data, data.target(cfg.target), subset, rule=cfg.split, seed=split_seed)
-
-
-def fit_qm9(task, model: str, n: int, seed: int) -> dict:
-    """One model on one training subset with one seed: a task (``ctx.tasks``)."""
-    cfg: QM9Config = task.cfg
-    seeds = (task.seed_for("split"), task.seed_for("evaluation rows"))
-    prepared = _prepared(cfg, n, task.seed_for("subset", seed), *seeds)
-    (candidate,) = qm9_candidates((model,), cfg.hidden, gbt_iterations=cfg.gbt_iterations, loss=cfg.loss)
-    return _fit(task, cfg, candidate, prepared, seed, n)
-
-
-def _split(data, cfg: QM9Config, seed: int):
-    if cfg.split == "random":
-        return random_split(
-            len(data), min(FULL_TRAIN, len(data) - 2 * 10), min(10_000, len(data) // 10), seed
-        )
-    return scaffold_split(data.scaffold, (0.8, 0.1, 0.1), seed)
-
-
-def _fit(ctx, cfg: QM9Config, candidate, prepared, seed: int, n: int) -> dict:
-    """One candidate on one training subset: a torch model sees its subset repeated to
-    ``epoch_molecules`` per epoch (trees take no steps); the record of the fit, plain data."""
-    tag = f"{candidate.name}-n{n}-s{seed}"
-    repeat_to = cfg.epoch_molecules if candidate.engine == "torch" else None
-    trained_on = prepared.train_subset(np.arange(n), repeat_to=repeat_to)
-    result = fit_candidate(
-        candidate, trained_on, "regress", cfg.train.training(), ctx.training(tag), cfg.loss
-    )
-    fitted = result.fitted
-    train_error = errors(prepared.to_unit(fitted.outputs_on(prepared, "train")), prepared.targets["train"])
-    extra = {}
-    if candidate.name in THREE_D and seed == 0 and n == cfg.train_sizes[-1]:
-        # A random rotation-reflection (det −1) and translation of every molecule's atoms.
-        moved = on_field("pos", random_isometry(3, ctx.seed_for("rotation"), det=-1, shift_std=5.0))
-        probe = prepared.store.batch(prepared.rows["test"][:64])
-        extra["egnn_invariance_error"] = invariance_error(fitted.model, moved, probe)
-    trees = candidate.engine == "sklearn"  # parameters: the trees' nodes; epochs: boosting iterations
-    return {
-        "model": candidate.name,
-        "train_size": n,
-        "seed": seed,
-        "test_mae": result.test["mae"],
-        "val_mae": result.val["mae"],
-        "train_mae": train_error["mae"],
-        "test_rmse": result.test["rmse"],
-        "baseline_test_mae": result.test["baseline_mae"],
-        "epochs": fitted.model.n_iter_ if trees else len(fitted.history),
-        "best_epoch": fitted.model.n_iter_ if trees else result.best_epoch,
-        "parameters": tree_nodes(fitted.model) if trees else result.parameters,
-        "train_seconds": result.train_seconds,
-        "scores": result.scores(),  # without the fitted model, which stays in the task
-        **extra,
-    }
 
 
 def _report(ctx, cfg: QM9Config, fits: list[dict], skipped, split, device) -> None:

@@ -28,13 +28,13 @@ from functools import partial
 
 import numpy as np
 
+from biaslab.caches import run_cache
 from biaslab.config import check_batch_fits, check_range
 from biaslab.data.mnist import QUICK_SIZES, MnistSizes, mnist_splits_for
 from biaslab.errors import ConfigError
 from biaslab.nn import MLP
 from biaslab.registry import experiment
 from biaslab.report import plots, plots_training
-from biaslab.scale.context import run_cache
 from biaslab.train.config import ClassifierTraining
 from biaslab.train.invariance import augmented_step, random_shifts
 from biaslab.train.recipes import fit_classifier

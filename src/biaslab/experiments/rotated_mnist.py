@@ -16,6 +16,7 @@ from functools import partial
 import numpy as np
 from sklearn.linear_model import LogisticRegression
 
+from biaslab.caches import run_cache
 from biaslab.config import check_batch_fits, check_range
 from biaslab.data.mnist import QUICK_SIZES, MnistSizes, mnist_splits_for
 from biaslab.data.transforms import rotate
@@ -25,7 +26,6 @@ from biaslab.evaluate.shift import SHIFT_KINDS, domain_auc, predicted_label_shif
 from biaslab.nn import CNN, MLP
 from biaslab.registry import experiment
 from biaslab.report import plots
-from biaslab.scale.context import run_cache
 from biaslab.train.config import ClassifierTraining
 from biaslab.train.recipes import fit_classifier
 

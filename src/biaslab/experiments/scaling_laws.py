@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
+from biaslab.caches import run_cache
 from biaslab.config import check_batch_fits, check_range, smallest_training_set
 from biaslab.data.synthetic import teacher_regression
 from biaslab.errors import ConfigError
@@ -28,7 +29,6 @@ from biaslab.evaluate.scaling import fit_power_law
 from biaslab.nn import MLP, count_parameters
 from biaslab.registry import experiment
 from biaslab.report import plots
-from biaslab.scale.context import run_cache
 from biaslab.train.config import LossStepsTraining
 from biaslab.train.recipes import for_steps
 

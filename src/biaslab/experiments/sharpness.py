@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import torch
 from scipy.stats import spearmanr
 
+from biaslab.caches import run_cache
 from biaslab.config import check_range
 from biaslab.data.mnist import QUICK_SIZES, MnistSizes, mnist_splits_for
 from biaslab.errors import ConfigError
@@ -35,7 +36,6 @@ from biaslab.evaluate.sharpness import sharpness
 from biaslab.nn import MLP
 from biaslab.registry import experiment
 from biaslab.report import plots
-from biaslab.scale.context import run_cache
 from biaslab.train.config import ClassifierTraining, training_without
 from biaslab.train.time_to_loss import time_to_loss
 from biaslab.train.trainer import accuracy

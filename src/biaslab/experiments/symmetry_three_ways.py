@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import torch
 
+from biaslab.caches import run_cache
 from biaslab.config import check_batch_fits, check_range, smallest_training_set
 from biaslab.data.mnist import QUICK_SIZES, MnistSizes, mnist_splits_for
 from biaslab.errors import ConfigError
@@ -40,7 +41,6 @@ from biaslab.nn import CNN, count_parameters
 from biaslab.nn.group_conv import C4CNN
 from biaslab.registry import experiment
 from biaslab.report import plots
-from biaslab.scale.context import run_cache
 from biaslab.train.config import ClassifierStepsTraining
 from biaslab.train.invariance import augmented_step, invariance_step
 from biaslab.train.recipes import for_steps, predict

@@ -9,7 +9,6 @@ same shuffling in every process and in every order.
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -19,22 +18,6 @@ from biaslab.config import to_dict
 from biaslab.fileio import check_run_file_size, json_safe
 from biaslab.train.recipes import TrainSetup
 from biaslab.train.seed import derive_seed
-
-_RUN_CACHES: list = []
-
-
-def run_cache(fn: Callable) -> Callable:
-    """``functools.cache`` for the length of one run: what a lab's tasks share in a process (the
-    data read, a split prepared), dropped by the runner when a run starts and ends, so that a
-    notebook's next run reads its files anew and holds no memory in between."""
-    cached = functools.cache(fn)
-    _RUN_CACHES.append(cached)
-    return cached
-
-
-def clear_run_caches() -> None:
-    for cached in _RUN_CACHES:
-        cached.cache_clear()
 
 
 class FitContext:
