@@ -189,7 +189,8 @@ def add_compare_parser(sub) -> None:
 
 PREDICT_HELP = """Predict new rows with a finished comparison's model (the recommended one, or --model NAME),
 reading them exactly as the comparison read its data: the same columns (by name; a category the
-training rows never held reads as missing), image size and channels, sequence length, set features.
+training rows never held reads as missing), image size and channels, sequence length, set features,
+SMILES that parse (molecules: a table with a 'smiles' column).
 Data that do not fit are one line and exit 2, with nothing written.
 
 The CSV holds an id (a table's row number, an image's file name, an array's index), the prediction,

@@ -406,13 +406,32 @@ def test_smaller_sets_are_padded_and_larger_ones_refused(tmp_path):
 # --------------------------------------------------------------------------- what cannot be read
 
 
-def test_graphs_molecules_and_odd_sources_are_one_line(tmp_path):
-    for kind in ("graph", "molecule"):
-        refused(
-            ConfigError,
-            lambda kind=kind: read_new_rows(tmp_path, InputSchema(kind, ())),
-            "predicting new graphs or molecules is not supported yet",
-        )
+def test_new_molecules_are_their_smiles_each_parsed(tmp_path):
+    pytest.importorskip("rdkit")
+    molecule = InputSchema("molecule", ())
+    (tmp_path / "m.csv").write_text("name,Smiles\nethanol,CCO\nbenzene,c1ccccc1\n")
+    rows = read_new_rows(tmp_path / "m.csv", molecule)
+    assert rows.smiles == ("CCO", "c1ccccc1") and rows.ids == ("1", "2") and rows.x is None and len(rows) == 2
+    assert read_new_rows(["CCO"], molecule).ids == ("0",)
+    pd = pytest.importorskip("pandas")
+    assert read_new_rows(pd.DataFrame({"SMILES": ["CC", "CCN"]}), molecule).smiles == ("CC", "CCN")
+    (tmp_path / "bad.csv").write_text("smiles\nCCO\nC1CC\n")
+    refused(
+        DataFormatError, lambda: read_new_rows(tmp_path / "bad.csv", molecule), "line 3", "'C1CC'", "parse"
+    )
+    (tmp_path / "none.csv").write_text("name\nethanol\n")
+    refused(
+        DataFormatError, lambda: read_new_rows(tmp_path / "none.csv", molecule), "no column named 'smiles'"
+    )
+    refused(ConfigError, lambda: read_new_rows(np.zeros(3), molecule), "cannot hold molecules")
+
+
+def test_graphs_and_odd_sources_are_one_line(tmp_path):
+    refused(
+        ConfigError,
+        lambda: read_new_rows(tmp_path, InputSchema("graph", ())),
+        "predicting new graphs is not supported yet",
+    )
     digits = schema_of(load_data("sklearn:digits"))
     refused(ConfigError, lambda: read_new_rows([1, 2], digits), "not list")
     refused(ConfigError, lambda: read_new_rows(tmp_path / "nothing.npz", digits), "no file or folder")

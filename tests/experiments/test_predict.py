@@ -147,3 +147,34 @@ def test_images_predict_from_an_npz_and_the_cnn_is_rebuilt(tmp_path):
     np.savez(tmp_path / "sixteen.npz", x=x_test[:, 0] * 16)  # sklearn's own 0..16 scale
     with pytest.raises(DataFormatError):
         found.predict(tmp_path / "sixteen.npz")
+
+
+def test_molecules_predict_from_their_smiles_as_the_run_scored_them(capsys, tmp_path):
+    pytest.importorskip("rdkit")
+    from tests.comparison.test_graph_candidates import SMILES, molecules
+
+    data = molecules(task="regress")
+    path = tmp_path / "mols.csv"
+    with open(path, "w", newline="") as f:
+        csv.writer(f).writerows([("smiles", "heavy_atoms"), *zip(SMILES, data.y.tolist())])
+    found = biaslab.compare(
+        path, target="heavy_atoms", task="regress", profile="quick", out=tmp_path / "run",
+        models=("fingerprint trees", "fingerprint MLP", "GCN"), overrides={"epochs": 2}, progress=False,
+    )  # fmt: skip
+    prepared = prepare(load_data(str(path), target="heavy_atoms", task="regress"),
+                       seed=derive_seed(0, "compare", "split"))  # fmt: skip
+    rows = prepared.rows["test"]
+    smiles, y_test = [SMILES[i] for i in rows], data.y[rows]
+    assert set(found.candidates) == {"fingerprint trees", "fingerprint MLP", "GCN"}
+    for name in found.candidates:
+        predicted = found.predict(smiles, model=name)
+        mae = float(np.mean(np.abs(predicted - y_test)))
+        assert mae == pytest.approx(found.metrics[f"{slug(name)}_test_mae"], abs=1e-5), name
+    new = tmp_path / "new.csv"
+    new.write_text("SMILES,note\nCCO,a\nc1ccccc1,b\n")
+    code, out, err = cli(capsys, "predict", found.run_dir, new, "--model", "GCN")
+    assert code == 0, err
+    assert out.splitlines()[0].startswith("id,prediction,low (90% interval)") and len(out.splitlines()) == 3
+    new.write_text("smiles\nCCO\nC1CC\n")  # an unclosed ring
+    code, out, err = cli(capsys, "predict", found.run_dir, new)
+    assert code == 2 and out == "" and err.count("\n") == 1 and "line 3" in err and "C1CC" in err

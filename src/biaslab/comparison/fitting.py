@@ -181,8 +181,15 @@ class Fitted:
         return self.outputs(x, mask)
 
     def outputs_of(self, inputs: Inputs) -> np.ndarray:
-        """:meth:`outputs` on new rows (:meth:`Prepared.standardize`), raw where it reads them."""
-        return self._estimator_outputs(inputs.raw) if self.native else self.outputs(inputs.x, inputs.mask)
+        """:meth:`outputs` on new rows (:meth:`Prepared.standardize`), as it reads them: raw
+        rows, a molecules' table, their graphs, or the encoded and scaled inputs."""
+        if self.native:
+            return self._estimator_outputs(inputs.raw)
+        if self.reads in TABLE_READS:
+            return self.outputs(inputs.tables[self.reads])
+        if self.reads in ("graph", "geometry"):
+            return self._torch_outputs(inputs.graphs.chunks())
+        return self.outputs(inputs.x, inputs.mask)
 
 
 def regression_column(out: torch.Tensor) -> torch.Tensor:

@@ -43,19 +43,18 @@ from biaslab.comparison.graph_store import (
     molecule_store,
     user_graph_store,
 )
-from biaslab.comparison.prepared import Prepared, SplitRows
+from biaslab.comparison.prepared import Inputs, Prepared, SplitRows
 from biaslab.data.molecule_splits import scaffold_split
 from biaslab.data.qm9 import MoleculeBatch
 from biaslab.data.splits import Splits
 from biaslab.data.user_formats import listed
 from biaslab.errors import ConfigError
-from biaslab.train.config import EVAL_BATCH
 from biaslab.train.seed import derive_seed
 
 if TYPE_CHECKING:
     from biaslab.data.user_data import UserData
 
-__all__ = ["SPLIT_RULES", "PreparedGraphs", "prepare_graphs", "prepared_graphs"]
+__all__ = ["SPLIT_RULES", "PreparedGraphs", "molecule_inputs", "prepare_graphs", "prepared_graphs"]
 
 SPLIT_RULES = ("random", "scaffold")
 
@@ -143,8 +142,7 @@ class PreparedGraphs(SplitRows):
     def input_chunks(self, split: str, takes_mask: bool = False):
         """``split``'s graphs as the model is called on them: ``(MoleculeBatch,)`` of
         ``EVAL_BATCH`` graphs at a time."""
-        store, rows = self.require_graphs(), self.rows[split]
-        return ((store.batch(rows[i : i + EVAL_BATCH]),) for i in range(0, len(rows), EVAL_BATCH))
+        return self.require_graphs().chunks(self.rows[split])
 
     def graphs(self, split: str) -> MoleculeBatch:
         """The graphs of ``split`` ("train", "val" or "test") collated, in the order of ``rows``."""
@@ -346,3 +344,30 @@ def _split(data: UserData, val: float, test: float, seed: int, rule: str, scaffo
                 f"{listed((data.classes[c] for c in missing), shown=repr)}; add molecules or split='random'"
             )
     return rows
+
+
+@dataclass(frozen=True)
+class _Molecules:
+    """New molecules as :func:`~biaslab.comparison.graph_store.molecule_store` reads them."""
+
+    smiles: tuple[str, ...]
+    positions: None = None
+
+
+def molecule_inputs(smiles, node_mean: np.ndarray | None, node_std: np.ndarray | None) -> tuple[Inputs, str]:
+    """New molecules as the candidates read them, as :func:`prepare_graphs` made the training
+    molecules: each SMILES's graph (the notes' atom features, standardized by the training
+    graphs' node statistics ``node_mean``, ``node_std``) and its Morgan fingerprint.
+
+    Returns:
+        The :class:`~biaslab.comparison.prepared.Inputs` (``graphs`` None when the training
+        molecules had no graphs, or a new molecule has an element the atom features miss) and
+        why there are no graphs ("" when there are).
+    """
+    store, fingerprints, _, unreadable = molecule_store(_Molecules(tuple(smiles)))
+    if store is not None and node_mean is not None:
+        store = replace(store, x=((store.x - node_mean) / node_std).astype(np.float32))
+    else:
+        store, unreadable = None, unreadable or "the training molecules were compared by fingerprints only"
+    tables = {"fingerprint": torch.from_numpy(fingerprints.astype(np.float32))}
+    return Inputs(graphs=store, tables=tables), unreadable

@@ -10,6 +10,7 @@ and a graph-level readout pools each graph's nodes.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,7 @@ from biaslab.data.molecules import (
 )
 from biaslab.data.qm9 import MoleculeBatch, concatenated_ranges
 from biaslab.errors import ConfigError
+from biaslab.train.config import EVAL_BATCH
 
 if TYPE_CHECKING:
     from biaslab.data.user_data import UserData
@@ -95,6 +97,13 @@ class GraphStore:
             batch=torch.from_numpy(np.repeat(np.arange(len(rows)), n_nodes)),
             num_graphs=len(rows),
         )
+
+    def chunks(self, rows=None) -> Iterator[tuple[MoleculeBatch]]:
+        """The graphs ``rows`` (default: every graph) as a model is called on them:
+        ``(MoleculeBatch,)`` of ``EVAL_BATCH`` graphs at a time."""
+        rows = np.arange(len(self)) if rows is None else np.asarray(rows, dtype=np.int64)
+        for i in range(0, len(rows), EVAL_BATCH):
+            yield (self.batch(rows[i : i + EVAL_BATCH]),)
 
 
 def _concatenated(

@@ -195,17 +195,23 @@ class Prepared(SplitRows):
 
 @dataclass(frozen=True)
 class Inputs:
-    """New rows as the candidates read them (:meth:`Prepared.standardize`).
+    """New rows as the candidates read them (:meth:`Prepared.standardize`; new molecules:
+    :func:`~biaslab.comparison.graph_data.molecule_inputs`).
 
     Shapes (M rows):
-        x: (M, *input_shape) float32, encoded and standardized; mask: (M, S) bool or None;
-        raw: a raw table's rows as read, (M, F) float64, for estimators that read them
-        natively; else None.
+        x: (M, *input_shape) float32, encoded and standardized (None for molecules); mask: (M,
+        S) bool or None; raw: a raw table's rows as read, (M, F) float64, for estimators that
+        read them natively; else None.
+        graphs: molecules: their graphs (a ``GraphStore`` of M graphs, node features
+        standardized as the training graphs'), or None; tables: molecules: ``"fingerprint"`` ->
+        (M, 2048) float32 Morgan bits; else None.
     """
 
-    x: torch.Tensor
+    x: torch.Tensor | None = None
     mask: torch.Tensor | None = None
     raw: np.ndarray | None = None
+    graphs: Any = None
+    tables: dict[str, torch.Tensor] | None = None
 
 
 def tensor_chunks(x: torch.Tensor, mask: torch.Tensor | None = None) -> Iterator[tuple[torch.Tensor, ...]]:

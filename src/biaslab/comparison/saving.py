@@ -124,6 +124,7 @@ def candidate_files(
         "input_shape": list(input_shape),
         "takes_mask": fitted.takes_mask,
         "native": fitted.native,
+        "reads": fitted.reads,
         "best_epoch": fitted.best_epoch,
         "parameters": fitted.parameters,
         "factory": factory,
@@ -271,5 +272,6 @@ def rebuild_fitted(folder: Path, build: Callable[[dict], Any]) -> tuple[Fitted, 
     fitted = Fitted(
         model, meta["engine"], meta["task"], int(meta["n_outputs"]), bool(meta.get("takes_mask")),
         meta.get("best_epoch"), 0.0, meta.get("parameters"), [], bool(meta.get("native")),
+        reads=str(meta.get("reads", "x")),
     )  # fmt: skip
     return fitted, meta

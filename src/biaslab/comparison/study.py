@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 
 from biaslab.comparison.candidates import candidates_for, slug
-from biaslab.comparison.fitting import Fitted
-from biaslab.comparison.prepared import Scaling
+from biaslab.comparison.fitting import TABLE_READS, Fitted
+from biaslab.comparison.prepared import Scaling, in_unit
 from biaslab.comparison.saving import (
     MODELS,
     as_files,
@@ -51,7 +51,7 @@ from biaslab.fileio import check_run_file_size
 __all__ = ["SAVED_KINDS", "Comparison", "Leaderboard", "Predictions", "comparison_files", "fitted_files"]
 
 LEADERBOARD = "Leaderboard"  # the report table the leaderboard is read from
-SAVED_KINDS = ("table", "image", "sequence", "set")  # graphs and molecules: not saved yet
+SAVED_KINDS = ("table", "image", "sequence", "set", "molecule")  # plain graphs: not saved yet
 
 
 class Leaderboard(list):
@@ -145,6 +145,7 @@ class Comparison:
         self.recommended: str = preparation["recommended"]
         self.candidates: tuple[str, ...] = tuple(preparation["candidates"])
         self._fitted: dict[str, tuple[Fitted, dict]] = {}
+        self._positions = bool(preparation.get("has_positions"))  # molecules with coordinates
         self._scaling: Scaling | None = None
 
     @classmethod
@@ -218,10 +219,38 @@ class Comparison:
             from biaslab.comparison.user_models import user_candidate
 
             return user_candidate(meta["factory"]).build(shape, outputs, task)
-        guide = {c.name: c for c in candidates_for(self.kind, task=task)}
+        guide = {c.name: c for c in candidates_for(self.kind, task=task, has_positions=self._positions)}
         if meta["name"] not in guide:
             raise DataFormatError(f"{self.run_dir / MODELS}: no candidate {meta['name']!r} (edited?)")
         return guide[meta["name"]].build(shape, outputs, task)
+
+    def _statistics(self, names: tuple[str, ...]) -> dict[str, np.ndarray]:
+        """Arrays ``names`` of the saved preparation.npz."""
+        folder, digests = self.run_dir / MODELS, self._preparation.get("files", {})
+        return read_npz(checked_file(folder, "preparation.npz", digests), folder / "preparation.npz", names)
+
+    def _inputs(self, data, meta: dict):
+        """New rows read against the training schema, as the model ``meta`` describes reads them:
+        ``(Inputs, NewRows)``."""
+        from biaslab.data.input_schema import InputSchema
+        from biaslab.data.new_rows import read_new_rows
+
+        rows = read_new_rows(data, InputSchema.from_dict(self._preparation["schema"]))
+        if rows.smiles is None:
+            return self.scaling.standardize(rows.x, rows.mask), rows
+        from biaslab.comparison.graph_data import molecule_inputs
+
+        if meta.get("reads") == "geometry":
+            raise ConfigError(
+                f"{meta['name']} reads 3-D coordinates, which new molecules do not bring here yet: "
+                "choose another model (--model)"
+            )
+        has_graphs = "preparation.npz" in self._preparation.get("files", {})
+        stats = self._statistics(("node_mean", "node_std")) if has_graphs else {}
+        inputs, unreadable = molecule_inputs(rows.smiles, stats.get("node_mean"), stats.get("node_std"))
+        if inputs.graphs is None and meta.get("reads") == "graph":
+            raise ConfigError(f"{unreadable}; {meta['name']} reads the atom features (H, C, N, O, F)")
+        return inputs, rows
 
     @property
     def scaling(self) -> Scaling:
@@ -229,8 +258,7 @@ class Comparison:
         if self._scaling is None:
             folder, prep = self.run_dir / MODELS, self._preparation
             digests = prep.get("files", {})
-            data = checked_file(folder, "preparation.npz", digests)
-            stats = read_npz(data, folder / "preparation.npz", ("x_mean", "x_std"))
+            stats = self._statistics(("x_mean", "x_std"))
             encoding = None
             if "encoding.skops" in digests:
                 from biaslab.comparison.table_encoding import TableEncoding
@@ -253,14 +281,11 @@ class Comparison:
             DataFormatError, ConfigError: one line: data that do not fit the training schema, an
                 unknown model, a coverage outside (0, 1).
         """
-        from biaslab.data.input_schema import InputSchema
-        from biaslab.data.new_rows import read_new_rows
-
         if not 0 < coverage < 1:
             raise ConfigError(f"coverage={coverage!r}: a share in (0, 1), such as 0.9")
         fitted, meta = self._model(model)
-        rows = read_new_rows(data, InputSchema.from_dict(self._preparation["schema"]))
-        outputs = fitted.outputs_of(self.scaling.standardize(rows.x, rows.mask))
+        inputs, rows = self._inputs(data, meta)
+        outputs = fitted.outputs_of(inputs)
         name = meta["name"]
         if self.task == "classify":
             z = outputs / float(meta.get("temperature") or 1.0)  # (M, K) logits or log-probabilities
@@ -270,7 +295,7 @@ class Comparison:
             return Predictions(
                 name, rows.ids, _plain(labels), probabilities, notes=rows.notes, classes=self.classes
             )
-        predicted = self.scaling.to_unit(outputs)
+        predicted = in_unit(outputs, self._preparation["y_mean"], self._preparation["y_std"])
         low = high = None
         folder = self.run_dir / MODELS / slug(name)
         if "calibration.npz" in meta.get("files", {}):
@@ -337,8 +362,8 @@ def comparison_files(
     path relative to the run folder: the data's preparation and each saved candidate's files.
 
     Args:
-        prepared: the data as prepared (its :class:`~biaslab.comparison.prepared.Scaling`; graphs
-            and molecules have none yet).
+        prepared: the data as prepared (its :class:`~biaslab.comparison.prepared.Scaling`;
+            molecules: the training graphs' node statistics).
         schema: the input schema as a dict (``InputSchema.as_dict()``; for graphs and
             molecules ``{"kind": ...}``).
         classes: the labels in the order of the outputs (classify), as the data gave them.
@@ -354,9 +379,13 @@ def comparison_files(
         "y_std": prepared.y_std,
         "recommended": recommended,
         "candidates": list(saved),
+        "has_positions": bool(getattr(prepared, "has_positions", False)),
     }
     files = {}
-    if prepared.kind in SAVED_KINDS:
+    if prepared.kind == "molecule":
+        if prepared.node_mean is not None:  # molecules that are all graphs
+            files["preparation.npz"] = npz_bytes(node_mean=prepared.node_mean, node_std=prepared.node_std)
+    elif prepared.kind in SAVED_KINDS:
         scaling = prepared.scaling
         files["preparation.npz"] = npz_bytes(x_mean=scaling.x_mean, x_std=scaling.x_std)
         if scaling.encoding is not None:
@@ -370,7 +399,7 @@ def comparison_files(
 def fitted_files(result, candidate, prepared) -> dict[str, str] | None:
     """A fitted candidate's files (:func:`~biaslab.comparison.saving.candidate_files`) as base64
     text, what a task returns to its driver: with its temperature (classify) or its validation
-    residuals in the target's unit (regress). None for graphs and molecules (not saved yet).
+    residuals in the target's unit (regress). None for plain graphs (not saved yet).
 
     Args:
         result: the candidate's :class:`~biaslab.comparison.protocol.CandidateResult` (with
@@ -384,7 +413,7 @@ def fitted_files(result, candidate, prepared) -> dict[str, str] | None:
     else:
         predicted = prepared.to_unit(result.fitted.outputs_on(prepared, "val"))  # (n_val,)
         extras = {"calibration": {"val_residuals": prepared.targets["val"] - predicted}}
-    files = candidate_files(
-        result.fitted, candidate.name, prepared.input_shape, factory=candidate.source, extras=extras
-    )
+    reads = result.fitted.reads  # a molecules' table reader was built on that table's width
+    shape = (prepared.tables[reads].shape[1],) if reads in TABLE_READS else prepared.input_shape
+    files = candidate_files(result.fitted, candidate.name, shape, factory=candidate.source, extras=extras)
     return encode_files(files)

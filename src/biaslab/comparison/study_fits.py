@@ -289,6 +289,6 @@ def saved_files(data, prepared, outcomes: dict, recommended: str | None) -> dict
     pickle (:mod:`biaslab.comparison.saving`): what ``biaslab predict`` and ``load_comparison`` read."""
     from biaslab.data.input_schema import InputSchema
 
-    schema = {"kind": data.kind} if data.x is None else InputSchema.of(data).as_dict()
+    schema = InputSchema.of(data).as_dict()
     fitted = {n: o.get("files") for n, o in outcomes.items() if isinstance(n, str) and "diverged" not in o}
     return comparison_files(prepared, schema, data.classes, fitted, recommended)

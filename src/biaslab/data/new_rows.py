@@ -48,6 +48,7 @@ SOURCES = {  # what new inputs of each kind may come as, for messages
     "image": "a folder of images, an image file, or an .npz or array of x (M, C, H, W)",
     "sequence": "an .npz or array of x (M, T, F), and mask for padded sequences",
     "set": "an .npz or array of x (M, S, F), and mask for padded sets",
+    "molecule": "a CSV / TSV / Parquet table or a DataFrame with a 'smiles' column, or a list of SMILES",
 }
 TABLE_SUFFIXES = (".csv", ".tsv", ".parquet", ".pq")
 PIXEL_SLACK = 1e-6  # scaled pixels may leave [0, 1] by this much (float rounding)
@@ -64,16 +65,18 @@ class NewRows:
         ids: per row: a table's row number (1-based), an image file's path relative to the
             folder, an array's index (0-based).
         notes: what was done, one sentence each (columns ignored, unseen categories, conversions).
+        smiles: molecules: M SMILES, each parsed by RDKit (``x`` is then None); else None.
     """
 
-    x: np.ndarray
+    x: np.ndarray | None
     mask: np.ndarray | None
     ids: tuple[str, ...]
     source: str
     notes: tuple[str, ...] = ()
+    smiles: tuple[str, ...] | None = None
 
     def __len__(self) -> int:
-        return len(self.x)
+        return len(self.ids)
 
 
 def read_new_rows(source, schema: InputSchema) -> NewRows:
@@ -98,9 +101,11 @@ def read_new_rows(source, schema: InputSchema) -> NewRows:
     """
     if schema.kind not in SOURCES:
         raise ConfigError(
-            f"predicting new graphs or molecules is not supported yet; the model was trained on "
-            f"{schema.kind} data (new tables, images, sequences and sets can be predicted)"
+            f"predicting new graphs is not supported yet; the model was trained on {schema.kind} data "
+            "(new tables, images, sequences, sets and molecules can be predicted)"
         )
+    if schema.kind == "molecule":
+        return _molecule_rows(source)
     pandas = sys.modules.get("pandas")  # imported by the caller when source is a DataFrame
     if pandas is not None and isinstance(source, pandas.DataFrame):
         _expect(schema, "table", "the given DataFrame", "a table")
@@ -354,3 +359,42 @@ def _scaled(x: np.ndarray, schema: InputSchema, name) -> np.ndarray:
             f"trained on pixel values in [{low:g}, {high:g}]{then}: give new images in that range"
         )
     return scaled
+
+
+# --------------------------------------------------------------------------- molecules
+
+
+def _molecule_rows(source) -> NewRows:
+    """New molecules: the ``smiles`` column (any case) of a table or DataFrame, or a list of
+    SMILES; each must parse (RDKit), or one line names the first that does not."""
+    from biaslab.data.molecules import parse_smiles
+
+    pandas = sys.modules.get("pandas")
+    if isinstance(source, (list, tuple)):
+        name, cells, label, first = "the given SMILES", list(source), (lambda i: f"item {i}"), 0
+    else:
+        if pandas is not None and isinstance(source, pandas.DataFrame):
+            name, table = "the given DataFrame", _frame_cells(source)
+        elif isinstance(source, (str, os.PathLike)) and Path(source).suffix.lower() in TABLE_SUFFIXES:
+            if not Path(source).is_file():
+                raise ConfigError(f"no file at {where(source)}")
+            name, table = source, read_cells(Path(source))
+        else:
+            given = where(source) if isinstance(source, (str, os.PathLike)) else f"a {type(source).__name__}"
+            raise ConfigError(f"{given} cannot hold molecules; give {SOURCES['molecule']}")
+        found = [n for n in table.names if n.strip().lower() == "smiles"]
+        if len(found) != 1:
+            what = "no column named 'smiles'" if not found else f"{len(found)} SMILES columns"
+            raise DataFormatError(f"{where(name)} has {what}; the columns are {listed(table.names)}")
+        cells, label, first = list(table.columns[found[0]]), table.row_label, 1
+    if not cells:
+        raise DataFormatError(f"{where(name)} holds no molecules; nothing to predict")
+    smiles = tuple(("" if s is None else str(s)).strip() for s in cells)
+    for i, text in enumerate(smiles):
+        if not text or parse_smiles(text) is None:
+            raise DataFormatError(
+                f"{where(name)}: {label(i)} holds {show(text) if text else 'no SMILES'}, which RDKit cannot "
+                "parse; fix or drop that row"
+            )
+    ids = tuple(str(i + first) for i in range(len(smiles)))
+    return NewRows(None, None, ids, str(name), smiles=smiles)

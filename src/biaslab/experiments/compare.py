@@ -407,6 +407,8 @@ def compare(
     """
     from biaslab.runner import run as run_lab
 
+    data = os.fspath(data) if isinstance(data, os.PathLike) else data  # a Path as its text
+    ood = os.fspath(ood) if isinstance(ood, os.PathLike) else ood
     if isinstance(time_limit, (int, float)) and not isinstance(time_limit, bool):
         time_limit = f"{time_limit}s"
     keys = {"data": data, "target": target, "task": task, "kind": kind, "ood": ood, "time_limit": time_limit}
