@@ -211,7 +211,9 @@ def add_predict_parser(sub) -> None:
         description=PREDICT_HELP,
     )
     p.add_argument("run_dir", metavar="RUN_DIR", help="the folder of a finished 'biaslab compare' run")
-    p.add_argument("data", metavar="DATA", help="new rows: a table, an .npz, an image or a folder of images")
+    p.add_argument(
+        "data", metavar="DATA", help="new rows: a table (molecules: with a smiles column), an .npz, images"
+    )
     p.add_argument(
         "--model", metavar="NAME", help="a candidate of the leaderboard (default: the recommended)"
     )

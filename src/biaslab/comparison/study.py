@@ -28,17 +28,12 @@ from typing import Any
 import numpy as np
 
 from biaslab.comparison.candidates import candidates_for, slug
-from biaslab.comparison.fitting import TABLE_READS, Fitted
+from biaslab.comparison.fitting import Fitted
 from biaslab.comparison.prepared import Scaling, in_unit
 from biaslab.comparison.saving import (
     MODELS,
-    as_files,
-    candidate_files,
+    SAVED_KINDS,
     checked_file,
-    decode_files,
-    encode_files,
-    estimator_bytes,
-    npz_bytes,
     read_estimator,
     read_json,
     read_npz,
@@ -48,10 +43,9 @@ from biaslab.errors import ConfigError, DataFormatError
 from biaslab.evaluate.conformal import SplitConformal
 from biaslab.fileio import check_run_file_size
 
-__all__ = ["SAVED_KINDS", "Comparison", "Leaderboard", "Predictions", "comparison_files", "fitted_files"]
+__all__ = ["SAVED_KINDS", "Comparison", "Leaderboard", "Predictions"]
 
 LEADERBOARD = "Leaderboard"  # the report table the leaderboard is read from
-SAVED_KINDS = ("table", "image", "sequence", "set", "molecule")  # plain graphs: not saved yet
 
 
 class Leaderboard(list):
@@ -353,67 +347,3 @@ def _plain(labels: np.ndarray) -> np.ndarray:
     if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
         return np.asarray(values)
     return np.asarray([str(v) for v in values])
-
-
-def comparison_files(
-    prepared, schema: dict, classes, fitted: dict, recommended: str | None
-) -> dict[str, bytes]:
-    """Everything a run writes under ``models/`` (:mod:`biaslab.comparison.saving`'s table), by
-    path relative to the run folder: the data's preparation and each saved candidate's files.
-
-    Args:
-        prepared: the data as prepared (its :class:`~biaslab.comparison.prepared.Scaling`;
-            molecules: the training graphs' node statistics).
-        schema: the input schema as a dict (``InputSchema.as_dict()``; for graphs and
-            molecules ``{"kind": ...}``).
-        classes: the labels in the order of the outputs (classify), as the data gave them.
-        fitted: candidate name -> its files as :func:`fitted_files` returned them (None: not saved).
-        recommended: the recommended candidate's name (None: every candidate diverged).
-    """
-    saved = {name: files for name, files in fitted.items() if files}
-    meta = {
-        "schema": schema,
-        "task": prepared.task,
-        "classes": [c if isinstance(c, (int, float, str)) else str(c) for c in classes],
-        "y_mean": prepared.y_mean,
-        "y_std": prepared.y_std,
-        "recommended": recommended,
-        "candidates": list(saved),
-        "has_positions": bool(getattr(prepared, "has_positions", False)),
-    }
-    files = {}
-    if prepared.kind == "molecule":
-        if prepared.node_mean is not None:  # molecules that are all graphs
-            files["preparation.npz"] = npz_bytes(node_mean=prepared.node_mean, node_std=prepared.node_std)
-    elif prepared.kind in SAVED_KINDS:
-        scaling = prepared.scaling
-        files["preparation.npz"] = npz_bytes(x_mean=scaling.x_mean, x_std=scaling.x_std)
-        if scaling.encoding is not None:
-            files["encoding.skops"] = estimator_bytes(scaling.encoding.transformer_)
-    out = {f"{MODELS}/{name}": data for name, data in as_files(meta, files, "preparation.json").items()}
-    for name, encoded in saved.items():
-        out |= {f"{MODELS}/{slug(name)}/{file}": data for file, data in decode_files(encoded).items()}
-    return out
-
-
-def fitted_files(result, candidate, prepared) -> dict[str, str] | None:
-    """A fitted candidate's files (:func:`~biaslab.comparison.saving.candidate_files`) as base64
-    text, what a task returns to its driver: with its temperature (classify) or its validation
-    residuals in the target's unit (regress). None for plain graphs (not saved yet).
-
-    Args:
-        result: the candidate's :class:`~biaslab.comparison.protocol.CandidateResult` (with
-            ``fitted``); candidate: its :class:`~biaslab.comparison.candidates.Candidate`;
-            prepared: the data it was fitted on.
-    """
-    if prepared.kind not in SAVED_KINDS:
-        return None
-    if prepared.task == "classify":
-        extras: dict = {"temperature": result.temperature}
-    else:
-        predicted = prepared.to_unit(result.fitted.outputs_on(prepared, "val"))  # (n_val,)
-        extras = {"calibration": {"val_residuals": prepared.targets["val"] - predicted}}
-    reads = result.fitted.reads  # a molecules' table reader was built on that table's width
-    shape = (prepared.tables[reads].shape[1],) if reads in TABLE_READS else prepared.input_shape
-    files = candidate_files(result.fitted, candidate.name, shape, factory=candidate.source, extras=extras)
-    return encode_files(files)

@@ -8,7 +8,7 @@ its key, its result plain data:
 
     fit_compare    a candidate by the protocol, its learning curve, its OOD AUROC, its invariance
                    under each probe, its predict time, a table's permutation importance, and its
-                   fitted state as files (:func:`~biaslab.comparison.study.fitted_files`)
+                   fitted state as files (:func:`~biaslab.comparison.saving.fitted_files`)
     fit_split      a candidate trained and validated on another draw of the training and
                    validation rows (:mod:`~biaslab.comparison.resampling`): how sure the ranking is
     fit_reference  the symmetry probes' MLP as is, when it is no candidate
@@ -37,7 +37,7 @@ from biaslab.comparison.protocol import (
     ood_auroc,
     prepare,
 )
-from biaslab.comparison.study import comparison_files, fitted_files
+from biaslab.comparison.saving import comparison_files, fitted_files
 from biaslab.comparison.symmetry_probes import invariances, survival, with_probe
 from biaslab.comparison.symmetry_report import Finding, SymmetryReport
 from biaslab.data.demo_sets import load_data
