@@ -43,7 +43,7 @@ from biaslab.comparison.graph_store import (
     molecule_store,
     user_graph_store,
 )
-from biaslab.comparison.prepared import Inputs, Prepared, SplitRows
+from biaslab.comparison.prepared import Inputs, Prepared, PreparedData
 from biaslab.data.molecule_splits import scaffold_split
 from biaslab.data.qm9 import MoleculeBatch
 from biaslab.data.splits import Splits
@@ -60,7 +60,7 @@ SPLIT_RULES = ("random", "scaffold")
 
 
 @dataclass(frozen=True, eq=False)
-class PreparedGraphs(SplitRows):
+class PreparedGraphs(PreparedData):
     """Graph or molecule data split and scaled for fitting: what
     :class:`~biaslab.comparison.prepared.Prepared` is for arrays, with the fields the protocol
     and its learning curves read (``kind``, ``task``, ``input_shape``, ``n_outputs``, ``rows``,
@@ -87,12 +87,6 @@ class PreparedGraphs(SplitRows):
         split: the split rule, ``"random"`` or ``"scaffold"``.
     """
 
-    kind: str
-    task: str
-    input_shape: tuple[int, ...]
-    n_outputs: int
-    rows: dict[str, np.ndarray]
-    targets: dict[str, np.ndarray]
     y: torch.Tensor
     store: GraphStore | None
     node_mean: np.ndarray | None

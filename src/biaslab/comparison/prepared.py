@@ -31,17 +31,31 @@ from biaslab.comparison.preparation import standardized
 from biaslab.data.splits import Splits
 from biaslab.train.config import EVAL_BATCH
 
-__all__ = ["Inputs", "Prepared", "Scaling", "SplitRows", "in_unit", "tensor_chunks"]
+__all__ = ["Inputs", "Prepared", "PreparedData", "Scaling", "in_unit", "tensor_chunks"]
 
 
-class SplitRows:
-    """What every prepared data set (:class:`Prepared`, and the graphs'
-    :class:`~biaslab.comparison.graph_data.PreparedGraphs`) derives from its ``rows`` and its
-    regression target's ``y_mean`` and ``y_std``."""
+@dataclass(frozen=True, eq=False)
+class PreparedData:
+    """What every prepared data set holds, whatever its inputs: arrays (:class:`Prepared`) or
+    graphs (:class:`~biaslab.comparison.graph_data.PreparedGraphs`), each a view that also hands
+    the trainer its ``trainer_batches``, ``batch_step`` and ``input_chunks``.
 
+    Shapes (n_s rows in split s):
+        input_shape: one example's shape as the candidates read it (graphs: (F,), the node
+            features); n_outputs: classes (classify) or 1 (regress).
+        rows: split -> (n_s,) positions of its rows in the user's data.
+        targets: split -> (n_s,) targets as given: class indices, or values in the target's unit.
+
+    Each view also holds ``y_mean`` and ``y_std``, the training targets' mean and standard
+    deviation (regress), else None.
+    """
+
+    kind: str
+    task: str
+    input_shape: tuple[int, ...]
+    n_outputs: int
     rows: dict[str, np.ndarray]
-    y_mean: float | None
-    y_std: float | None
+    targets: dict[str, np.ndarray]
 
     @property
     def n_train(self) -> int:
@@ -95,7 +109,7 @@ class Scaling:
 
 
 @dataclass(frozen=True, eq=False)
-class Prepared(SplitRows):
+class Prepared(PreparedData):
     """A user's data split and scaled for fitting, with what was fitted on the training rows.
 
     Shapes (n_s rows in split s):
@@ -117,12 +131,6 @@ class Prepared(SplitRows):
     """
 
     splits: Splits
-    kind: str
-    task: str
-    input_shape: tuple[int, ...]
-    n_outputs: int
-    rows: dict[str, np.ndarray]
-    targets: dict[str, np.ndarray]
     x_mean: np.ndarray
     x_std: np.ndarray
     y_mean: float | None = None

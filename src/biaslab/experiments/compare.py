@@ -19,6 +19,7 @@ The lab holds its config and its report; the fits are the tasks of
 from __future__ import annotations
 
 import os
+import shlex
 from dataclasses import dataclass
 from typing import Literal
 
@@ -33,6 +34,7 @@ from biaslab.comparison.judged import (
     recommendation,
     recommended,
 )
+from biaslab.comparison.saving import SAVED_KINDS
 from biaslab.comparison.study import Comparison
 from biaslab.comparison.symmetry_report import explain, symmetry_table
 from biaslab.config import check_range
@@ -196,6 +198,8 @@ def run(ctx) -> None:
         ctx.table("Validation splits", ["splits", "training rows", "validation rows", "test rows"],
                   [[splits, sizes[0], sizes[1], n_test]])  # fmt: skip
     ctx.echo(f"recommended: {sentence}")
+    if pick is not None and data.kind in SAVED_KINDS:
+        ctx.echo(f"predict new rows with it: biaslab predict {shlex.quote(str(ctx.run_dir))} NEW_DATA")
 
 
 def _symmetries(ctx, report) -> None:
