@@ -39,7 +39,7 @@ LAYERS = [
     {"runner"},
     {"sequence", "sweep"},
     {"experiments", "notebooks"},
-    {"cli", "__init__"},
+    {"api", "cli", "__init__"},
 ]
 RANK = {part: i for i, layer in enumerate(LAYERS) for part in layer}
 

@@ -27,8 +27,8 @@ __all__ = ["__version__", "compare", "load", "load_comparison", "run", "show"]
 # one definition, with its signature and docstring.
 _DEFINED_IN = {
     "run": "biaslab.runner",
-    "compare": "biaslab.experiments.compare",
-    "load_comparison": "biaslab.experiments.compare",
+    "compare": "biaslab.api",
+    "load_comparison": "biaslab.api",
     "show": "biaslab.report.display",
     "load": "biaslab.report.display",
 }
