@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "COMPLETE",
     "KINDS",
     "MODELS",
+    "RESULTS",
     "SLIPS",
     "TIMINGS",
     "TIMING_KEYS",
@@ -301,6 +303,8 @@ def mean_std(values: list[float]) -> tuple[float, float]:
 # -- timings: wall-clock measurements, outside what a seed fixes -------------------------------
 TIMINGS = "timings"  # results.json: name -> seconds, as the experiment measured them
 MODELS = "models"  # the run folder's saved models, which results.json's leaderboard describes
+RESULTS = "results.json"  # a run's results, in its folder
+COMPLETE = "COMPLETE"  # written last: a run without it is unfinished
 TIMING_KEYS = frozenset({"time", "seconds", "elapsed_s"})  # such keys anywhere in a run's files
 
 

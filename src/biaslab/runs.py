@@ -50,7 +50,9 @@ from biaslab.fileio import (
 from biaslab.locking import DirectoryLock
 from biaslab.loggers import Sink
 from biaslab.results import (  # re-exported: the run directory's readers take them from here
+    COMPLETE,
     MODELS,
+    RESULTS,
     TIMING_KEYS,
     TIMINGS,
     VERDICTS,
@@ -95,10 +97,8 @@ __all__ = [
 # -- file names ------------------------------------------------------------------------------
 CONFIG = "config.json"
 METRICS = "metrics.jsonl"
-RESULTS = "results.json"
 REPORT = "report.html"
 INDEX = "index.html"
-COMPLETE = "COMPLETE"
 FIGURES = "figures"
 CHECKPOINTS = "checkpoints"
 LABS = "labs"

@@ -244,7 +244,7 @@ def prepare_graphs(
     if data.kind == "graph":
         store, fingerprints, scaffolds, unreadable = user_graph_store(data), None, None, ""
     else:
-        store, fingerprints, scaffolds, unreadable = molecule_store(data)
+        store, fingerprints, scaffolds, unreadable = molecule_store(data.smiles, data.positions)
     rows = _split(data, val, test, seed, split, scaffolds)
     tables = {} if fingerprints is None else {"fingerprint": fingerprints}
     return prepared_graphs(
@@ -340,14 +340,6 @@ def _split(data: UserData, val: float, test: float, seed: int, rule: str, scaffo
     return rows
 
 
-@dataclass(frozen=True)
-class _Molecules:
-    """New molecules as :func:`~biaslab.comparison.graph_store.molecule_store` reads them."""
-
-    smiles: tuple[str, ...]
-    positions: None = None
-
-
 def molecule_inputs(smiles, node_mean: np.ndarray | None, node_std: np.ndarray | None) -> tuple[Inputs, str]:
     """New molecules as the candidates read them, as :func:`prepare_graphs` made the training
     molecules: each SMILES's graph (the notes' atom features, standardized by the training
@@ -358,7 +350,7 @@ def molecule_inputs(smiles, node_mean: np.ndarray | None, node_std: np.ndarray |
         molecules had no graphs, or a new molecule has an element the atom features miss) and
         why there are no graphs ("" when there are).
     """
-    store, fingerprints, _, unreadable = molecule_store(_Molecules(tuple(smiles)))
+    store, fingerprints, _, unreadable = molecule_store(smiles)
     if store is not None and node_mean is not None:
         store = replace(store, x=((store.x - node_mean) / node_std).astype(np.float32))
     else:

@@ -10,7 +10,7 @@ and a graph-level readout pools each graph's nodes.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -140,7 +140,9 @@ def sample_batch(data: UserData, count: int) -> MoleculeBatch:
         smiles=None if data.smiles is None else data.smiles[:count],
         positions=None if data.positions is None else data.positions[:count],
     )
-    store = user_graph_store(first) if data.kind == "graph" else molecule_store(first)[0]
+    store = (
+        user_graph_store(first) if data.kind == "graph" else molecule_store(first.smiles, first.positions)[0]
+    )
     return store.batch(np.arange(count))
 
 
@@ -168,32 +170,33 @@ def _unreadable(i: int, smiles: str, exc: ValueError) -> str:
     return f"molecule {i} ({smiles}): {exc}"
 
 
-def molecule_store(data: UserData) -> tuple[GraphStore | None, np.ndarray, tuple[str, ...], str]:
+def molecule_store(
+    smiles: Sequence[str], positions: Sequence[np.ndarray] | None = None
+) -> tuple[GraphStore | None, np.ndarray, tuple[str, ...], str]:
     """Each SMILES read once: its graph (:func:`~biaslab.data.molecules.molecule_graph`), Morgan
     fingerprint and Murcko scaffold; the coordinates checked against its atoms. When a molecule
     has an element the atom features do not cover, there is no store (None): only the
     fingerprint models can compare such data, and the last item names the first such molecule
     (as :func:`unreadable_molecule`; "" when every molecule is a graph)."""
     graphs, fingerprints, scaffolds, unreadable = [], [], [], ""
-    for i, smiles in enumerate(data.smiles):
-        mol = parse_smiles(smiles)
+    for i, text in enumerate(smiles):
+        mol = parse_smiles(text)
         if mol is None:
-            raise ConfigError(f"molecule {i}: RDKit cannot parse the SMILES {smiles!r}")
+            raise ConfigError(f"molecule {i}: RDKit cannot parse the SMILES {text!r}")
         try:
             graphs.append(molecule_graph(mol))
         except ValueError as exc:
-            unreadable = unreadable or _unreadable(i, smiles, exc)
+            unreadable = unreadable or _unreadable(i, text, exc)
         fingerprints.append(morgan_fingerprint(mol, FINGERPRINT_RADIUS, FINGERPRINT_BITS))
         scaffolds.append(murcko_scaffold(mol))
     if unreadable:
         return None, np.stack(fingerprints), tuple(scaffolds), unreadable
-    positions = None
-    if data.positions is not None:
-        positions = [np.asarray(p, dtype=np.float64) for p in data.positions]
+    if positions is not None:
+        positions = [np.asarray(p, dtype=np.float64) for p in positions]
         for i, (p, g) in enumerate(zip(positions, graphs)):
             if p.shape != (len(g.elements), 3) or not np.isfinite(p).all():
                 raise ConfigError(
-                    f"molecule {i} ({data.smiles[i]}): coordinates of shape {p.shape}; expected "
+                    f"molecule {i} ({smiles[i]}): coordinates of shape {p.shape}; expected "
                     f"({len(g.elements)}, 3) finite values, one row per heavy atom in the SMILES' order"
                 )
     store = _concatenated(

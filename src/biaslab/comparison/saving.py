@@ -35,7 +35,6 @@ import base64
 import hashlib
 import io
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -45,6 +44,7 @@ import torch
 
 from biaslab.comparison.candidates import slug
 from biaslab.comparison.fitting import TABLE_READS, Fitted
+from biaslab.comparison.user_models import factory_file
 from biaslab.errors import DataFormatError
 from biaslab.results import MODELS
 
@@ -148,16 +148,8 @@ def candidate_files(
     return as_files(meta, files, "model.json")
 
 
-def _factory_source(factory: str) -> Path | None:
-    """The file a user's factory lives in (None: a module installed by name, or none)."""
-    source = factory.rpartition(":")[0]
-    if source.endswith(".py") or "/" in source or os.sep in source:
-        return Path(source)
-    return None
-
-
 def _factory_digest(factory: str) -> str:
-    path = _factory_source(factory) if factory else None
+    path = factory_file(factory) if factory else None
     return "" if path is None else sha256(path.read_bytes())
 
 
@@ -243,7 +235,7 @@ def rebuild_fitted(folder: Path, build: Callable[[dict], Any]) -> tuple[Fitted, 
     meta = read_json(folder / "model.json", ("name", "engine", "task", "n_outputs", "input_shape"))
     digests = meta.get("files", {})
     factory = meta.get("factory", "")
-    source = _factory_source(factory) if factory else None
+    source = factory_file(factory) if factory else None
     if source is not None:
         now = sha256(source.read_bytes()) if source.is_file() else None
         if now != meta.get("factory_sha256"):
@@ -291,8 +283,7 @@ def comparison_files(
     Args:
         prepared: the data as prepared (its :class:`~biaslab.comparison.prepared.Scaling`;
             molecules: the training graphs' node statistics).
-        schema: the input schema as a dict (``InputSchema.as_dict()``; for graphs and
-            molecules ``{"kind": ...}``).
+        schema: the input schema as a dict (``InputSchema.as_dict()``).
         classes: the labels in the order of the outputs (classify), as the data gave them.
         fitted: candidate name -> its files as :func:`fitted_files` returned them (None: not saved).
         recommended: the recommended candidate's name (None: every candidate diverged).

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy.special import softmax
 
 from biaslab.comparison.candidates import candidates_for, slug
 from biaslab.comparison.fitting import Fitted
@@ -42,6 +43,7 @@ from biaslab.comparison.saving import (
 from biaslab.errors import ConfigError, DataFormatError
 from biaslab.evaluate.conformal import SplitConformal
 from biaslab.fileio import check_run_file_size
+from biaslab.results import COMPLETE, RESULTS
 
 __all__ = ["SAVED_KINDS", "Comparison", "Leaderboard", "Predictions"]
 
@@ -127,12 +129,8 @@ class Comparison:
     """
 
     def __init__(self, run_dir: Path, results: dict, preparation: dict, shown=None):
-        self.run_dir, self.results, self._preparation, self._shown = (
-            Path(run_dir),
-            results,
-            preparation,
-            shown,
-        )
+        self.run_dir, self.results = Path(run_dir), results
+        self._preparation, self._shown = preparation, shown
         self.task: str = preparation["task"]
         self.kind: str = preparation["schema"]["kind"]
         self.classes: tuple = tuple(preparation.get("classes", ()))
@@ -151,8 +149,8 @@ class Comparison:
                 truncated or edited.
         """
         run_dir = Path(run_dir)
-        results_path = run_dir / "results.json"
-        if not (run_dir / "COMPLETE").is_file() or not results_path.is_file():
+        results_path = run_dir / RESULTS
+        if not (run_dir / COMPLETE).is_file() or not results_path.is_file():
             raise DataFormatError(f"{run_dir} holds no finished run (no COMPLETE or results.json)")
         check_run_file_size(results_path)
         results = read_json(results_path, ("experiment",))
@@ -282,9 +280,8 @@ class Comparison:
         outputs = fitted.outputs_of(inputs)
         name = meta["name"]
         if self.task == "classify":
-            z = outputs / float(meta.get("temperature") or 1.0)  # (M, K) logits or log-probabilities
-            z = z - z.max(axis=1, keepdims=True)
-            probabilities = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+            temperature = float(meta.get("temperature") or 1.0)  # outputs: (M, K) logits or log-probabilities
+            probabilities = softmax(outputs / temperature, axis=1)
             labels = np.asarray(self.classes, dtype=object)[probabilities.argmax(axis=1)]
             return Predictions(
                 name, rows.ids, _plain(labels), probabilities, notes=rows.notes, classes=self.classes

@@ -94,8 +94,8 @@ def user_candidate(spec: str) -> Candidate:
             f"a model is given as MODULE:FACTORY or FILE.py:FACTORY (e.g. my_models.py:make_model), "
             f"not {show(spec)}"
         )
-    is_file = source.endswith(".py") or "/" in source or os.sep in source
-    module = _import_file(Path(source)) if is_file else _import_module(source)
+    path = factory_file(spec)
+    module = _import_file(path) if path is not None else _import_module(source)
     where_ = where(source)
     if not hasattr(module, name):
         public = sorted(  # what the module itself defines, not what it imports
@@ -117,6 +117,13 @@ def user_candidate(spec: str) -> Candidate:
 
     takes_mask = getattr(factory, "takes_mask", False) is True
     return Candidate(name, "your model", "torch", build, takes_mask=takes_mask, source=spec)
+
+
+def factory_file(spec: str) -> Path | None:
+    """The file a ``"file.py:factory"`` model spec names (a path: it ends in ``.py`` or has a
+    folder); None for ``"module:factory"``, an installed module fixed by its package."""
+    source = spec.rpartition(":")[0]
+    return Path(source) if source.endswith(".py") or "/" in source or os.sep in source else None
 
 
 def _import_module(name: str):

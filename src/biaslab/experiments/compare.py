@@ -18,7 +18,6 @@ The lab holds its config and its report; the fits are the tasks of
 
 from __future__ import annotations
 
-import os
 import shlex
 from dataclasses import dataclass
 from typing import Literal
@@ -111,11 +110,13 @@ class CompareConfig:
         """The files this comparison reads, by label: the data (not a demo set), each model given as
         a file (an installed module is fixed by its package), the OOD set. A run records their
         digests and ``--resume`` refuses one that changed (``biaslab.inputs``)."""
+        from biaslab.comparison.user_models import factory_file  # torch: at a run's start only
+
         files = {} if is_demo_set(self.data) else {"data": self.data}
         for spec in self.model or ():
-            source = spec.rpartition(":")[0]
-            if source.endswith(".py") or "/" in source or os.sep in source:
-                files[f"model {spec}"] = source
+            path = factory_file(spec)
+            if path is not None:
+                files[f"model {spec}"] = str(path)
         if self.ood:
             files["OOD set"] = self.ood
         return files
