@@ -28,9 +28,8 @@ import time
 import numpy as np
 import torch
 
-from biaslab.comparison.fitting import protocol_step
-from biaslab.comparison.graph_fitting import TABLE_READS, graph_step
-from biaslab.comparison.qm9 import QM9_CANDIDATES, prepare_qm9, qm9_candidates, qm9_graphs
+from biaslab.comparison.fitting import TABLE_READS, protocol_step
+from biaslab.comparison.qm9 import QM9_CANDIDATES, prepare_qm9, qm9_candidates
 from biaslab.data.molecule_splits import MoleculeSplit
 from biaslab.data.molecules import ATOM_FEATURES
 from biaslab.data.qm9 import load_qm9
@@ -55,13 +54,10 @@ def featurise_seconds() -> tuple[float, float, object]:
 def epoch_seconds(candidate, prepared) -> float:
     """One epoch of training steps (forward, backward, Adam) over the training rows of
     ``prepared`` in batches of 64, through the protocol's step for what ``candidate`` reads."""
-    if candidate.reads in TABLE_READS:
-        table = prepared.table(candidate.reads)
-        x, _, y = table.tensors("train")
-        shape, step = table.input_shape, protocol_step("regress", loss="l1")
-    else:
-        x, y = torch.from_numpy(prepared.rows["train"]), prepared.y[prepared.rows["train"]]
-        shape, step = prepared.input_shape, graph_step("regress", prepared.store, "l1")
+    data = prepared.table(candidate.reads) if candidate.reads in TABLE_READS else prepared
+    x, y = data.trainer_batches("train", False)  # (rows or features, targets): what the Trainer iterates
+    step = data.batch_step(protocol_step("regress", loss="l1"))
+    shape = data.input_shape
     torch.manual_seed(0)
     model = candidate.build(shape, 1, "regress")
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
@@ -127,7 +123,7 @@ def main() -> None:
     hidden = QM9Config().hidden
     held_out = np.sort(order[args.molecules : args.molecules + 20])  # only the training rows are read
     split = MoleculeSplit(np.sort(rows), held_out[:10], held_out[10:])
-    prepared = prepare_qm9(qm9_graphs(data), data.target("gap"), split)
+    prepared = prepare_qm9(data, data.target("gap"), split)
     epochs = {}
     neural = [name for name in QM9_CANDIDATES if name != "fingerprint-gbt"]
     for candidate in qm9_candidates(neural, hidden):
