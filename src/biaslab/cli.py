@@ -141,6 +141,7 @@ examples:
   biaslab compare sklearn:digits --quick
   biaslab compare measurements.csv --target yield --task regress
   biaslab compare images/ --models CNN --model my_models.py:make_model --out runs/mine
+  biaslab compare sklearn:wine --seeds 0-4     # a leaderboard over five seeds (mean ± std)
   biaslab compare --resume runs/compare-20261121-120000-0
   biaslab predict runs/compare-20261121-120000-0 new_rows.csv --out predictions.csv
 """
@@ -183,6 +184,13 @@ def add_compare_parser(sub) -> None:
         metavar="DURATION",
         help="the study's wall-clock budget (90s, 10m, 1h), shared by its trainings: one past its part "
         "stops after that epoch with its best epoch so far, marked 'stopped at the time budget'",
+    )
+    p.add_argument(
+        "--seeds",
+        metavar="SEEDS",
+        help="compare once per seed (0-4, 0,3,7): each seed its own split and initial weights, one "
+        "run folder each, and a leaderboard over the seeds (each figure's mean ± std, how often "
+        "each verdict and each pick) in the sweep folder's index.html and sweep-results.json",
     )
     add_run_options(p)
 
@@ -485,7 +493,7 @@ def cmd_sweep(args, argv: list[str], overrides: dict[str, str]) -> int:
     folder, summary = sweep.start(
         args.name, overrides, args.seeds, profile=args.profile, out=args.out, runs_dir=args.runs_dir,
         resume=args.resume, executor=args.executor, workers=args.workers, address=args.address,
-        threads=args.threads, device=args.device, select=args.select,
+        threads=args.threads, device=args.device, select=getattr(args, "select", None),
         command="biaslab " + " ".join(shell_quote(a) for a in argv),
     )  # fmt: skip
     for line in sweep.summary_lines(folder, summary):

@@ -17,6 +17,7 @@ import difflib
 import importlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from biaslab.catalog import (
@@ -56,6 +57,8 @@ class Experiment:
     # data sets checked before a run directory is made: names, or a function of the config
     requires: tuple[str, ...] | Callable[[Any], Iterable[str]] = ()
     step: int = 99  # position within its day, as the notes order the labs
+    # a sweep's own tables: run folders of one configuration -> [{title, columns, rows, lines}]
+    sweep_tables: Callable[[list[Path]], list[dict]] | None = None
 
     def required_data(self, cfg) -> tuple[str, ...]:
         """The data sets a run with config ``cfg`` needs (``require_data`` checks them)."""
@@ -83,6 +86,7 @@ def experiment(
     quick: dict | None = None,
     full: dict | None = None,
     requires: tuple[str, ...] | Callable[[Any], Iterable[str]] = (),
+    sweep_tables: Callable[[list[Path]], list[dict]] | None = None,
 ):
     """Register ``fn(ctx)`` as experiment ``name`` with config class ``config``.
 
@@ -90,7 +94,10 @@ def experiment(
     override dicts for those profiles; the default profile is the dataclass defaults.
     ``requires`` names data sets (``"mnist"``) whose availability is checked before the run
     directory is created, so a missing package costs one clear line; a function of the config
-    names them where they depend on it (the workshop: its days' labs).
+    names them where they depend on it (the workshop: its days' labs). ``sweep_tables`` makes a
+    sweep's own tables from the run folders of each configuration (compare: its leaderboard
+    over the seeds), each a dict of ``title``, ``columns``, ``rows`` (shown in the sweep's
+    index, kept in sweep-results.json) and ``lines`` (printed at the sweep's end).
     """
 
     def decorate(fn):
@@ -107,6 +114,7 @@ def experiment(
             profiles,
             requires if callable(requires) else tuple(requires),
             step,
+            sweep_tables,
         )
         return fn
 

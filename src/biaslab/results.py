@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Any
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "Tally",
     "Verdict",
     "kind_of",
+    "lab_file",
     "reproducible",
     "reproducible_record",
     "results_problem",
@@ -306,6 +308,15 @@ MODELS = "models"  # the run folder's saved models, which results.json's leaderb
 RESULTS = "results.json"  # a run's results, in its folder
 COMPLETE = "COMPLETE"  # written last: a run without it is unfinished
 TIMING_KEYS = frozenset({"time", "seconds", "elapsed_s"})  # such keys anywhere in a run's files
+
+
+def lab_file(relative: str) -> str:
+    """``relative`` as a path a lab may write its own files to (compare's saved models): inside
+    the run folder, under ``models/``; a ValueError (a bug in the lab) otherwise."""
+    parts = PurePosixPath(str(relative).replace("\\", "/")).parts
+    if not parts or parts[0] != MODELS or len(parts) < 2 or ".." in parts:
+        raise ValueError(f"a lab writes its own files under {MODELS}/, not {relative!r}")
+    return "/".join(parts)
 
 
 def reproducible(results: dict) -> dict:

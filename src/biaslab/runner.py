@@ -30,8 +30,8 @@ from biaslab.inputs import changed_input, input_digests
 from biaslab.loggers import check_loggers, make_sinks
 from biaslab.report.display import Result
 from biaslab.report.text import claim_lines
-from biaslab.results import Claim, verdict_of
-from biaslab.runs import CONFIG, MODELS, TIMINGS, TRACEBACK, RunDir
+from biaslab.results import Claim, lab_file, verdict_of
+from biaslab.runs import CONFIG, TIMINGS, TRACEBACK, RunDir
 from biaslab.scale.context import FitContext, TagLogger
 from biaslab.scale.executors import SerialExecutor, check_executor, make_executor, task_threads
 from biaslab.scale.tasks import Study, TaskSpec
@@ -211,10 +211,7 @@ class RunContext(FitContext):
     def save_file(self, relative: str, data: bytes) -> Path:
         """Write ``data`` atomically to ``relative``, a path inside the run folder (a lab's own
         files, such as compare's saved models under ``models/``)."""
-        parts = Path(relative).parts
-        if Path(relative).is_absolute() or ".." in parts or len(parts) < 2 or parts[0] != MODELS:
-            raise ValueError(f"a lab writes its own files under {MODELS}/, not {relative!r}")
-        return atomic_write_bytes(self.run.path / relative, data)
+        return atomic_write_bytes(self.run.path / lab_file(relative), data)
 
     def figure(self, name: str, fig, caption: str = "", lead: bool = False) -> Path:
         """Save a matplotlib figure as figures/<name>.png and close it; ``lead=True``: part of

@@ -193,10 +193,11 @@ def run_sweep(
         if pending:
             executor.run(pending, receive, run_member)
         summary = aggregate(folder, specs, combos, select, varying)
+        tables = add_sweep_tables(experiment, folder, summary)
         write_json(folder / SWEEP_RESULTS, summary)
         from biaslab.report.html import render_index
 
-        render_index(folder, title=f"sweep of {experiment}")
+        render_index(folder, title=f"sweep of {experiment}", tables=tables)
         if failures:
             spec, first = failures[0]
             text = f"{len(failures)} of {len(specs)} runs failed ({spec.name}: {first['message']})"
@@ -244,6 +245,26 @@ def aggregate(
             rule = f"{'lowest' if lower else 'highest'} mean {select} over the seeds"
             summary["best"] = {"config": best["config"], select: best["metrics"][select], "rule": rule}
     return summary
+
+
+def add_sweep_tables(experiment: str, folder: Path, summary: dict) -> list[dict]:
+    """The experiment's own tables of each configuration's finished runs
+    (:attr:`~biaslab.registry.Experiment.sweep_tables`; compare: its leaderboard over the
+    seeds), kept in each configuration's ``tables``; returns them all, each titled with its
+    configuration when the sweep has several."""
+    from biaslab import registry
+
+    make = registry.get(experiment).sweep_tables
+    every = []
+    for configuration in summary["configurations"]:
+        if make is None or not configuration["runs"]:
+            continue
+        configuration["tables"] = make([folder / name for name in configuration["runs"]])
+        shown = ", ".join(f"{k}={v}" for k, v in configuration["config"].items())
+        every += [
+            {**t, "title": f"{t['title']}: {shown}" if shown else t["title"]} for t in configuration["tables"]
+        ]
+    return every
 
 
 def check_select(select: str | None) -> None:
@@ -329,6 +350,8 @@ def summary_lines(folder: Path, summary: dict) -> list[str]:
             m = configuration["metrics"][select]
             text += f"; {select} {m['mean']:.4g} ± {m['std']:.2g}"
         lines.append(text)
+        for table in configuration.get("tables", []):
+            lines += [f"  {table['title']}:", *(f"    {line}" for line in table.get("lines", []))]
     if summary["best"] is not None:
         best = ", ".join(f"{k}={v}" for k, v in summary["best"]["config"].items())
         lines.append(f"best on validation ({summary['best']['rule']}): {best}")

@@ -75,10 +75,10 @@ def test_digits_quick_writes_leaderboard_figure_and_claims(capsys, tmp_path):
     )
     data = dict(table(res, "Your data")["rows"][:4])
     assert data["kind"] == "image" and data["task"] == "classify into 10 classes"
-    (recommendation,) = table(res, "Recommendation")["rows"]
-    assert "validation accuracy" in recommendation[0] and "recommended:" in stdout
+    ((model, recommendation),) = table(res, "Recommendation")["rows"]
+    assert model in names and "validation accuracy" in recommendation and "recommended:" in stdout
     # The quick profile validates each candidate on 2 splits (the test rows kept): mean ± error.
-    assert "over 2 splits of 1,259 training and 269 validation rows" in recommendation[0]
+    assert "over 2 splits of 1,259 training and 269 validation rows" in recommendation
     assert table(res, "Validation splits")["rows"] == [[2, 1259, 269, 269]]
     assert {k: unknown_words(k, "compare") for k in res["metrics"] if unknown_words(k, "compare")} == {}
     # The report answers first: the recommendation, the leaderboard and the curves lead.
@@ -151,9 +151,9 @@ def test_diabetes_reports_mae_against_the_mean_predictor(capsys, tmp_path):
     assert {k: unknown_words(k, "compare") for k in res["metrics"] if unknown_words(k, "compare")} == {}
     assert not any(t["title"] == "Symmetries of your data" for t in res["tables"])  # tables: no probe tells
     # The interval claim is about the model the recommendation names.
-    (sentence,) = table(res, "Recommendation")["rows"][0]
+    (model, sentence) = table(res, "Recommendation")["rows"][0]
     (interval,) = [c["claim"] for c in res["claims"] if "prediction intervals" in c["claim"]]
-    assert sentence.split(":")[0] == interval.split("'s 90%")[0], (sentence, interval)
+    assert sentence.split(":")[0] == interval.split("'s 90%")[0] == model, (sentence, interval)
 
 
 def test_a_csv_table_with_its_target(capsys, tmp_path):

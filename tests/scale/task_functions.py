@@ -56,3 +56,14 @@ def bad_input(task, name: str, size: int) -> dict:
     from biaslab.errors import BiaslabError
 
     raise BiaslabError(f"{name}: a value the user can fix")
+
+
+def saves_a_file(task, name: str, size: int) -> dict:
+    """Saves a file of its own under models/ (a fitted model's, as compare's fits do)."""
+    task.save_file(f"models/{name}/weights.bin", bytes(range(size)))
+    return {"saved": name}
+
+
+def saves_outside_models(task, name: str, size: int) -> dict:
+    task.save_file(f"../{name}.bin", b"no")
+    return {}

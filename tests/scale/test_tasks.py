@@ -165,3 +165,38 @@ def test_local_workers_are_capped_at_the_cores_with_a_note(capsys):
     assert f"--workers 100,000 capped at {available_cores()}" in capsys.readouterr().err
     assert make_executor("local", 1, None, threads=1, device="cpu").workers == 1
     assert "capped" not in capsys.readouterr().err
+
+
+def test_a_tasks_own_files_are_written_when_its_result_arrives_and_before_it(new_run, monkeypatch):
+    import biaslab.scale.tasks as tasks_module
+
+    run = new_run()
+    seen = []  # (task, its file on disk when its result file is written)
+    write_text = tasks_module.atomic_write_text
+
+    def write_and_look(path, text):
+        if path.suffix == ".json":
+            name = path.stem.split("-")[0]
+            seen.append((name, (run.path / "models" / name / "weights.bin").is_file()))
+        return write_text(path, text)
+
+    monkeypatch.setattr(tasks_module, "atomic_write_text", write_and_look)
+    executor = LocalExecutor(2)  # the files travel back from a worker process
+    try:
+        Study(run, executor).run_all(specs(run, tf.saves_a_file))
+    finally:
+        executor.close()
+    assert sorted(seen) == [(name, True) for name, _ in KEYS]
+    for name, size in KEYS:
+        assert (run.path / "models" / name / "weights.bin").read_bytes() == bytes(range(size))
+    # read back on resume: nothing runs again, the files stay
+    counting = CountingExecutor()
+    Study(run, counting).run_all(specs(run, tf.saves_a_file))
+    assert counting.ran == [] and (run.path / "models" / "a" / "weights.bin").is_file()
+
+
+def test_a_task_may_write_only_under_models(new_run):
+    run = new_run()
+    with pytest.raises(TasksFailed, match="under models/"):
+        Study(run, SerialExecutor()).run_all(specs(run, tf.saves_outside_models, keys=KEYS[:1]))
+    assert not (run.path.parent / "a.bin").exists()

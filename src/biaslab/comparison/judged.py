@@ -26,6 +26,10 @@ if TYPE_CHECKING:
     from biaslab.evaluate.decision import Decision
 
 __all__ = [
+    "LEADERBOARD",
+    "PREDICT_COLUMN",
+    "RECOMMENDATION",
+    "VALIDATION_MEASURE",
     "Judged",
     "Requirements",
     "evidence_of",
@@ -126,6 +130,9 @@ def validation_score(task: str, result: CandidateResult) -> tuple[float, ...]:
 
 
 PREDICT_COLUMN = "predict seconds per 1,000 rows"
+LEADERBOARD = "Leaderboard"  # the report's table of the candidates (read back by biaslab.load_comparison)
+RECOMMENDATION = "Recommendation"  # the report's table naming the pick and saying why
+VALIDATION_MEASURE = {"classify": "validation accuracy", "regress": "validation MAE"}  # what ranks
 
 
 def _ranked(task: str, judged: Mapping[str, Judged]) -> list[tuple[str, Judged]]:
@@ -148,9 +155,9 @@ def leaderboard(task: str, judged: Mapping[str, Judged], n_seeds: int) -> tuple[
     learning curve's last point (mean ± std over ``n_seeds``), the OOD AUROC when measured, the
     training time and the verdict with its rule."""
     if task == "classify":
-        measures = ["validation accuracy", "test accuracy", "test ECE after temperature"]
+        measures = [VALIDATION_MEASURE[task], "test accuracy", "test ECE after temperature"]
     else:
-        measures = ["validation MAE", "test MAE", "test MAE / mean predictor's",
+        measures = [VALIDATION_MEASURE[task], "test MAE", "test MAE / mean predictor's",
                     "90% interval: test coverage", "90% interval: mean width"]  # fmt: skip
     with_ood = any(j.ood_auroc is not None for j in judged.values())
     curve_column = f"validation error, all rows ({n_seeds} seed{'s' * (n_seeds > 1)})"

@@ -31,7 +31,6 @@ line naming it; a user's model file that changed since the run is refused with t
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import io
 import json
@@ -54,12 +53,10 @@ __all__ = [
     "as_files",
     "candidate_files",
     "checked_file",
-    "comparison_files",
-    "decode_files",
-    "encode_files",
     "estimator_bytes",
     "fitted_files",
     "npz_bytes",
+    "preparation_files",
     "read_estimator",
     "read_json",
     "read_npz",
@@ -151,15 +148,6 @@ def candidate_files(
 def _factory_digest(factory: str) -> str:
     path = factory_file(factory) if factory else None
     return "" if path is None else sha256(path.read_bytes())
-
-
-def encode_files(files: dict[str, bytes]) -> dict[str, str]:
-    """Files as base64 text: what a task returns to its driver (plain JSON data)."""
-    return {name: base64.b64encode(data).decode("ascii") for name, data in files.items()}
-
-
-def decode_files(encoded: dict[str, str]) -> dict[str, bytes]:
-    return {name: base64.b64decode(text) for name, text in encoded.items()}
 
 
 # -- reading ------------------------------------------------------------------------------------
@@ -274,21 +262,21 @@ def rebuild_fitted(folder: Path, build: Callable[[dict], Any]) -> tuple[Fitted, 
     return fitted, meta
 
 
-def comparison_files(
-    prepared, schema: dict, classes, fitted: dict, recommended: str | None
+def preparation_files(
+    prepared, schema: dict, classes, saved: list[str], recommended: str | None
 ) -> dict[str, bytes]:
-    """Everything a run writes under ``models/`` (:mod:`biaslab.comparison.saving`'s table), by
-    path relative to the run folder: the data's preparation and each saved candidate's files.
+    """The data's preparation as the run writes it under ``models/`` when the study ends
+    (:mod:`biaslab.comparison.saving`'s table), by path relative to the run folder; each
+    candidate's own files were written when its fit ended (:func:`fitted_files`).
 
     Args:
         prepared: the data as prepared (its :class:`~biaslab.comparison.prepared.Scaling`;
             molecules: the training graphs' node statistics).
         schema: the input schema as a dict (``InputSchema.as_dict()``).
         classes: the labels in the order of the outputs (classify), as the data gave them.
-        fitted: candidate name -> its files as :func:`fitted_files` returned them (None: not saved).
+        saved: the names of the candidates whose files were written.
         recommended: the recommended candidate's name (None: every candidate diverged).
     """
-    saved = {name: files for name, files in fitted.items() if files}
     meta = {
         "schema": schema,
         "task": prepared.task,
@@ -308,16 +296,13 @@ def comparison_files(
         files["preparation.npz"] = npz_bytes(x_mean=scaling.x_mean, x_std=scaling.x_std)
         if scaling.encoding is not None:
             files["encoding.skops"] = estimator_bytes(scaling.encoding.transformer_)
-    out = {f"{MODELS}/{name}": data for name, data in as_files(meta, files, "preparation.json").items()}
-    for name, encoded in saved.items():
-        out |= {f"{MODELS}/{slug(name)}/{file}": data for file, data in decode_files(encoded).items()}
-    return out
+    return {f"{MODELS}/{name}": data for name, data in as_files(meta, files, "preparation.json").items()}
 
 
-def fitted_files(result, candidate, prepared) -> dict[str, str] | None:
-    """A fitted candidate's files (:func:`~biaslab.comparison.saving.candidate_files`) as base64
-    text, what a task returns to its driver: with its temperature (classify) or its validation
-    residuals in the target's unit (regress). None for plain graphs (not saved yet).
+def fitted_files(result, candidate, prepared) -> dict[str, bytes] | None:
+    """A fitted candidate's files (:func:`candidate_files`), by path relative to the run folder
+    (``models/<candidate>/...``): with its temperature (classify) or its validation residuals in
+    the target's unit (regress). None for plain graphs (not saved yet).
 
     Args:
         result: the candidate's :class:`~biaslab.comparison.protocol.CandidateResult` (with
@@ -334,4 +319,4 @@ def fitted_files(result, candidate, prepared) -> dict[str, str] | None:
     reads = result.fitted.reads  # a molecules' table reader was built on that table's width
     shape = (prepared.tables[reads].shape[1],) if reads in TABLE_READS else prepared.input_shape
     files = candidate_files(result.fitted, candidate.name, shape, factory=candidate.source, extras=extras)
-    return encode_files(files)
+    return {f"{MODELS}/{slug(candidate.name)}/{name}": data for name, data in files.items()}

@@ -30,6 +30,7 @@ from scipy.special import softmax
 
 from biaslab.comparison.candidates import candidates_for, slug
 from biaslab.comparison.fitting import Fitted
+from biaslab.comparison.judged import LEADERBOARD
 from biaslab.comparison.prepared import Scaling, in_unit
 from biaslab.comparison.saving import (
     MODELS,
@@ -46,8 +47,6 @@ from biaslab.fileio import check_run_file_size
 from biaslab.results import COMPLETE, RESULTS
 
 __all__ = ["SAVED_KINDS", "Comparison", "Leaderboard", "Predictions"]
-
-LEADERBOARD = "Leaderboard"  # the report table the leaderboard is read from
 
 
 class Leaderboard(list):

@@ -8,7 +8,8 @@ its key, its result plain data:
 
     fit_compare    a candidate by the protocol, its learning curve, its OOD AUROC, its invariance
                    under each probe, its predict time, a table's permutation importance, and its
-                   fitted state as files (:func:`~biaslab.comparison.saving.fitted_files`)
+                   fitted state as files (:func:`~biaslab.comparison.saving.fitted_files`,
+                   written under ``models/`` when its result arrives)
     fit_split      a candidate trained and validated on another draw of the training and
                    validation rows (:mod:`~biaslab.comparison.resampling`): how sure the ranking is
     fit_reference  the symmetry probes' MLP as is, when it is no candidate
@@ -37,7 +38,7 @@ from biaslab.comparison.protocol import (
     ood_auroc,
     prepare,
 )
-from biaslab.comparison.saving import comparison_files, fitted_files
+from biaslab.comparison.saving import fitted_files, preparation_files
 from biaslab.comparison.symmetry_probes import invariances, survival, with_probe
 from biaslab.comparison.symmetry_report import Finding, SymmetryReport
 from biaslab.data.demo_sets import load_data
@@ -185,8 +186,11 @@ def fit_compare(task, name: str) -> dict:
         importance = permutation_importance(
             result.fitted, prepared, x_test, data.feature_names, task.seed_for("importance")
         )
+    files = fitted_files(result, candidate, prepared)
+    for path, content in (files or {}).items():
+        task.save_file(path, content)  # in the run's models/ when this fit's result arrives
     return {
-        "files": fitted_files(result, candidate, prepared),  # the driver writes them under models/
+        "saved": files is not None,
         "predict_seconds_per_1000": predict_seconds,
         "importance": importance,
         "scores": result.scores(),
@@ -285,10 +289,11 @@ def symmetry_findings(prepared, probes, outcomes: dict, judged: dict) -> Symmetr
 
 
 def saved_files(data, prepared, outcomes: dict, recommended: str | None) -> dict[str, bytes]:
-    """The trained candidates and the data's preparation as the run's ``models/`` files, without
-    pickle (:mod:`biaslab.comparison.saving`): what ``biaslab predict`` and ``load_comparison`` read."""
+    """The data's preparation as the run's ``models/`` files, naming the candidates whose fits
+    saved theirs (:func:`fit_compare`), without pickle (:mod:`biaslab.comparison.saving`): with
+    them, what ``biaslab predict`` and ``load_comparison`` read."""
     from biaslab.data.input_schema import InputSchema
 
     schema = InputSchema.of(data).as_dict()
-    fitted = {n: o.get("files") for n, o in outcomes.items() if isinstance(n, str) and "diverged" not in o}
-    return comparison_files(prepared, schema, data.classes, fitted, recommended)
+    saved = [n for n, o in outcomes.items() if isinstance(n, str) and o.get("saved")]
+    return preparation_files(prepared, schema, data.classes, saved, recommended)

@@ -25,7 +25,9 @@ from typing import Literal
 from biaslab.comparison import study_fits as fits
 from biaslab.comparison.candidates import slug
 from biaslab.comparison.judged import (
+    LEADERBOARD,
     PREDICT_COLUMN,
+    RECOMMENDATION,
     Judged,
     Requirements,
     headline,
@@ -34,6 +36,7 @@ from biaslab.comparison.judged import (
     recommended,
 )
 from biaslab.comparison.saving import SAVED_KINDS
+from biaslab.comparison.seeds import over_seeds
 from biaslab.comparison.symmetry_report import explain, symmetry_table
 from biaslab.config import check_range
 from biaslab.data.demo_sets import demo_set, is_demo_set
@@ -131,6 +134,7 @@ class CompareConfig:
     summary="The decision guide's architectures and your own models on your data: one protocol, verdicts",
     quick={"epochs": 8, "curve_points": 2, "curve_seeds": 1, "val_splits": 2},
     full={"epochs": 100, "patience": 15, "curve_points": 5, "curve_seeds": 3},
+    sweep_tables=over_seeds,  # biaslab compare DATA --seeds 0-4: one leaderboard over the seeds
 )
 def run(ctx) -> None:
     cfg: CompareConfig = ctx.cfg
@@ -175,9 +179,11 @@ def run(ctx) -> None:
     if task == "regress" and pick is not None:
         _interval_claim(ctx, judged[pick.name], pick.name, len(prepared.rows["test"]))
     sentence = recommendation(task, judged, symmetries, sizes)
-    ctx.table("Recommendation", ["recommendation"], [[sentence]], lead=True)
+    ctx.table(
+        RECOMMENDATION, ["model", "recommendation"], [[pick.name if pick else "-", sentence]], lead=True
+    )
     board = leaderboard(task, judged, cfg.curve_seeds)
-    ctx.table("Leaderboard", *board, timing_columns=["train seconds", PREDICT_COLUMN], lead=True)
+    ctx.table(LEADERBOARD, *board, timing_columns=["train seconds", PREDICT_COLUMN], lead=True)
     _curves_figure(ctx, task, judged, cfg.require)
     if pick is not None and judged[pick.name].result.reliability is not None:
         diagram = judged[pick.name].result.reliability_diagram()

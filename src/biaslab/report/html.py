@@ -351,7 +351,9 @@ def render_claims(claims: Sequence[dict]) -> str:
     return _fill("claims.html.j2", claims=[_claim(c) for c in claims], tally=tally(claims).describe())
 
 
-def render_index(runs_dir, out=None, title: str = "biaslab runs", order: Sequence[str] | None = None) -> Path:
+def render_index(
+    runs_dir, out=None, title: str = "biaslab runs", order: Sequence[str] | None = None, tables=()
+) -> Path:
     """Write an HTML index of every run found under ``runs_dir``.
 
     Run directories are subdirectories holding ``config.json``, searched up to three levels
@@ -367,6 +369,8 @@ def render_index(runs_dir, out=None, title: str = "biaslab runs", order: Sequenc
         title: the page title.
         order: experiment names in workshop order; rows sort by day (missing last), position
             in ``order`` (unknown names last), name, creation time and path.
+        tables: tables shown above the runs (a sweep's own: compare's leaderboard over the
+            seeds), each a dict of ``title``, ``columns`` and ``rows``.
 
     Returns:
         The path of the written index.
@@ -399,5 +403,6 @@ def render_index(runs_dir, out=None, title: str = "biaslab runs", order: Sequenc
         runs_dir=str(runs_dir),
         rows=rows,
         columns=COLUMNS,
+        tables=[{**t, "rows": [[_cell(v) for v in row] for row in t["rows"]]} for t in tables],
         run_report=href(REPORT) if RunDir(out.parent).is_run else None,  # a workshop's index: its report
     )

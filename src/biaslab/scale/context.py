@@ -16,6 +16,7 @@ from typing import Any
 
 from biaslab.config import to_dict
 from biaslab.fileio import check_run_file_size, json_safe
+from biaslab.results import lab_file
 from biaslab.train.recipes import TrainSetup
 from biaslab.train.seed import derive_seed
 
@@ -135,6 +136,13 @@ class TaskContext(FitContext):
     def __init__(self, *args, records: RecordFile, **kwargs):
         super().__init__(*args, **kwargs)
         self.records = records
+        self.files: dict[str, bytes] = {}  # the lab's own files, by path in the run folder
+
+    def save_file(self, relative: str, data: bytes) -> None:
+        """A file of the lab's own under ``models/`` (as ``RunContext.save_file``), written to the
+        run folder by the driver when this task's result arrives, before the result itself: a
+        finished task's files are on disk, and a resumed run does not fit it again."""
+        self.files[lab_file(relative)] = bytes(data)
 
     def logger(self, tag: str):
         return TagLogger(self.records, tag)

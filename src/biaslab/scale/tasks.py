@@ -32,8 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from biaslab.errors import BiaslabError
-from biaslab.fileio import atomic_write_text, check_run_file_size
+from biaslab.fileio import atomic_write_bytes, atomic_write_text, check_run_file_size
 from biaslab.hardware import make_deterministic, use_threads
+from biaslab.results import lab_file
 from biaslab.runs import CHECKPOINTS, TASKS
 from biaslab.scale.context import RecordFile, TaskContext
 from biaslab.train.seed import derive_seed, seed_everything
@@ -104,7 +105,8 @@ def on_driver_machine(host: str, folder: Path) -> bool:
 
 def run_task(spec: TaskSpec) -> dict:
     """Run one task where it is (the driver's process or a worker) and return its outcome:
-    ``{"result", "records", "trained", "seconds"}``, or ``{"error": {...}}`` if it raised."""
+    ``{"result", "records", "trained", "files", "seconds"}`` (``files``: what it saved with
+    ``task.save_file``), or ``{"error": {...}}`` if it raised."""
     folder = Path(spec.run_dir)
     local = on_driver_machine(spec.host, folder)
     records_path = folder / TASKS / spec.group / f"{spec.name}.metrics.jsonl" if local else None
@@ -129,6 +131,7 @@ def run_task(spec: TaskSpec) -> dict:
         "result": result,
         "records": records.records,
         "trained": task._trained,
+        "files": task.files,
         "seconds": time.perf_counter() - start,
     }
 
@@ -229,8 +232,11 @@ class Study:
         return saved if isinstance(saved, dict) and saved.get("key") == plain(spec.key) else None
 
     def save(self, spec: TaskSpec, outcome: dict) -> None:
-        """The task's records into metrics.jsonl (once: a rerun's replace a killed attempt's), then
-        its result file, atomically; then its own record file goes."""
+        """The task's own files (``task.save_file``), then its records into metrics.jsonl (once: a
+        rerun's replace a killed attempt's), then its result file, atomically; then its own record
+        file goes. The result file is written last: a task read back has its files."""
+        for relative, data in outcome.get("files", {}).items():
+            atomic_write_bytes(self.run.path / lab_file(relative), data)
         self.run.drop_metrics(outcome["trained"])
         for record in outcome["records"]:
             self.run.log({k: v for k, v in record.items() if k != "time"})
