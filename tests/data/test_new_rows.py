@@ -426,12 +426,60 @@ def test_new_molecules_are_their_smiles_each_parsed(tmp_path):
     refused(ConfigError, lambda: read_new_rows(np.zeros(3), molecule), "cannot hold molecules")
 
 
-def test_graphs_and_odd_sources_are_one_line(tmp_path):
-    refused(
-        ConfigError,
-        lambda: read_new_rows(tmp_path, InputSchema("graph", ())),
-        "predicting new graphs is not supported yet",
+def graph_arrays(n_graphs=N, features=3):
+    """An edge list of ``n_graphs`` chains of 2 to 6 nodes, with labels."""
+    sizes = 2 + np.arange(n_graphs) % 5
+    starts = np.cumsum([0, *sizes[:-1]])
+    edges = np.concatenate(
+        [np.stack([np.arange(s, s + n - 1), np.arange(s + 1, s + n)]) for s, n in zip(starts, sizes)], 1
     )
+    node_graph = np.repeat(np.arange(n_graphs), sizes)
+    x = RNG.normal(size=(len(node_graph), features)).astype(np.float32)
+    return {"edge_index": edges, "node_graph": node_graph, "x": x, "y": np.arange(n_graphs) % 2}
+
+
+def test_graphs_read_again_give_the_training_graphs(tmp_path):
+    pytest.importorskip("torch_geometric")
+    import torch
+
+    arrays = graph_arrays()
+    np.savez(tmp_path / "graphs.npz", **arrays)
+    data = load_user_data(tmp_path / "graphs.npz")
+    schema = schema_of(data)
+    assert schema == InputSchema("graph", (3,))
+    unlabelled = {k: v for k, v in arrays.items() if k != "y"}
+    np.savez(tmp_path / "new.npz", **unlabelled)
+    torch.save(data.graphs, tmp_path / "graphs.pt")
+    for source in (tmp_path / "graphs.npz", tmp_path / "new.npz", unlabelled, tmp_path / "graphs.pt"):
+        rows = read_new_rows(source, schema)
+        assert rows.x is None and rows.ids == tuple(str(i) for i in range(N))
+        for new, old in zip(rows.graphs, data.graphs, strict=True):
+            assert torch.equal(new.x, old.x) and torch.equal(new.edge_index, old.edge_index)
+
+
+def test_graphs_that_do_not_fit_are_one_line(tmp_path):
+    pytest.importorskip("torch_geometric")
+    schema = InputSchema("graph", (3,))
+    arrays = {k: v for k, v in graph_arrays().items() if k != "y"}
+    refused(
+        DataFormatError,
+        lambda: read_new_rows({**arrays, "x": arrays["x"][:, :2]}, schema),
+        "2 features",
+        "trained on 3",
+    )
+    refused(DataFormatError, lambda: read_new_rows({"x": arrays["x"]}, schema), "no edge_index")
+    refused(
+        DataFormatError,
+        lambda: read_new_rows({"edge_index": arrays["edge_index"], "x": arrays["x"]}, schema),
+        "node_graph",
+    )
+    write_csv(tmp_path / "graphs.csv", ["a"], [[1]])
+    refused(DataFormatError, lambda: read_new_rows(tmp_path / "graphs.csv", schema), "new graphs come as")
+    refused(ConfigError, lambda: read_new_rows(tmp_path / "none.npz", schema), "no file")
+    refused(ConfigError, lambda: read_new_rows(np.zeros(3), schema), "new graphs come as")
+
+
+def test_odd_sources_are_one_line(tmp_path):
     digits = schema_of(load_data("sklearn:digits"))
     refused(ConfigError, lambda: read_new_rows([1, 2], digits), "not list")
     refused(ConfigError, lambda: read_new_rows(tmp_path / "nothing.npz", digits), "no file or folder")

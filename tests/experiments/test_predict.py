@@ -178,3 +178,51 @@ def test_molecules_predict_from_their_smiles_as_the_run_scored_them(capsys, tmp_
     new.write_text("smiles\nCCO\nC1CC\n")  # an unclosed ring
     code, out, err = cli(capsys, "predict", found.run_dir, new)
     assert code == 2 and out == "" and err.count("\n") == 1 and "line 3" in err and "C1CC" in err
+
+
+def edge_list(graphs) -> dict[str, np.ndarray]:
+    """Graphs as one edge list: global node ids, the graph of each node, the node features."""
+    counts = [int(g.x.shape[0]) for g in graphs]
+    offsets = np.cumsum([0, *counts[:-1]])
+    return {
+        "edge_index": np.concatenate([g.edge_index.numpy() + o for g, o in zip(graphs, offsets)], axis=1),
+        "node_graph": np.repeat(np.arange(len(graphs)), counts),
+        "x": np.concatenate([g.x.numpy() for g in graphs]),
+    }
+
+
+def test_graphs_predict_from_an_edge_list_or_a_list_of_data_as_the_run_scored_them(capsys, tmp_path):
+    pytest.importorskip("torch_geometric")
+    import torch
+    from torch_geometric.data import Data
+
+    from tests.comparison.test_graph_candidates import chains_and_branched
+
+    data = chains_and_branched(n=60)
+    path = tmp_path / "graphs.npz"
+    np.savez(path, **edge_list(data.graphs), y=data.y)
+    found = biaslab.compare(
+        path, profile="quick", out=tmp_path / "run", models=("GCN", "GAT"), overrides={"epochs": 3},
+        progress=False,
+    )  # fmt: skip
+    assert set(found.candidates) == {"GCN", "GAT"}
+    rows = prepare(load_data(str(path)), seed=derive_seed(0, "compare", "split")).rows["test"]
+    test_graphs = [data.graphs[i] for i in rows]
+    np.savez(tmp_path / "new.npz", **edge_list(test_graphs))  # no labels
+    torch.save([Data(x=g.x, edge_index=g.edge_index) for g in test_graphs], tmp_path / "new.pt")
+    for name in found.candidates:
+        labels = found.predict(tmp_path / "new.npz", model=name)
+        accuracy = float(np.mean(labels == data.y[rows]))
+        assert accuracy == pytest.approx(found.metrics[f"{slug(name)}_test_accuracy"], abs=1e-6), name
+        np.testing.assert_array_equal(found.predict(tmp_path / "new.pt", model=name), labels)
+    code, out, err = cli(capsys, "predict", found.run_dir, tmp_path / "new.npz")
+    assert code == 0, err
+    assert out.splitlines()[0] == "id,prediction,probability of 0,probability of 1"
+    assert len(out.splitlines()) == len(rows) + 1
+    wider = edge_list(test_graphs)
+    np.savez(tmp_path / "wider.npz", **{**wider, "x": np.ones((len(wider["x"]), 4))})
+    code, out, err = cli(
+        capsys, "predict", found.run_dir, tmp_path / "wider.npz", "--out", tmp_path / "p.csv"
+    )
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert "4 features; the model was trained on 3" in err and not (tmp_path / "p.csv").exists()

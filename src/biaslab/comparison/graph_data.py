@@ -54,7 +54,14 @@ from biaslab.train.seed import derive_seed
 if TYPE_CHECKING:
     from biaslab.data.user_data import UserData
 
-__all__ = ["SPLIT_RULES", "PreparedGraphs", "molecule_inputs", "prepare_graphs", "prepared_graphs"]
+__all__ = [
+    "SPLIT_RULES",
+    "PreparedGraphs",
+    "graph_inputs",
+    "molecule_inputs",
+    "prepare_graphs",
+    "prepared_graphs",
+]
 
 SPLIT_RULES = ("random", "scaffold")
 
@@ -242,7 +249,7 @@ def prepare_graphs(
     if not (0 < val < 1 and 0 < test < 1 and val + test < 1):
         raise ConfigError(f"val={val}, test={test}: each a fraction in (0, 1), together below 1")
     if data.kind == "graph":
-        store, fingerprints, scaffolds, unreadable = user_graph_store(data), None, None, ""
+        store, fingerprints, scaffolds, unreadable = user_graph_store(data.graphs), None, None, ""
     else:
         store, fingerprints, scaffolds, unreadable = molecule_store(data.smiles, data.positions)
     rows = _split(data, val, test, seed, split, scaffolds)
@@ -357,3 +364,11 @@ def molecule_inputs(smiles, node_mean: np.ndarray | None, node_std: np.ndarray |
         store, unreadable = None, unreadable or "the training molecules were compared by fingerprints only"
     tables = {"fingerprint": torch.from_numpy(fingerprints.astype(np.float32))}
     return Inputs(graphs=store, tables=tables), unreadable
+
+
+def graph_inputs(graphs, node_mean: np.ndarray, node_std: np.ndarray) -> Inputs:
+    """New graphs (torch-geometric ``Data``, as :func:`~biaslab.data.new_rows.read_new_rows`
+    read them) as the graph candidates read them, as :func:`prepared_graphs` made the training
+    graphs: node features standardized by the training graphs' node statistics (F,)."""
+    store = user_graph_store(graphs)
+    return Inputs(graphs=replace(store, x=((store.x - node_mean) / node_std).astype(np.float32)))

@@ -141,16 +141,18 @@ def sample_batch(data: UserData, count: int) -> MoleculeBatch:
         positions=None if data.positions is None else data.positions[:count],
     )
     store = (
-        user_graph_store(first) if data.kind == "graph" else molecule_store(first.smiles, first.positions)[0]
+        user_graph_store(first.graphs)
+        if data.kind == "graph"
+        else molecule_store(first.smiles, first.positions)[0]
     )
     return store.batch(np.arange(count))
 
 
-def user_graph_store(data: UserData) -> GraphStore:
-    """A user's torch-geometric graphs: their node features and edges, every edge of one type
-    (``edge_attr`` is not read)."""
-    xs = [g.x.detach().cpu().numpy() for g in data.graphs]
-    edges = [g.edge_index.detach().cpu().numpy().reshape(2, -1) for g in data.graphs]
+def user_graph_store(graphs: Sequence) -> GraphStore:
+    """A user's torch-geometric graphs (``UserData.graphs``, or new graphs to predict): their
+    node features and edges, every edge of one type (``edge_attr`` is not read)."""
+    xs = [g.x.detach().cpu().numpy() for g in graphs]
+    edges = [g.edge_index.detach().cpu().numpy().reshape(2, -1) for g in graphs]
     return _concatenated(xs, edges, [np.zeros(e.shape[1]) for e in edges])
 
 

@@ -10,7 +10,9 @@ A run's ``models/`` folder:
     preparation.json     the data's input schema (:class:`~biaslab.data.new_rows.InputSchema`),
                          task, classes (their labels as given), the regression target's mean and
                          standard deviation, the recommended candidate, and each file's SHA-256
-    preparation.npz      x_mean, x_std: the training rows' feature statistics (no object arrays)
+    preparation.npz      x_mean, x_std: the training rows' feature statistics (no object arrays);
+                         graphs and molecules: node_mean, node_std, the training graphs' nodes'
+                         (absent for molecules compared by fingerprints only)
     encoding.skops       a raw table's ``ColumnTransformer`` (imputation, one-hot codes)
     <candidate>/         one folder per candidate (:func:`~biaslab.comparison.candidates.slug`):
       model.json         what rebuilds it: name, engine, input shape, outputs, task, whether it
@@ -42,7 +44,7 @@ import numpy as np
 import torch
 
 from biaslab.comparison.candidates import slug
-from biaslab.comparison.fitting import TABLE_READS, Fitted
+from biaslab.comparison.fitting import GRAPH_KINDS, TABLE_READS, Fitted
 from biaslab.comparison.user_models import factory_file
 from biaslab.errors import DataFormatError
 from biaslab.results import MODELS
@@ -63,7 +65,6 @@ __all__ = [
     "rebuild_fitted",
 ]
 
-SAVED_KINDS = ("table", "image", "sequence", "set", "molecule")  # plain graphs: not saved yet
 
 # The types skops does not trust by default that biaslab's own estimators hold, each named:
 # the trees of HistGradientBoosting, a k-nearest-neighbours index and its metric, a
@@ -288,10 +289,10 @@ def preparation_files(
         "has_positions": bool(getattr(prepared, "has_positions", False)),
     }
     files = {}
-    if prepared.kind == "molecule":
-        if prepared.node_mean is not None:  # molecules that are all graphs
+    if prepared.kind in GRAPH_KINDS:
+        if prepared.node_mean is not None:  # graphs, or molecules that are all graphs
             files["preparation.npz"] = npz_bytes(node_mean=prepared.node_mean, node_std=prepared.node_std)
-    elif prepared.kind in SAVED_KINDS:
+    else:
         scaling = prepared.scaling
         files["preparation.npz"] = npz_bytes(x_mean=scaling.x_mean, x_std=scaling.x_std)
         if scaling.encoding is not None:
@@ -299,18 +300,16 @@ def preparation_files(
     return {f"{MODELS}/{name}": data for name, data in as_files(meta, files, "preparation.json").items()}
 
 
-def fitted_files(result, candidate, prepared) -> dict[str, bytes] | None:
+def fitted_files(result, candidate, prepared) -> dict[str, bytes]:
     """A fitted candidate's files (:func:`candidate_files`), by path relative to the run folder
     (``models/<candidate>/...``): with its temperature (classify) or its validation residuals in
-    the target's unit (regress). None for plain graphs (not saved yet).
+    the target's unit (regress).
 
     Args:
         result: the candidate's :class:`~biaslab.comparison.protocol.CandidateResult` (with
             ``fitted``); candidate: its :class:`~biaslab.comparison.candidates.Candidate`;
             prepared: the data it was fitted on.
     """
-    if prepared.kind not in SAVED_KINDS:
-        return None
     if prepared.task == "classify":
         extras: dict = {"temperature": result.temperature}
     else:

@@ -34,7 +34,6 @@ from biaslab.comparison.judged import LEADERBOARD
 from biaslab.comparison.prepared import Scaling, in_unit
 from biaslab.comparison.saving import (
     MODELS,
-    SAVED_KINDS,
     checked_file,
     read_estimator,
     read_json,
@@ -46,7 +45,7 @@ from biaslab.evaluate.conformal import SplitConformal
 from biaslab.fileio import check_run_file_size
 from biaslab.results import COMPLETE, RESULTS
 
-__all__ = ["SAVED_KINDS", "Comparison", "Leaderboard", "Predictions"]
+__all__ = ["Comparison", "Leaderboard", "Predictions"]
 
 
 class Leaderboard(list):
@@ -159,7 +158,7 @@ class Comparison:
         if not (folder / "preparation.json").is_file():
             raise DataFormatError(
                 f"{run_dir} has no saved models ({MODELS}/preparation.json): it was made by an older "
-                "biaslab, or its data's kind is not saved yet; run the comparison again"
+                "biaslab; run the comparison again"
             )
         preparation = read_json(folder / "preparation.json", ("task", "schema", "recommended", "candidates"))
         return cls(run_dir, results, preparation, shown)
@@ -188,10 +187,6 @@ class Comparison:
         return self._model(name)[0].model
 
     def _model(self, name: str | None) -> tuple[Fitted, dict]:
-        if self.kind not in SAVED_KINDS:
-            raise ConfigError(
-                f"predicting new {self.kind}s is not supported yet: models of {self.kind} data are not saved"
-            )
         name = self.recommended if name is None else name
         by_slug = {slug(c): c for c in self.candidates}
         if slug(name) not in by_slug:
@@ -227,6 +222,11 @@ class Comparison:
         from biaslab.data.new_rows import read_new_rows
 
         rows = read_new_rows(data, InputSchema.from_dict(self._preparation["schema"]))
+        if rows.graphs is not None:
+            from biaslab.comparison.graph_data import graph_inputs
+
+            stats = self._statistics(("node_mean", "node_std"))
+            return graph_inputs(rows.graphs, stats["node_mean"], stats["node_std"]), rows
         if rows.smiles is None:
             return self.scaling.standardize(rows.x, rows.mask), rows
         from biaslab.comparison.graph_data import molecule_inputs

@@ -4,7 +4,7 @@
 table's columns by name with each column's :class:`~biaslab.data.table_columns.ColumnSchema`
 (numbers, or categories in code order) and whether a cell may be missing; an image's channels,
 height and width and the rule its pixels took to [0, 1]; a sequence's steps and features; a set's
-size and features and whether it carries a mask.
+size and features and whether it carries a mask; a graph's number of node features.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from biaslab.data.user_formats import listed, show
 
 __all__ = ["InputSchema"]
 
-EXAMPLE_DIMS = {"table": 1, "image": 3, "sequence": 2, "set": 2, "graph": 0, "molecule": 0}
+EXAMPLE_DIMS = {"table": 1, "image": 3, "sequence": 2, "set": 2, "graph": 1, "molecule": 0}
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class InputSchema:
 
     Shapes:
         example_shape: one example's: table (F,), image (C, H, W), sequence (T, F), set (S, F);
-            () for graphs and molecules.
+            a graph's node features (F,); () for molecules (read from their SMILES).
         feature_names, columns: a table's F columns (x's order) and their
             :class:`~biaslab.data.table_columns.ColumnSchema`; () for other kinds.
         missing_allowed: a table trained with missing cells or categories
@@ -52,6 +52,8 @@ class InputSchema:
     def of(cls, data: UserData) -> InputSchema:
         """The schema of a data set's inputs (an image set without a recorded rule: (0, 1), the
         range :class:`UserData` holds images in; a table without column schemas: numbers)."""
+        if data.kind == "graph":
+            return cls("graph", (int(data.graphs[0].x.shape[1]),))
         if data.x is None:
             return cls(data.kind, ())
         shape = tuple(int(n) for n in data.x.shape[1:])

@@ -18,9 +18,14 @@ for bit. The rules, per kind:
 - sequence, set (an .npz, array or dict of x (M, T, F), and mask): the training's T and F; a set
   may have fewer elements (padded with zeros, masked out, noted); a set without a mask is full.
 
-Graphs and molecules cannot be predicted yet. Every refusal is one line naming the file (or "the
-given array"), the column or array and what to do: a DataFormatError for data that do not fit, a
-ConfigError for a source the model's kind cannot come as. An .npz's ``y`` (labels) is ignored.
+- graph (an .npz edge list of edge_index, node_graph and x, a dict of those arrays, or a .pt list
+  of torch-geometric Data): read by the training's graph readers without labels; the training's
+  number of node features.
+- molecule (a table or DataFrame with a ``smiles`` column, or a list of SMILES): each must parse.
+
+Every refusal is one line naming the file (or "the given array"), the column or array and what to
+do: a DataFormatError for data that do not fit, a ConfigError for a source the model's kind cannot
+come as. An .npz's ``y`` (labels) is ignored.
 """
 
 from __future__ import annotations
@@ -48,6 +53,8 @@ SOURCES = {  # what new inputs of each kind may come as, for messages
     "image": "a folder of images, an image file, or an .npz or array of x (M, C, H, W)",
     "sequence": "an .npz or array of x (M, T, F), and mask for padded sequences",
     "set": "an .npz or array of x (M, S, F), and mask for padded sets",
+    "graph": "an .npz (or a dict) of edge_index (2, E), node_graph (N,) and x (N, F), or a .pt list of "
+    "torch-geometric Data",
     "molecule": "a CSV / TSV / Parquet table or a DataFrame with a 'smiles' column, or a list of SMILES",
 }
 TABLE_SUFFIXES = (".csv", ".tsv", ".parquet", ".pq")
@@ -66,6 +73,8 @@ class NewRows:
             folder, an array's index (0-based).
         notes: what was done, one sentence each (columns ignored, unseen categories, conversions).
         smiles: molecules: M SMILES, each parsed by RDKit (``x`` is then None); else None.
+        graphs: graphs: M torch-geometric ``Data`` (x (n_i, F) float32, edge_index (2, E_i)
+            int64), as the training graphs were read (``x`` is then None); else None.
     """
 
     x: np.ndarray | None
@@ -74,6 +83,7 @@ class NewRows:
     source: str
     notes: tuple[str, ...] = ()
     smiles: tuple[str, ...] | None = None
+    graphs: tuple | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -93,19 +103,18 @@ def read_new_rows(source, schema: InputSchema) -> NewRows:
         The rows; ``notes`` says what was ignored, converted or read as missing.
 
     Raises:
-        ConfigError: graphs or molecules, a source the model's kind cannot come as, no such path.
+        ConfigError: a source the model's kind cannot come as, no such path.
         DataFormatError: one line naming the file and the column or array: a training column
             missing, text in a numbers column, a missing cell the model cannot take, an infinite
             value, no rows, another example shape, pixel values outside the training's range.
         DataMissingError: pyarrow for Parquet, Pillow for images.
     """
     if schema.kind not in SOURCES:
-        raise ConfigError(
-            f"predicting new graphs is not supported yet; the model was trained on {schema.kind} data "
-            "(new tables, images, sequences, sets and molecules can be predicted)"
-        )
+        raise ConfigError(f"predicting new {schema.kind} data is not supported")
     if schema.kind == "molecule":
         return _molecule_rows(source)
+    if schema.kind == "graph":
+        return _graph_rows(source, schema)
     pandas = sys.modules.get("pandas")  # imported by the caller when source is a DataFrame
     if pandas is not None and isinstance(source, pandas.DataFrame):
         _expect(schema, "table", "the given DataFrame", "a table")
@@ -398,3 +407,40 @@ def _molecule_rows(source) -> NewRows:
             )
     ids = tuple(str(i + first) for i in range(len(smiles)))
     return NewRows(None, None, ids, str(name), smiles=smiles)
+
+
+# --------------------------------------------------------------------------- graphs
+
+
+def _graph_rows(source, schema: InputSchema) -> NewRows:
+    """New graphs, read by the training's graph readers (:mod:`~biaslab.data.user_graphs`)
+    without labels: each graph's node features must number the training's F."""
+    from biaslab.data.user_graphs import read_edge_list, read_graph_list
+
+    if isinstance(source, Mapping):
+        name = "the given arrays"
+        arrays = {str(k): np.asarray(v) for k, v in source.items()}
+    elif isinstance(source, (str, os.PathLike)):
+        name = Path(source)
+        if not name.is_file():
+            raise ConfigError(f"no file at {where(name)}")
+        suffix = name.suffix.lower()
+        if suffix not in (".npz", ".pt"):
+            raise DataFormatError(f"{where(name)}: new graphs come as {SOURCES['graph']}")
+        arrays = load_npz_arrays(name) if suffix == ".npz" else None
+    else:
+        raise ConfigError(f"new graphs come as {SOURCES['graph']}, not a {type(source).__name__}")
+    if arrays is None:
+        loaded = read_graph_list(name, "graph", labelled=False)
+    elif "edge_index" not in arrays:
+        raise DataFormatError(f"{where(name)} holds no edge_index; new graphs come as {SOURCES['graph']}")
+    else:
+        loaded = read_edge_list(arrays, name, labelled=False)
+    (expected,) = schema.example_shape
+    width = int(loaded.graphs[0].x.shape[1])
+    if width != expected:
+        raise DataFormatError(
+            f"{where(name)}: the graphs' nodes have {width} features; the model was trained on {expected}"
+        )
+    ids = tuple(str(i) for i in range(len(loaded.graphs)))
+    return NewRows(None, None, ids, str(name), graphs=tuple(loaded.graphs))

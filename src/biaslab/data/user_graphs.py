@@ -37,9 +37,10 @@ def _require_pyg(path: Path) -> None:
         raise DataMissingError(f"reading the graphs of {where(path)} needs torch-geometric: {GRAPH_EXTRA}")
 
 
-def read_graph_list(path: Path, kind: str | None) -> Loaded:
+def read_graph_list(path: Path, kind: str | None, labelled: bool = True) -> Loaded:
     """A ``.pt`` file holding a list of torch-geometric ``Data``, each with node features ``x``
-    (n_i, F), ``edge_index`` (2, E_i) and a graph-level label ``y`` (one value).
+    (n_i, F), ``edge_index`` (2, E_i) and a graph-level label ``y`` (one value; not read when
+    ``labelled`` is False: new graphs to predict).
 
     Loaded with ``torch.load(weights_only=True)``: no code runs. PyG 2.8 registers ``Data`` as a
     safe global, but a pickled ``Data`` also names ``DataEdgeAttr``, ``DataTensorAttr`` and
@@ -83,7 +84,7 @@ def read_graph_list(path: Path, kind: str | None) -> Loaded:
         raise DataFormatError(
             f"{where(path)} holds {type(graphs).__name__}; expected a list of torch_geometric Data"
         )
-    return _graphs(list(graphs), path, ["kind graph: a list of torch-geometric Data"])
+    return _graphs(list(graphs), path, ["kind graph: a list of torch-geometric Data"], labelled)
 
 
 def _check_unpacked_size(path: Path) -> None:
@@ -101,12 +102,13 @@ def _check_unpacked_size(path: Path) -> None:
     check_memory_for(f"{where(path)} unpacks to {size_text(total)}, so loading it", total)
 
 
-def _graphs(graphs: list, path: Path, notes: list[str]) -> Loaded:
+def _graphs(graphs: list, path: Path, notes: list[str], labelled: bool = True) -> Loaded:
     """Check each graph and copy it with float32 features and int64 edges.
 
     Guaranteed of each graph: node features x, a (n_i, F) tensor of real numbers, all finite,
     with n_i >= 1 and one F >= 1 for all; an edge_index, a 2×E tensor of integers (int8 to
-    int64 or uint8: never bool, float or complex) naming nodes 0..n_i-1; one real label y.
+    int64 or uint8: never bool, float or complex) naming nodes 0..n_i-1; one real label y
+    (when ``labelled``; else ``y`` is not read and the Loaded's ``y`` is empty).
     """
     import torch
 
@@ -148,17 +150,8 @@ def _graphs(graphs: list, path: Path, notes: list[str]) -> Loaded:
             raise DataFormatError(
                 f"{where(path)}: graph {i}'s edge_index names a node outside 0..{x.shape[0] - 1}"
             )
-        if not isinstance(y, torch.Tensor) or y.numel() != 1:
-            count = "no y" if not isinstance(y, torch.Tensor) else f"a y of {y.numel()} values"
-            raise DataFormatError(
-                f"{where(path)}: graph {i} has {count}; each graph needs one graph-level label y"
-            )
-        if y.is_complex():
-            raise DataFormatError(
-                f"{where(path)}: graph {i}'s label y is {str(y.dtype).removeprefix('torch.')}; "
-                "labels must be real numbers (complex ones are not read)"
-            )
-        labels.append(y.reshape(()).item())
+        if labelled:
+            labels.append(_label_of(y, i, path))
         copy = graph.clone()
         copy.x, copy.edge_index = x.float(), edges.long()
         checked.append(copy)
@@ -168,21 +161,45 @@ def _graphs(graphs: list, path: Path, notes: list[str]) -> Loaded:
     return Loaded("graph", None, np.array(labels), names, graphs=checked, notes=notes)
 
 
-def read_edge_list(arrays: dict[str, np.ndarray], path: Path) -> Loaded:
+def _label_of(y, i: int, path: Path) -> float:
+    """Graph ``i``'s one real label."""
+    import torch
+
+    if not isinstance(y, torch.Tensor) or y.numel() != 1:
+        count = "no y" if not isinstance(y, torch.Tensor) else f"a y of {y.numel()} values"
+        raise DataFormatError(
+            f"{where(path)}: graph {i} has {count}; each graph needs one graph-level label y"
+        )
+    if y.is_complex():
+        raise DataFormatError(
+            f"{where(path)}: graph {i}'s label y is {str(y.dtype).removeprefix('torch.')}; "
+            "labels must be real numbers (complex ones are not read)"
+        )
+    return y.reshape(()).item()
+
+
+def read_edge_list(arrays: dict[str, np.ndarray], path: Path, labelled: bool = True) -> Loaded:
     """Graphs from one edge list: ``edge_index`` (2, E) global node ids, ``node_graph`` (N,) the
-    graph of each node (0..G-1), ``x`` (N, F) node features, ``y`` (G,) one label per graph."""
-    missing = [k for k in ("node_graph", "x", "y") if k not in arrays]
+    graph of each node (0..G-1), ``x`` (N, F) node features, ``y`` (G,) one label per graph
+    (``labelled`` False, new graphs to predict: no ``y``, or one that is not read; G is then
+    one more than the largest of ``node_graph``)."""
+    needed = ("node_graph", "x", "y") if labelled else ("node_graph", "x")
+    missing = [k for k in needed if k not in arrays]
     if missing:
         raise DataFormatError(
             f"{where(path)} holds edge_index but not {', '.join(missing)}; an edge list needs "
-            "edge_index (2, E), node_graph (N,), x (N, F), y (G,)"
+            f"edge_index (2, E), node_graph (N,), x (N, F){', y (G,)' if labelled else ''}"
         )
     _require_pyg(path)
     import torch
     from torch_geometric.data import Data
 
     edges, owner = arrays["edge_index"], arrays["node_graph"]
-    x, y = numeric_array(arrays["x"], "x", path), label_array(arrays["y"], path)
+    x = numeric_array(arrays["x"], "x", path)
+    if labelled:
+        y = label_array(arrays["y"], path)
+    else:  # only the number of graphs is read: one more than the largest graph id
+        y = np.zeros(int(owner.max()) + 1 if owner.size and owner.dtype.kind in "iu" else 0)
     if x.ndim == 1:
         x = x[:, None]
     if x.ndim != 2 or owner.shape != (len(x),) or owner.dtype.kind not in "iu":
@@ -193,9 +210,8 @@ def read_edge_list(arrays: dict[str, np.ndarray], path: Path) -> Loaded:
         raise DataFormatError(f"{where(path)}: edge_index must be 2×E integer node ids")
     check_finite(x, "x", path)
     if len(owner) and (owner.min() < 0 or owner.max() >= len(y)):
-        raise DataFormatError(
-            f"{where(path)}: node_graph names graphs outside 0..{len(y) - 1} (y has {len(y)} labels)"
-        )
+        why = f" (y has {len(y)} labels)" if labelled else ": graph ids count from 0"
+        raise DataFormatError(f"{where(path)}: node_graph names graphs outside 0..{len(y) - 1}{why}")
     if edges.size and (edges.min() < 0 or edges.max() >= len(x)):
         raise DataFormatError(f"{where(path)}: edge_index names nodes outside 0..{len(x) - 1}")
     crossing = np.flatnonzero(owner[edges[0]] != owner[edges[1]]) if edges.size else []
@@ -222,6 +238,6 @@ def read_edge_list(arrays: dict[str, np.ndarray], path: Path) -> Loaded:
                 y=torch.tensor([g]),  # replaced by the encoded label
             )
         )
-    loaded = _graphs(graphs, path, ["kind graph: an edge list (edge_index, node_graph, x, y)"])
-    loaded.y = y
+    loaded = _graphs(graphs, path, ["kind graph: an edge list (edge_index, node_graph, x, y)"], labelled)
+    loaded.y = y if labelled else loaded.y
     return loaded

@@ -35,7 +35,6 @@ from biaslab.comparison.judged import (
     recommendation,
     recommended,
 )
-from biaslab.comparison.saving import SAVED_KINDS
 from biaslab.comparison.seeds import over_seeds
 from biaslab.comparison.symmetry_report import explain, symmetry_table
 from biaslab.config import check_range
@@ -204,7 +203,7 @@ def run(ctx) -> None:
         ctx.table("Validation splits", ["splits", "training rows", "validation rows", "test rows"],
                   [[splits, sizes[0], sizes[1], n_test]])  # fmt: skip
     ctx.echo(f"recommended: {sentence}")
-    if pick is not None and data.kind in SAVED_KINDS:
+    if pick is not None:
         ctx.echo(f"predict new rows with it: biaslab predict {shlex.quote(str(ctx.run_dir))} NEW_DATA")
 
 
