@@ -198,3 +198,48 @@ def test_the_l1_step_is_the_mean_absolute_error_and_a_bad_loss_is_one_line():
     assert torch.allclose(out.loss, (model(x)[:, 0] - y).abs().mean())
     with pytest.raises(ConfigError, match="loss='huber': choose mse or l1"):
         protocol_step("regress", loss="huber")
+
+
+def test_qm9_models_saved_by_the_lab_predict_new_molecules_from_their_smiles(data, tmp_path):
+    """What a qm9 run saves (each model's files, the subset's preparation with the catalog)
+    reopens as a comparison that predicts from SMILES: every model but EGNN gives the outputs of
+    the fitted model on the same molecules of the QM9 store (the graphs and the counts computed
+    from the SMILES as the store's were), EGNN (coordinates) is one line."""
+    import json
+
+    from biaslab.comparison.saving import fitted_files, preparation_files
+    from biaslab.comparison.study import Comparison
+    from biaslab.data.input_schema import InputSchema
+
+    prepared = prepare_qm9(data, data.target("gap"), SPLIT)
+    files, names = {}, ("gcn", "bag-mlp", "fingerprint-mlp", "fingerprint-gbt", "egnn")
+    fitted = {}
+    for name in names:
+        (candidate,) = qm9_candidates([name], hidden=16, gbt_iterations=30)
+        setup = TrainSetup(tag=name, seed=0, progress=False)
+        result = fit_candidate(Trial(candidate, prepared, CONFIG, setup, "l1"))
+        fitted[name] = prepared.to_unit(result.fitted.outputs_on(prepared, "test"))
+        files |= fitted_files(result, candidate, prepared)
+    catalog = {"name": "qm9", "hidden": 16, "gbt_iterations": 30, "loss": "l1"}
+    schema = InputSchema("molecule", ()).as_dict()
+    files |= preparation_files(prepared, schema, (), list(names), "gcn", catalog)
+    for path, content in files.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_bytes(content)
+    (tmp_path / "results.json").write_text(json.dumps({"experiment": "qm9", "tables": []}))
+    (tmp_path / "COMPLETE").write_text("")
+    found = Comparison.load(tmp_path)
+    assert found.recommended == "gcn" and set(found.candidates) == set(names)
+    test_smiles = [str(s) for s in data.smiles[SPLIT.test]]
+    for name in names[:-1]:
+        predicted = found.predict(test_smiles, model=name)
+        np.testing.assert_allclose(predicted, fitted[name], rtol=1e-5, atol=1e-5, err_msg=name)
+    with pytest.raises(ConfigError, match="egnn reads 3-D coordinates"):
+        found.predict(test_smiles, model="egnn")
+
+
+def test_the_counts_of_new_molecules_equal_the_qm9_stores(data):
+    from biaslab.comparison.graph_store import molecule_store
+
+    store, *_ = molecule_store([str(s) for s in data.smiles])
+    np.testing.assert_array_equal(store.counts(), data.bags())

@@ -90,6 +90,7 @@ class PreparedGraphs(PreparedData):
             ``"counts"`` (N, 49) float32 counts of atoms and bonds (QM9,
             :func:`~biaslab.data.molecules.bag_of_atoms_and_bonds`), standardized per column
             by the training rows; graphs: none.
+        table_stats: name -> (mean (F,), std (F,)) of each standardized table's training rows.
         scaffolds: molecules: N Murcko scaffold SMILES ("" for an acyclic molecule); or None.
         split: the split rule, ``"random"`` or ``"scaffold"``.
     """
@@ -101,6 +102,7 @@ class PreparedGraphs(PreparedData):
     y_mean: float | None = None
     y_std: float | None = None
     tables: Mapping[str, np.ndarray] = field(default_factory=dict)
+    table_stats: Mapping[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     scaffolds: tuple[str, ...] | None = None
     split: str = "random"
     seed: int = 0
@@ -296,11 +298,12 @@ def prepared_graphs(
         )
         node_mean, node_std = preparation.feature_stats(store.x, None, 1, train_nodes)  # (F,), (F,)
         store = replace(store, x=((store.x - node_mean) / node_std).astype(np.float32))
-    scaled = {}
+    scaled, table_stats = {}, {}
     for name, values in (tables or {}).items():
         if name != "fingerprint":  # bits stay bits (see table())
             mean, std = preparation.feature_stats(values, None, 1, rows["train"])  # (F,), (F,)
             values = ((values - mean) / std).astype(np.float32)
+            table_stats[name] = (mean, std)
         scaled[name] = values
     trained, y_mean, y_std = preparation.trained_targets(y, task, rows["train"])
     return PreparedGraphs(
@@ -318,6 +321,7 @@ def prepared_graphs(
         y_mean=y_mean,
         y_std=y_std,
         tables=scaled,
+        table_stats=table_stats,
         scaffolds=scaffolds,
         split=split,
         seed=seed,
@@ -347,10 +351,14 @@ def _split(data: UserData, val: float, test: float, seed: int, rule: str, scaffo
     return rows
 
 
-def molecule_inputs(smiles, node_mean: np.ndarray | None, node_std: np.ndarray | None) -> tuple[Inputs, str]:
+def molecule_inputs(
+    smiles, node_mean: np.ndarray | None, node_std: np.ndarray | None, counts_stats=None
+) -> tuple[Inputs, str]:
     """New molecules as the candidates read them, as :func:`prepare_graphs` made the training
     molecules: each SMILES's graph (the notes' atom features, standardized by the training
-    graphs' node statistics ``node_mean``, ``node_std``) and its Morgan fingerprint.
+    graphs' node statistics ``node_mean``, ``node_std``), its Morgan fingerprint, and, when
+    ``counts_stats`` (the training rows' mean and std of QM9's counts table) is given, its counts
+    of atoms and bonds standardized by them.
 
     Returns:
         The :class:`~biaslab.comparison.prepared.Inputs` (``graphs`` None when the training
@@ -358,11 +366,14 @@ def molecule_inputs(smiles, node_mean: np.ndarray | None, node_std: np.ndarray |
         why there are no graphs ("" when there are).
     """
     store, fingerprints, _, unreadable = molecule_store(smiles)
+    tables = {"fingerprint": torch.from_numpy(fingerprints.astype(np.float32))}
+    if store is not None and counts_stats is not None:
+        mean, std = counts_stats
+        tables["counts"] = torch.from_numpy(((store.counts() - mean) / std).astype(np.float32))
     if store is not None and node_mean is not None:
         store = replace(store, x=((store.x - node_mean) / node_std).astype(np.float32))
     else:
         store, unreadable = None, unreadable or "the training molecules were compared by fingerprints only"
-    tables = {"fingerprint": torch.from_numpy(fingerprints.astype(np.float32))}
     return Inputs(graphs=store, tables=tables), unreadable
 
 

@@ -19,6 +19,7 @@ import torch
 
 from biaslab.data.molecules import (
     BOND_TYPES,
+    bag_of_atoms_and_bonds,
     molecule_graph,
     morgan_fingerprint,
     murcko_scaffold,
@@ -96,6 +97,20 @@ class GraphStore:
             edge_attr=torch.from_numpy(np.eye(EDGE_TYPES, dtype=np.float32)[self.edge_type[edges]]),
             batch=torch.from_numpy(np.repeat(np.arange(len(rows)), n_nodes)),
             num_graphs=len(rows),
+        )
+
+    def counts(self) -> np.ndarray:
+        """Each molecule's counts of atoms and bonds, computed from node features as
+        featurised (not standardized): what QM9's ``"counts"`` table holds
+        (:func:`~biaslab.data.molecules.bag_of_atoms_and_bonds`).
+
+        Shapes:
+            -> (N, 49) float32.
+        """
+        first_node = np.repeat(self.node_ptr[:-1], np.diff(self.edge_ptr))  # (E,) each edge's graph's
+        graph_of_node = np.repeat(np.arange(len(self)), np.diff(self.node_ptr))  # (A,)
+        return bag_of_atoms_and_bonds(
+            self.x, self.edge_index + first_node, self.edge_type, graph_of_node, len(self)
         )
 
     def chunks(self, rows=None) -> Iterator[tuple[MoleculeBatch]]:

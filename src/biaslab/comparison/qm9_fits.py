@@ -10,7 +10,10 @@ model on it by :func:`~biaslab.comparison.protocol.fit_candidate` with the confi
 torch model seeing its subset repeated to ``epoch_molecules`` per epoch, and returns the fit's
 record: test, validation and training MAE, the mean predictor's, epochs, parameters (the trees'
 nodes), seconds, and for EGNN on the largest subset its E(3) invariance error under a random
-rotation-reflection and translation.
+rotation-reflection and translation. Each model's fit on the largest subset with seed 0 is saved
+under the run's ``models/`` when it ends (:func:`~biaslab.comparison.saving.fitted_files`), and
+:func:`saved_preparation` is that subset's preparation: with them,
+``biaslab.load_comparison`` and ``biaslab predict`` predict new molecules from their SMILES.
 """
 
 from __future__ import annotations
@@ -21,12 +24,13 @@ from biaslab.caches import run_cache
 from biaslab.comparison.fitting import errors
 from biaslab.comparison.protocol import Trial, fit_candidate
 from biaslab.comparison.qm9 import prepare_qm9, qm9_candidates, tree_nodes
+from biaslab.comparison.saving import fitted_files, preparation_files
 from biaslab.data.molecule_splits import random_split, scaffold_split
 from biaslab.data.qm9 import load_qm9
 from biaslab.errors import ConfigError
 from biaslab.evaluate.symmetry import invariance_error, on_field, random_isometry
 
-__all__ = ["FULL_TRAIN", "THREE_D", "fit_qm9", "prepared_subset", "split_of"]
+__all__ = ["FULL_TRAIN", "THREE_D", "fit_qm9", "prepared_subset", "saved_preparation", "split_of"]
 
 THREE_D = ("egnn",)  # reads coordinates; every other model sees only the 2-D graph
 FULL_TRAIN = 110_000  # the benchmark's training molecules (Gilmer et al. 2017's split size)
@@ -87,8 +91,13 @@ def fit_record(ctx, cfg, candidate, prepared, seed: int, n: int) -> dict:
         moved = on_field("pos", random_isometry(3, ctx.seed_for("rotation"), det=-1, shift_std=5.0))
         probe = prepared.store.batch(prepared.rows["test"][:64])
         extra["egnn_invariance_error"] = invariance_error(fitted.model, moved, probe)
+    saved = seed == 0 and n == cfg.train_sizes[-1]  # the model a prediction uses
+    if saved:
+        for path, content in fitted_files(result, candidate, prepared).items():
+            ctx.save_file(path, content)  # in the run's models/ when this fit's result arrives
     trees = candidate.engine == "sklearn"  # parameters: the trees' nodes; epochs: boosting iterations
     return {
+        "saved": saved,
         "model": candidate.name,
         "train_size": n,
         "seed": seed,
@@ -104,3 +113,20 @@ def fit_record(ctx, cfg, candidate, prepared, seed: int, n: int) -> dict:
         "scores": result.scores(),  # without the fitted model, which stays in the task
         **extra,
     }
+
+
+def saved_preparation(cfg, seeds: tuple[int, int, int], saved, recommended: str | None) -> dict[str, bytes]:
+    """The run's ``models/`` preparation for the models saved on the largest subset (seed 0):
+    its node and counts statistics and target scaling (:func:`prepared_subset`), the input
+    schema (molecules, read from SMILES) and the catalog that rebuilds the models.
+
+    Args:
+        seeds: the subset's, the split's and the evaluation rows' seeds, as :func:`fit_qm9` drew them.
+        saved: the names of the saved models; recommended: the recommended one's (or None).
+    """
+    from biaslab.data.input_schema import InputSchema
+
+    prepared = prepared_subset(cfg, cfg.train_sizes[-1], *seeds)
+    catalog = {"name": "qm9", "hidden": cfg.hidden, "gbt_iterations": cfg.gbt_iterations, "loss": cfg.loss}
+    schema = InputSchema("molecule", ()).as_dict()
+    return preparation_files(prepared, schema, (), list(saved), recommended, catalog)

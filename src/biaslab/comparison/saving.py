@@ -9,10 +9,12 @@ A run's ``models/`` folder:
 
     preparation.json     the data's input schema (:class:`~biaslab.data.new_rows.InputSchema`),
                          task, classes (their labels as given), the regression target's mean and
-                         standard deviation, the recommended candidate, and each file's SHA-256
+                         standard deviation, the recommended candidate, the candidates' catalog
+                         when not the decision guide's (qm9's), and each file's SHA-256
     preparation.npz      x_mean, x_std: the training rows' feature statistics (no object arrays);
                          graphs and molecules: node_mean, node_std, the training graphs' nodes'
-                         (absent for molecules compared by fingerprints only)
+                         (absent for molecules compared by fingerprints only), and QM9's
+                         counts_mean, counts_std (its counts table's training columns)
     encoding.skops       a raw table's ``ColumnTransformer`` (imputation, one-hot codes)
     <candidate>/         one folder per candidate (:func:`~biaslab.comparison.candidates.slug`):
       model.json         what rebuilds it: name, engine, input shape, outputs, task, whether it
@@ -264,7 +266,7 @@ def rebuild_fitted(folder: Path, build: Callable[[dict], Any]) -> tuple[Fitted, 
 
 
 def preparation_files(
-    prepared, schema: dict, classes, saved: list[str], recommended: str | None
+    prepared, schema: dict, classes, saved: list[str], recommended: str | None, catalog: dict | None = None
 ) -> dict[str, bytes]:
     """The data's preparation as the run writes it under ``models/`` when the study ends
     (:mod:`biaslab.comparison.saving`'s table), by path relative to the run folder; each
@@ -277,6 +279,8 @@ def preparation_files(
         classes: the labels in the order of the outputs (classify), as the data gave them.
         saved: the names of the candidates whose files were written.
         recommended: the recommended candidate's name (None: every candidate diverged).
+        catalog: where the candidates' builders come from when not the decision guide's:
+            ``{"name": "qm9", "hidden": h, "gbt_iterations": i, "loss": l}`` (the qm9 lab's).
     """
     meta = {
         "schema": schema,
@@ -287,11 +291,16 @@ def preparation_files(
         "recommended": recommended,
         "candidates": list(saved),
         "has_positions": bool(getattr(prepared, "has_positions", False)),
+        **({"catalog": catalog} if catalog else {}),
     }
     files = {}
     if prepared.kind in GRAPH_KINDS:
         if prepared.node_mean is not None:  # graphs, or molecules that are all graphs
-            files["preparation.npz"] = npz_bytes(node_mean=prepared.node_mean, node_std=prepared.node_std)
+            counts = prepared.table_stats.get("counts")  # QM9's counts table, standardized
+            extra = {} if counts is None else {"counts_mean": counts[0], "counts_std": counts[1]}
+            files["preparation.npz"] = npz_bytes(
+                node_mean=prepared.node_mean, node_std=prepared.node_std, **extra
+            )
     else:
         scaling = prepared.scaling
         files["preparation.npz"] = npz_bytes(x_mean=scaling.x_mean, x_std=scaling.x_std)

@@ -45,7 +45,9 @@ from biaslab.evaluate.conformal import SplitConformal
 from biaslab.fileio import check_run_file_size
 from biaslab.results import COMPLETE, RESULTS
 
-__all__ = ["Comparison", "Leaderboard", "Predictions"]
+__all__ = ["STUDIES", "Comparison", "Leaderboard", "Predictions"]
+
+STUDIES = ("compare", "qm9")  # the labs whose runs save their candidates for prediction
 
 
 class Leaderboard(list):
@@ -152,8 +154,10 @@ class Comparison:
             raise DataFormatError(f"{run_dir} holds no finished run (no COMPLETE or results.json)")
         check_run_file_size(results_path)
         results = read_json(results_path, ("experiment",))
-        if results["experiment"] != "compare":
-            raise DataFormatError(f"{run_dir} is a run of {results['experiment']!r}, not of compare")
+        if results["experiment"] not in STUDIES:
+            raise DataFormatError(
+                f"{run_dir} is a run of {results['experiment']!r}, not a comparison ({' or '.join(STUDIES)})"
+            )
         folder = run_dir / MODELS
         if not (folder / "preparation.json").is_file():
             raise DataFormatError(
@@ -175,7 +179,8 @@ class Comparison:
     def leaderboard(self) -> Leaderboard:
         """The report's leaderboard: per candidate its prior, parameters, validation and test
         scores, timings and verdict, best validation score first."""
-        table = next((t for t in self.results.get("tables", []) if t.get("title") == LEADERBOARD), None)
+        tables = self.results.get("tables", [])
+        table = next((t for t in tables if t.get("title", "").split(":")[0] == LEADERBOARD), None)
         if table is None:
             return Leaderboard()
         return Leaderboard(dict(zip(table["columns"], row, strict=False)) for row in table["rows"])
@@ -201,6 +206,14 @@ class Comparison:
     def _build(self, meta: dict):
         """A fresh module of the candidate ``meta`` names: the guide's, or the user's factory."""
         shape, outputs, task = tuple(meta["input_shape"]), int(meta["n_outputs"]), meta["task"]
+        catalog = self._preparation.get("catalog")
+        if isinstance(catalog, dict) and catalog.get("name") == "qm9":
+            from biaslab.comparison.qm9 import QM9_CANDIDATES, qm9_candidates
+
+            if meta["name"] not in QM9_CANDIDATES:
+                raise DataFormatError(f"{self.run_dir / MODELS}: no QM9 model {meta['name']!r} (edited?)")
+            (candidate,) = qm9_candidates((meta["name"],), int(catalog["hidden"]))
+            return candidate.build(shape, outputs, task)
         if meta.get("factory"):
             from biaslab.comparison.user_models import user_candidate
 
@@ -238,8 +251,14 @@ class Comparison:
             )
         has_graphs = "preparation.npz" in self._preparation.get("files", {})
         stats = self._statistics(("node_mean", "node_std")) if has_graphs else {}
-        inputs, unreadable = molecule_inputs(rows.smiles, stats.get("node_mean"), stats.get("node_std"))
-        if inputs.graphs is None and meta.get("reads") == "graph":
+        counts = None
+        if meta.get("reads") == "counts":  # QM9's counts table, standardized as in training
+            found = self._statistics(("counts_mean", "counts_std"))
+            counts = (found["counts_mean"], found["counts_std"])
+        inputs, unreadable = molecule_inputs(
+            rows.smiles, stats.get("node_mean"), stats.get("node_std"), counts
+        )
+        if inputs.graphs is None and meta.get("reads") in ("graph", "counts"):
             raise ConfigError(f"{unreadable}; {meta['name']} reads the atom features (H, C, N, O, F)")
         return inputs, rows
 

@@ -23,16 +23,17 @@ GG-NN + set2set 0.097 eV (Gilmer et al. 2017), Chemprop D-MPNN ~0.106 eV; chemic
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 import torch
 
-from biaslab.comparison.judged import recommendation
+from biaslab.comparison.judged import LEADERBOARD, RECOMMENDATION, recommendation, recommended
 from biaslab.comparison.protocol import CandidateResult
 from biaslab.comparison.qm9 import QM9_CANDIDATES, judge_by_curves, qm9_candidates
-from biaslab.comparison.qm9_fits import FULL_TRAIN, THREE_D, fit_qm9, split_of
+from biaslab.comparison.qm9_fits import FULL_TRAIN, THREE_D, fit_qm9, saved_preparation, split_of
 from biaslab.config import check_range
 from biaslab.data.qm9 import TARGETS, TargetName
 from biaslab.errors import ConfigError
@@ -166,8 +167,9 @@ def run(ctx) -> None:
     keys = [(m, n, seed) for m in candidates for n in cfg.train_sizes for seed in range(cfg.seeds)]
     largest_first = sorted(keys, key=lambda key: -key[1])  # the longest fits first: workers end together
     outcomes, fits, unit = ctx.tasks(fit_qm9, largest_first), [], TARGETS[cfg.target].unit
+    saved = [m for m in candidates if outcomes[m, cfg.train_sizes[-1], 0].get("saved")]
     for m, n, seed in keys:
-        fit = dict(outcomes[m, n, seed])
+        fit = {k: v for k, v in outcomes[m, n, seed].items() if k != "saved"}
         fit["candidate"], fit["result"] = candidates[m], CandidateResult.from_scores(fit.pop("scores"))
         if "egnn_invariance_error" in fit:
             ctx.metric(egnn_invariance_error=fit.pop("egnn_invariance_error"))
@@ -177,10 +179,19 @@ def run(ctx) -> None:
     unseeded = ("result", "candidate", "train_seconds")  # objects, and wall clock (a timing above)
     ctx.metric(fits=[{k: v for k, v in f.items() if k not in unseeded} for f in fits])
 
-    _report(ctx, cfg, fits, skipped, split, device)
+    pick = _report(ctx, cfg, fits, skipped, split, device)
+    seeds = (ctx.seed_for("subset", 0), ctx.seed_for("split"), ctx.seed_for("evaluation rows"))
+    for path, content in saved_preparation(cfg, seeds, saved, pick).items():
+        ctx.save_file(path, content)  # with the models each fit saved: what biaslab predict reads
+    if pick is not None:
+        ctx.echo(
+            f"predict new molecules (a table with a smiles column) with {pick}: "
+            f"biaslab predict {shlex.quote(str(ctx.run_dir))} NEW.csv"
+        )
 
 
-def _report(ctx, cfg: QM9Config, fits: list[dict], skipped, split, device) -> None:
+def _report(ctx, cfg: QM9Config, fits: list[dict], skipped, split, device) -> str | None:
+    """The report's tables, figure and claims; returns the recommended model's name."""
     unit = TARGETS[cfg.target].unit
     largest = cfg.train_sizes[-1]
     results = {m: {n: [f for f in fits if f["model"] == m and f["train_size"] == n] for n in cfg.train_sizes}
@@ -224,9 +235,9 @@ def _report(ctx, cfg: QM9Config, fits: list[dict], skipped, split, device) -> No
         verdicts={m: j.decision.verdict for m, j in judged.items()},
     )
     ctx.table(
-        f"Test MAE ({unit}) of the {cfg.target} at {largest:,} training molecules ({cfg.split} split, "
-        f"{len(split.test):,} test molecules; the mean predictor's: {baseline:.4f}), mean ± std over "
-        f"{cfg.seeds} seed(s); device {device}; each model's verdict against a test MAE of "
+        f"{LEADERBOARD}: test MAE ({unit}) of the {cfg.target} at {largest:,} training molecules "
+        f"({cfg.split} split, {len(split.test):,} test molecules; the mean predictor's: {baseline:.4f}), "
+        f"mean ± std over {cfg.seeds} seed(s); device {device}; each model's verdict against a test MAE of "
         f"{_requirement_text(cfg, unit)}",
         ["model", "reads", f"test MAE ({unit})", f"power law at {FULL_TRAIN:,}", "exponent",
          "parameters (trees: nodes)", "train seconds", "best / last epoch (trees: iterations)", "verdict"],
@@ -262,8 +273,10 @@ def _report(ctx, cfg: QM9Config, fits: list[dict], skipped, split, device) -> No
         "and chemical accuracy.",
     )
     _claims(ctx, cfg, summary, laws)
-    sentence = recommendation("regress", judged)
-    ctx.table("Recommendation", ["recommendation"], [[sentence]])
+    sizes = (largest, len(split.val))  # a validation MAE's standard error is over these rows
+    sentence, pick = recommendation("regress", judged, sizes=sizes), recommended("regress", judged, sizes[1])
+    ctx.table(RECOMMENDATION, ["model", "recommendation"], [[pick.name if pick else "-", sentence]])
+    return pick and pick.name
 
 
 def _requirement_text(cfg: QM9Config, unit: str) -> str:
