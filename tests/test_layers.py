@@ -2,9 +2,10 @@
 
 Layers, bottom up (docs/architecture.md):
 
-    caches, errors, fileio, formatting, hardware, locking, results, version  ->  scratch, nn, data, config
-    ->  train, evaluate, generative  ->  runs, registry, catalog, config_slices, loggers
-    ->  report  ->  runner  ->  sequence  ->  experiments, notebooks  ->  cli (and the package root)
+    better, caches, errors, fileio, formatting, hardware, locking, results, version
+    ->  scratch, nn, data, config  ->  train, evaluate, generative
+    ->  comparison  ->  runs, registry, catalog, config_slices, loggers  ->  report, scale
+    ->  runner  ->  sequence, sweep  ->  experiments, notebooks  ->  api, cli (and the package root)
 
 A module may import from its own layer or any layer below. Every import statement counts,
 also those inside functions (a lazy import is still a dependency).
@@ -20,6 +21,7 @@ import biaslab
 ROOT = Path(biaslab.__file__).resolve().parent
 LAYERS = [
     {
+        "better",
         "caches",
         "documents",
         "errors",

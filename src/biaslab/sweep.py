@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from biaslab.better import better
 from biaslab.errors import BiaslabError, ConfigError
 from biaslab.fileio import atomic_write_bytes, read_json, write_json
 from biaslab.formatting import tell
@@ -38,7 +39,6 @@ from biaslab.scale.tasks import failure, on_driver_machine, one_error
 
 SWEEP = "sweep.json"
 SWEEP_RESULTS = "sweep-results.json"
-MINIMISED = ("loss", "mae", "mse", "error", "rmse", "ece")  # a selection metric ending so is minimised
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -240,7 +240,7 @@ def aggregate(
     if select:
         scored = [c for c in configurations if select in c["metrics"]]
         if scored:
-            lower = select.endswith(MINIMISED)
+            lower = better(select) == "lower"
             best = (min if lower else max)(scored, key=lambda c: c["metrics"][select]["mean"])
             rule = f"{'lowest' if lower else 'highest'} mean {select} over the seeds"
             summary["best"] = {"config": best["config"], select: best["metrics"][select], "rule": rule}

@@ -40,10 +40,9 @@ import os
 import sys
 import time
 
+from biaslab.better import better, improves
 from biaslab.train.checkpoint import check_tensors, is_count, is_number, shown
 from biaslab.train.distributed import main_process_only
-
-MINIMISED = ("loss", "mae", "mse", "error")  # monitored keys with these endings are errors
 
 
 class Callback:
@@ -60,14 +59,14 @@ class Callback:
 class Best:
     """The best value of ``monitor`` seen so far, and the epoch that had it.
 
-    Keys ending in ``loss``, ``mae``, ``mse`` or ``error`` are minimised, all others (accuracies,
-    AUROC) maximised; a change smaller than ``min_delta`` is not an improvement; nan, inf and a
-    missing key never are.
+    Errors, losses and costs are minimised, all others (accuracies, AUROC) maximised, by the
+    one rule of :func:`biaslab.better.better`; a change smaller than ``min_delta`` is not an
+    improvement; nan, inf and a missing key never are.
     """
 
     def __init__(self, monitor: str = "val_loss", min_delta: float = 0.0):
         self.monitor, self.min_delta = monitor, min_delta
-        self.minimize = monitor.endswith(MINIMISED)
+        self.direction = better(monitor)
         self.value: float | None = None
         self.epoch = 0
 
@@ -77,14 +76,10 @@ class Best:
         value = record.get(self.monitor)
         if value is None or not math.isfinite(value):
             return None
-        better = (
-            self.value is None
-            or (self.minimize and value < self.value - self.min_delta)
-            or (not self.minimize and value > self.value + self.min_delta)
-        )
-        if better:
+        improved = improves(value, self.value, self.direction, self.min_delta)
+        if improved:
             self.value, self.epoch = value, epoch
-        return better
+        return improved
 
     def state_dict(self) -> dict:
         return {"best": self.value, "best_epoch": self.epoch}

@@ -56,10 +56,11 @@ class TrainConfig:
         warmup: fraction of steps spent warming up in ``"onecycle"`` (default 0.25).
         patience: epochs without improvement of ``monitor`` before stopping; 0 disables
             early stopping (default 0).
-        monitor: the history key early stopping and keep-the-best watch; ``*loss``, ``*mae``,
-            ``*mse`` and ``*error`` keys are minimised, others maximised (default
-            ``"val_loss"``). Any key here; a lab's config narrows it to a ``Literal`` of the keys
-            its trainings log (:data:`Monitor`, :data:`ClassifierMonitor`).
+        monitor: the history key early stopping and keep-the-best watch; losses, errors (MAE,
+            MSE, RMSE, ECE, ...) and costs are minimised, others maximised
+            (:func:`biaslab.better.better`; default ``"val_loss"``). Any key here; a lab's
+            config narrows it to a ``Literal`` of the keys its trainings log (:data:`Monitor`,
+            :data:`ClassifierMonitor`).
         min_delta: smallest change that counts as an improvement (default 0.0).
         restore_best: load the best weights seen when training ends (default True when
             early stopping is on).
