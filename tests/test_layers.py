@@ -2,7 +2,7 @@
 
 Layers, bottom up (docs/architecture.md):
 
-    better, caches, errors, fileio, formatting, hardware, locking, results, version
+    better, caches, checks, errors, fileio, formatting, hardware, locking, results, version
     ->  scratch, nn, data, config  ->  train, evaluate, generative
     ->  comparison  ->  runs, registry, catalog, config_slices, loggers  ->  report, scale
     ->  runner  ->  sequence, sweep  ->  experiments, notebooks  ->  api, cli (and the package root)
@@ -23,6 +23,7 @@ LAYERS = [
     {
         "better",
         "caches",
+        "checks",
         "documents",
         "errors",
         "fileio",

@@ -378,3 +378,17 @@ def test_printable_and_shell_quote_round_trip():
         assert pasted.stdout.decode() == text
         assert all(c.isprintable() or c == " " for c in printable(shell_quote(text)))
     assert printable("a\nb", keep="\n") == "a\nb" and printable("a\nb") == "a\\x0ab"
+
+
+def test_a_quoted_value_is_one_escaped_line_of_bounded_length():
+    """The one helper that quotes a value in a message (``formatting.quoted``)."""
+    import numpy as np
+
+    from biaslab.formatting import cut, quoted
+
+    assert quoted("  yield ") == "'yield'" and quoted(3) == "3" and quoted(None) == "None"
+    assert quoted("\u202eevil\x1b[2J") == "'\\u202eevil\\x1b[2J'"  # control and bidi characters escaped
+    many = quoted(np.zeros((20, 20)))
+    assert "\n" not in many and len(many) == 60 and many.endswith("...")  # a multi-line repr: one line
+    assert len(quoted("x" * 100, limit=40)) == 40
+    assert cut("abcdef", 5) == "ab..." and cut("abc", 5) == "abc"

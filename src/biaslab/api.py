@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 
+from biaslab.checks import is_number
 from biaslab.comparison.study import Comparison
 
 __all__ = ["compare", "load_comparison"]
@@ -64,7 +65,7 @@ def compare(
 
     data = os.fspath(data) if isinstance(data, os.PathLike) else data  # a Path as its text
     ood = os.fspath(ood) if isinstance(ood, os.PathLike) else ood
-    if isinstance(time_limit, (int, float)) and not isinstance(time_limit, bool):
+    if is_number(time_limit):
         time_limit = f"{time_limit}s"
     keys = {"data": data, "target": target, "task": task, "kind": kind, "ood": ood, "time_limit": time_limit}
     keys = {k: v for k, v in keys.items() if v is not None}

@@ -39,6 +39,7 @@ import typing
 from collections.abc import Mapping
 from typing import Any
 
+from biaslab.checks import is_integer, is_number
 from biaslab.errors import ConfigError
 
 _TRUE = {"true", "1", "yes", "on"}
@@ -181,7 +182,7 @@ def parse_value(key: str, raw: Any, tp, *, strict: bool = False) -> Any:
             pass
         raise ConfigError(f"{key}={raw!r}: expected {_type_name(tp)}")
     # A Python value (from biaslab.run(...) or a JSON file).
-    if tp is float and isinstance(raw, (int, float)) and not isinstance(raw, bool):
+    if tp is float and is_number(raw):
         try:
             return _finite(key, float(raw))
         except OverflowError:  # an int too large for a float
@@ -328,7 +329,7 @@ SEED_MAX = 2**64 - 1  # the largest seed torch's 64-bit generator takes
 
 def check_seed(seed: Any) -> int:
     """``seed`` if it is an integer in 0..2**64 - 1, else a ConfigError naming the range."""
-    if isinstance(seed, bool) or not isinstance(seed, int):
+    if not is_integer(seed):
         raise ConfigError(f"seed={seed!r}: must be an integer in 0..{SEED_MAX}")
     if not 0 <= seed <= SEED_MAX:
         raise ConfigError(f"seed={seed}: must be in 0..{SEED_MAX} (it seeds a 64-bit generator)")

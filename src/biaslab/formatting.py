@@ -15,7 +15,16 @@ import shlex
 import sys
 import unicodedata
 
-__all__ = ["format_duration", "format_value", "parse_duration", "printable", "shell_quote", "tell"]
+__all__ = [
+    "cut",
+    "format_duration",
+    "format_value",
+    "parse_duration",
+    "printable",
+    "quoted",
+    "shell_quote",
+    "tell",
+]
 
 # Format characters that reorder what follows them on screen (bidirectional overrides and
 # isolates): shown escaped like control characters, so text reads as it is stored.
@@ -38,6 +47,19 @@ def printable(text, keep: str = "") -> str:
     if not any(_unsafe(c) for c in text):
         return text
     return "".join(_escaped(c) if _unsafe(c) and c not in keep else c for c in text)
+
+
+def cut(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, ``...`` marking the cut."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def quoted(value, limit: int = 60) -> str:
+    """``value`` as a one-line message quotes it (the one helper for a bad value in a message):
+    its repr (a text stripped of surrounding blanks first; another value's on one line, runs of
+    whitespace as one space), control characters escaped (:func:`printable`), cut to ``limit`` characters."""
+    text = repr(value.strip()) if isinstance(value, str) else " ".join(repr(value).split())
+    return cut(printable(text), limit)
 
 
 def tell(line: str) -> None:

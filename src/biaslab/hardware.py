@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 
+from biaslab.checks import is_integer
 from biaslab.errors import ConfigError
 
 __all__ = [
@@ -122,7 +123,7 @@ def resolve_threads(value: int | str | None) -> int:
         if not text.isdigit():
             raise ConfigError(f"threads={value!r}: give a number of threads (1..{cores}) or 'auto'")
         value = int(text)
-    if isinstance(value, bool) or not isinstance(value, int):
+    if not is_integer(value):
         raise ConfigError(f"threads={value!r}: give a number of threads (1..{cores}) or 'auto'")
     if not 1 <= value <= 4 * cores:
         raise ConfigError(f"threads={value}: must be in 1..{4 * cores} (this machine has {cores} cores)")

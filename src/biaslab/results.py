@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
+from biaslab.checks import is_number
+
 __all__ = [
     "COMPLETE",
     "KINDS",
@@ -292,7 +294,7 @@ def tally(claims: Iterable[Any] | None) -> Tally:
 # -- several runs of one configuration -----------------------------------------------------------
 def finite_number(value: Any) -> bool:
     """A metric that averages: an int or float, finite, not a bool."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return is_number(value) and math.isfinite(value)
 
 
 def mean_std(values: list[float]) -> tuple[float, float]:

@@ -36,6 +36,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 
+from biaslab.checks import is_integer
 from biaslab.errors import BiaslabError, CheckpointError, DataFormatError
 from biaslab.fileio import (
     TEMP_NAME,
@@ -610,7 +611,7 @@ def _malformed_field(record: dict) -> str | None:
         return f"a record whose tag is {record['tag']!r}, not text"
     for key in ("step", "epoch"):
         value = record.get(key, 0)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        if not is_integer(value) or value < 0:
             return f"a record whose {key} is {value!r}, not a whole number >= 0"
     return None
 

@@ -37,8 +37,8 @@ from typing import Any, Literal
 import torch
 
 from biaslab.comparison import graph_models, models
-from biaslab.data.user_formats import show
 from biaslab.errors import ConfigError
+from biaslab.formatting import quoted
 
 __all__ = ["Candidate", "Reads", "RegressionLoss", "Task", "candidates_for", "slug"]
 
@@ -229,9 +229,9 @@ def candidates_for(kind: str, *, task: Task, has_positions: bool = False) -> lis
         ConfigError: an unknown kind or task.
     """
     if task not in ("classify", "regress"):
-        raise ConfigError(f"unknown task {show(task)}; choose classify or regress")
+        raise ConfigError(f"unknown task {quoted(task)}; choose classify or regress")
     if kind not in _GUIDE:
-        raise ConfigError(f"unknown kind {show(kind)}; choose one of {', '.join(_GUIDE)}")
+        raise ConfigError(f"unknown kind {quoted(kind)}; choose one of {', '.join(_GUIDE)}")
     geometric = [_EGNN] if kind == "molecule" and has_positions else []
     return [*_GUIDE[kind], *geometric]
 

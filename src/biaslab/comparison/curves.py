@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from biaslab.checks import is_integer
 from biaslab.comparison.fitting import Fitted, Trial, errors, fit
 from biaslab.comparison.prepared import Prepared
 from biaslab.errors import ConfigError
@@ -131,7 +132,7 @@ def learning_curve(
             a class (said in ``notes``).
         seeds: each draws its own subsets and trainings (default (0, 1)).
     """
-    if isinstance(points, bool) or not isinstance(points, int) or points < 1:
+    if not is_integer(points) or points < 1:
         raise ConfigError(f"points={points!r}: the number of sizes on the curve, an integer >= 1")
     seeds = list(seeds)
     if not seeds:

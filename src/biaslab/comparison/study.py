@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 from scipy.special import softmax
 
+from biaslab.checks import is_number
 from biaslab.comparison.candidates import candidates_for, slug
 from biaslab.comparison.fitting import Fitted
 from biaslab.comparison.judged import LEADERBOARD
@@ -359,6 +360,6 @@ def _cell(value) -> str:
 def _plain(labels: np.ndarray) -> np.ndarray:
     """Labels as the data gave them: numbers as a numeric array, text as strings."""
     values = list(labels)
-    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+    if all(is_number(v) for v in values):
         return np.asarray(values)
     return np.asarray([str(v) for v in values])

@@ -23,8 +23,9 @@ import torch
 from torch import nn
 
 from biaslab.comparison.candidates import Candidate, Task, candidates_for, slug
-from biaslab.data.user_formats import show, where
+from biaslab.data.user_formats import where
 from biaslab.errors import ConfigError
+from biaslab.formatting import cut, quoted
 
 __all__ = ["CHECK_ROWS", "check_candidate", "check_graph_candidate", "chosen_candidates", "user_candidate"]
 
@@ -92,7 +93,7 @@ def user_candidate(spec: str) -> Candidate:
     if not source.strip() or not name.isidentifier():
         raise ConfigError(
             f"a model is given as MODULE:FACTORY or FILE.py:FACTORY (e.g. my_models.py:make_model), "
-            f"not {show(spec)}"
+            f"not {quoted(spec)}"
         )
     path = factory_file(spec)
     module = _import_file(path) if path is not None else _import_module(source)
@@ -104,7 +105,7 @@ def user_candidate(spec: str) -> Candidate:
             if callable(v) and not n.startswith("_") and getattr(v, "__module__", None) == module.__name__
         )
         found = f"; it defines {', '.join(public[:8])}" if public else ""
-        raise ConfigError(f"{where_} has no {show(name)}{found}")
+        raise ConfigError(f"{where_} has no {quoted(name)}{found}")
     factory = getattr(module, name)
     if not callable(factory):
         raise ConfigError(f"{where_}:{name} is a {type(factory).__name__}, not a function building a model")
@@ -131,16 +132,16 @@ def _import_module(name: str):
         with _own_command_line(name):
             return importlib.import_module(name)
     except SystemExit as exc:  # the user's code may not end biaslab
-        raise ConfigError(f"importing module {show(name)}: it {_exited(exc)}") from None
+        raise ConfigError(f"importing module {quoted(name)}: it {_exited(exc)}") from None
     except ModuleNotFoundError as exc:
         if exc.name and name.split(".")[: len(exc.name.split("."))] == exc.name.split("."):
             raise ConfigError(
-                f"no module named {show(name)}; give its file instead "
+                f"no module named {quoted(name)}; give its file instead "
                 f"(path/to/{name.rpartition('.')[2]}.py:FACTORY)"
             ) from None
-        raise ConfigError(f"importing module {show(name)} failed: {_one_line(exc)}") from None
+        raise ConfigError(f"importing module {quoted(name)} failed: {_one_line(exc)}") from None
     except Exception as exc:  # the user's code: any failure is theirs to fix
-        raise ConfigError(f"importing module {show(name)} failed: {_one_line(exc)}") from None
+        raise ConfigError(f"importing module {quoted(name)} failed: {_one_line(exc)}") from None
 
 
 def _import_file(path: Path):
@@ -184,8 +185,7 @@ def _exited(exc: SystemExit) -> str:
 
 def _one_line(exc: BaseException, limit: int = 200) -> str:
     """``TypeError: message`` on one line, cut to about ``limit`` characters."""
-    text = " ".join(f"{type(exc).__name__}: {exc}".split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return cut(" ".join(f"{type(exc).__name__}: {exc}".split()), limit)
 
 
 # --------------------------------------------------------------------------- checking a candidate
@@ -211,7 +211,7 @@ def check_candidate(candidate: Candidate, x_sample, n_outputs: int, task: Task, 
     x = x.to(torch.float32)
     if x.dim() < 2 or len(x) == 0:
         raise ValueError(f"x_sample must be a batch (N, *input_shape) with N >= 1, got {tuple(x.shape)}")
-    label = f"candidate {show(candidate.name)}"
+    label = f"candidate {quoted(candidate.name)}"
     input_shape = tuple(x.shape[1:])
     model = _built(candidate, input_shape, n_outputs, task, label, f"input shape {input_shape}")
     if candidate.engine == "sklearn":
@@ -239,7 +239,7 @@ def check_graph_candidate(candidate: Candidate, batch, n_outputs: int, task: Tas
     Raises:
         ConfigError: one line naming the candidate, as :func:`check_candidate`.
     """
-    label = f"candidate {show(candidate.name)}"
+    label = f"candidate {quoted(candidate.name)}"
     input_shape = (int(batch.x.shape[1]),)
     model = _built(candidate, input_shape, n_outputs, task, label, f"node features {input_shape}")
     out = _run_once(label, model, lambda m: m(batch), f"a batch of {batch.num_graphs} graphs")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from biaslab.checks import is_integer
 from biaslab.errors import BiaslabError
 
 __all__ = ["contextual_sbm", "split_masks"]
@@ -45,7 +46,7 @@ def contextual_sbm(
     """
     from torch_geometric.data import Data
 
-    if isinstance(classes, bool) or int(classes) != classes or classes < 2:
+    if not is_integer(classes) or classes < 2:
         raise BiaslabError(f"classes must be an integer >= 2, got {classes!r}")
     if not n >= 2 * classes:
         raise BiaslabError(f"n must be at least 2 per class ({2 * classes}), got {n}")

@@ -17,7 +17,8 @@ import numpy as np
 from biaslab.data.table_columns import ColumnSchema
 from biaslab.data.user_arrays import CHANNELS
 from biaslab.data.user_data import KINDS, UserData
-from biaslab.data.user_formats import listed, show
+from biaslab.data.user_formats import listed
+from biaslab.formatting import quoted
 
 __all__ = ["InputSchema"]
 
@@ -120,7 +121,7 @@ class InputSchema:
 def _field(d: Mapping, key: str, ok, what: str, *default):
     value = d.get(key, *default)
     if not ok(value):
-        raise ValueError(f"input schema: {key!r} must be {what}, not {show(value)}")
+        raise ValueError(f"input schema: {key!r} must be {what}, not {quoted(value)}")
     return value
 
 

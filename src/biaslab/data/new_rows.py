@@ -41,10 +41,11 @@ import numpy as np
 from biaslab.data.input_schema import InputSchema
 from biaslab.data.user_arrays import channels_first, load_npz_arrays, read_arrays, scale_pixels
 from biaslab.data.user_data import NOUNS
-from biaslab.data.user_formats import check_finite, listed, numeric_array, show, where
+from biaslab.data.user_formats import check_finite, listed, numeric_array, where
 from biaslab.data.user_images import IMAGE_SUFFIXES, read_image_files
 from biaslab.data.user_tables import TableCells, as_numbers, did_you_mean, read_cells
 from biaslab.errors import ConfigError, DataFormatError
+from biaslab.formatting import quoted
 
 __all__ = ["InputSchema", "NewRows", "read_new_rows"]  # InputSchema: data.input_schema's
 
@@ -141,7 +142,7 @@ def read_new_rows(source, schema: InputSchema) -> NewRows:
     if suffix == ".npz":
         return _array_rows(load_npz_arrays(path), schema, path)
     raise DataFormatError(
-        f"{where(path)}: unknown file type {show(suffix or path.name)}; new {NOUNS[schema.kind]} come as "
+        f"{where(path)}: unknown file type {quoted(suffix or path.name)}; new {NOUNS[schema.kind]} come as "
         f"{SOURCES[schema.kind]}"
     )
 
@@ -162,7 +163,7 @@ def _frame_cells(frame) -> TableCells:
     names = [str(c) for c in frame.columns]
     twice = [n for i, n in enumerate(names) if n in names[:i]]
     if twice:
-        raise DataFormatError(f"the given DataFrame: column {show(twice[0])} appears twice")
+        raise DataFormatError(f"the given DataFrame: column {quoted(twice[0])} appears twice")
     columns = {}
     for name, (_, series) in zip(names, frame.items()):
         values = series.to_numpy()
@@ -178,7 +179,7 @@ def _table_rows(table: TableCells, schema: InputSchema, name, first: int = 1) ->
     for column in schema.columns:
         if column.name not in table.columns:
             raise DataFormatError(
-                f"{where(name)} has no column {show(column.name)}, a feature the model was trained on; "
+                f"{where(name)} has no column {quoted(column.name)}, a feature the model was trained on; "
                 f"the columns are {listed(table.names)}{did_you_mean(column.name, table.names)}"
             )
     rows = len(table.columns[table.names[0]]) if table.names else 0
@@ -187,20 +188,20 @@ def _table_rows(table: TableCells, schema: InputSchema, name, first: int = 1) ->
     x = np.empty((rows, len(schema.columns)), dtype=np.float32)
     notes = []
     for j, column in enumerate(schema.columns):
-        cells, at = table.columns[column.name], f"{where(name)}: column {show(column.name)}"
+        cells, at = table.columns[column.name], f"{where(name)}: column {quoted(column.name)}"
         if column.kind == "categories":
             values, unseen = column.codes(cells)
             if unseen:
                 notes.append(
-                    f"column {show(column.name)}: {unseen} rows hold a category the training rows never "
+                    f"column {quoted(column.name)}: {unseen} rows hold a category the training rows never "
                     "held (read as missing)"
                 )
         else:
             values, text = as_numbers(cells)
             if text is not None:
                 raise DataFormatError(
-                    f"{at} holds {show(cells[text])} on {table.row_label(text)}; the model reads the column "
-                    "as numbers: fix that cell, or leave it empty"
+                    f"{at} holds {quoted(cells[text])} on {table.row_label(text)}; the model reads the "
+                    "column as numbers: fix that cell, or leave it empty"
                 )
         with np.errstate(over="ignore"):  # beyond float32 becomes inf, refused below
             x[:, j] = values
@@ -268,8 +269,9 @@ def _array_cells(x: np.ndarray, schema: InputSchema, name) -> TableCells:
             bad = np.flatnonzero(~known & ~np.isnan(values))
             if len(bad):
                 raise DataFormatError(
-                    f"{where(name)}: column {show(column.name)} holds {values[bad[0]]:g} on x[{bad[0]}], not "
-                    f"a code of its categories (0..{len(column.categories) - 1}: {listed(column.categories)})"
+                    f"{where(name)}: column {quoted(column.name)} holds {values[bad[0]]:g} on x[{bad[0]}], "
+                    f"not a code of its categories (0..{len(column.categories) - 1}: "
+                    f"{listed(column.categories)})"
                 )
             values = np.array([column.categories[int(v)] if k else None for v, k in zip(values, known)])
         columns[column.name] = values
@@ -402,8 +404,8 @@ def _molecule_rows(source) -> NewRows:
     for i, text in enumerate(smiles):
         if not text or parse_smiles(text) is None:
             raise DataFormatError(
-                f"{where(name)}: {label(i)} holds {show(text) if text else 'no SMILES'}, which RDKit cannot "
-                "parse; fix or drop that row"
+                f"{where(name)}: {label(i)} holds {quoted(text) if text else 'no SMILES'}, which RDKit "
+                "cannot parse; fix or drop that row"
             )
     ids = tuple(str(i + first) for i in range(len(smiles)))
     return NewRows(None, None, ids, str(name), smiles=smiles)

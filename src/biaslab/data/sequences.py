@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from biaslab.checks import is_integer
 from biaslab.errors import BiaslabError
 
 __all__ = ["ADDING_TOLERANCE", "adding_problem", "recall_task", "retrieval_task", "retrieval_vocabulary"]
@@ -26,7 +27,7 @@ ADDING_TOLERANCE = 0.04  # an adding-problem answer counts as right within this 
 
 
 def _check(name: str, value: int, least: int) -> None:
-    if isinstance(value, bool) or int(value) != value or value < least:
+    if not is_integer(value) or value < least:
         raise BiaslabError(f"{name} must be an integer >= {least}, got {value!r}")
 
 

@@ -26,7 +26,8 @@ from typing import Literal
 
 import numpy as np
 
-from biaslab.data.user_formats import MISSING_CELLS, show
+from biaslab.data.user_formats import MISSING_CELLS
+from biaslab.formatting import quoted
 
 __all__ = ["MAX_CATEGORIES", "Column", "ColumnSchema", "cell_text", "read_column"]
 
@@ -98,12 +99,13 @@ def read_column(
     if numeric >= MOSTLY_NUMBERS * len(present):
         raise ValueError(
             f"is not numeric: mostly numbers, but {row_label(first_text)} holds "
-            f"{show(cells[first_text])}; fix that cell, leave it empty (read as missing), or drop the column"
+            f"{quoted(cells[first_text])}; fix that cell, leave it empty (read as missing), or drop the "
+            "column"
         )
     dates = sum(bool(_DATE.match(t)) for t in present)
     if dates >= MOSTLY_NUMBERS * len(present):
         raise ValueError(
-            f"holds dates (such as {show(present[0])}); biaslab does not read dates: turn them into "
+            f"holds dates (such as {quoted(present[0])}); biaslab does not read dates: turn them into "
             "numbers (days since a start, the month, the day of the week) or drop the column"
         )
     distinct = sorted(set(present))

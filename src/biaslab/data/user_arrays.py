@@ -25,12 +25,12 @@ from biaslab.data.user_formats import (
     listed,
     numeric_array,
     reason,
-    show,
     size_text,
     where,
 )
 from biaslab.data.user_graphs import read_edge_list
 from biaslab.errors import BiaslabError, ConfigError, DataFormatError
+from biaslab.formatting import quoted
 
 __all__ = [
     "MIN_IMAGE_SIDE",
@@ -74,7 +74,7 @@ def load_npz_arrays(path: Path) -> dict[str, np.ndarray]:
     largest = max(members.values(), key=lambda m: m.nbytes, default=None)
     if largest is not None:
         check_memory_for(
-            f"{where(path)} declares arrays of {size_text(stored)} (the largest: {show(largest.name)}, "
+            f"{where(path)} declares arrays of {size_text(stored)} (the largest: {quoted(largest.name)}, "
             f"{largest.described}), so reading them",
             stored + FLOAT32_COPIES * 4 * sum(m.count for m in members.values()),
         )
@@ -116,7 +116,7 @@ def _npy_members(path: Path) -> dict[str, _Member]:
                 with archive.open(info) as handle:
                     member = _npy_member(handle, info.filename, path)
                 if member.name in names:
-                    raise DataFormatError(f"{where(path)} holds two arrays named {show(member.name)}")
+                    raise DataFormatError(f"{where(path)} holds two arrays named {quoted(member.name)}")
                 names.add(member.name)
                 members[info.filename] = member
     except BiaslabError:
@@ -129,23 +129,25 @@ def _npy_members(path: Path) -> dict[str, _Member]:
 def _npy_member(handle, filename: str, path: Path) -> _Member:
     """One ``.npy`` member's header, read from ``handle`` (at its start) without its data."""
     if handle.read(len(NPY_MAGIC)) != NPY_MAGIC:
-        raise DataFormatError(f"{where(path)}: member {show(filename)} is not a .npy array")
+        raise DataFormatError(f"{where(path)}: member {quoted(filename)} is not a .npy array")
     version = tuple(handle.read(2))
     readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
     if version not in readers:
         raise DataFormatError(
-            f"{where(path)}: member {show(filename)} is a .npy of format version {version}; "
+            f"{where(path)}: member {quoted(filename)} is a .npy of format version {version}; "
             "versions 1.0 and 2.0 are read (numpy.savez writes them for arrays of numbers or text)"
         )
     shape, _, dtype = readers[version](handle)
     described = f"{'×'.join(map(str, shape)) or 'a scalar'} {dtype}"
     if dtype.hasobject:
         raise DataFormatError(
-            f"{where(path)} cannot be read as an .npz archive: {show(filename)} holds Python objects "
+            f"{where(path)} cannot be read as an .npz archive: {quoted(filename)} holds Python objects "
             "(pickles are not loaded); save arrays of numbers or text"
         )
     if any(n < 0 for n in shape):
-        raise DataFormatError(f"{where(path)}: member {show(filename)} declares a shape below 0: {described}")
+        raise DataFormatError(
+            f"{where(path)}: member {quoted(filename)} declares a shape below 0: {described}"
+        )
     count = math.prod(shape)
     return _Member(filename.removesuffix(".npy"), described, count, count * dtype.itemsize)
 

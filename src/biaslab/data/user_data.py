@@ -26,12 +26,14 @@ from typing import Literal, get_args
 
 import numpy as np
 
+from biaslab.checks import is_integer
 from biaslab.data.user_arrays import read_arrays, read_npz
-from biaslab.data.user_formats import Loaded, show, where
+from biaslab.data.user_formats import Loaded, where
 from biaslab.data.user_graphs import read_graph_list
 from biaslab.data.user_images import read_image_folder
 from biaslab.data.user_tables import read_table
 from biaslab.errors import ConfigError, DataFormatError
+from biaslab.formatting import quoted
 
 __all__ = [
     "KINDS",
@@ -204,7 +206,7 @@ def _checked(loaded: Loaded, path: Path, target: str | None, task: str | None, m
     """What a reader loaded, with its task chosen, its labels encoded and its size checked."""
     notes = loaded.notes
     if target is not None and loaded.kind not in ("table", "molecule"):
-        notes.append(f"target {show(target)} not used: {loaded.kind} data holds its labels itself")
+        notes.append(f"target {quoted(target)} not used: {loaded.kind} data holds its labels itself")
     chosen_task, why = infer_task(loaded.y, task)
     notes.append(f"task {chosen_task}: {why}")
     y, classes = _encode(loaded.y, chosen_task, path)
@@ -241,17 +243,15 @@ def _checked(loaded: Loaded, path: Path, target: str | None, task: str | None, m
 
 def _check_arguments(kind, task, image_size, min_rows) -> None:
     if kind is not None and kind not in KINDS:
-        raise ConfigError(f"unknown kind {show(kind)}; choose one of {', '.join(KINDS)}")
+        raise ConfigError(f"unknown kind {quoted(kind)}; choose one of {', '.join(KINDS)}")
     if task is not None and task not in TASKS:
-        raise ConfigError(f"unknown task {show(task)}; choose one of {', '.join(TASKS)}")
+        raise ConfigError(f"unknown task {quoted(task)}; choose one of {', '.join(TASKS)}")
     if image_size is not None:
         pair = tuple(image_size) if isinstance(image_size, (tuple, list)) else ()
-        if len(pair) != 2 or not all(
-            isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v > 0 for v in pair
-        ):
-            raise ConfigError(f"image_size must be two positive integers (H, W), not {show(image_size)}")
-    if isinstance(min_rows, bool) or not isinstance(min_rows, int) or min_rows < 1:
-        raise ConfigError(f"min_rows must be a positive integer, not {show(min_rows)}")
+        if len(pair) != 2 or not all(is_integer(v) and v > 0 for v in pair):
+            raise ConfigError(f"image_size must be two positive integers (H, W), not {quoted(image_size)}")
+    if not is_integer(min_rows) or min_rows < 1:
+        raise ConfigError(f"min_rows must be a positive integer, not {quoted(min_rows)}")
 
 
 def _read(path: Path, target: str | None, kind: str | None, image_size) -> Loaded:
@@ -272,7 +272,7 @@ def _read(path: Path, target: str | None, kind: str | None, image_size) -> Loade
         return read_graph_list(path, kind)
     hint = "; save x and y together: numpy.savez(path, x=x, y=y)" if suffix == ".npy" else ""
     raise DataFormatError(
-        f"{where(path)}: unknown file type {show(suffix or path.name)}; supported: {', '.join(SUFFIXES)} "
+        f"{where(path)}: unknown file type {quoted(suffix or path.name)}; supported: {', '.join(SUFFIXES)} "
         f"or a folder of class subfolders of images{hint}"
     )
 
@@ -290,7 +290,9 @@ def infer_task(y: np.ndarray, task: str | None) -> tuple[str, str]:
     text = y.dtype == object
     if task is not None:
         if task == "regress" and text:
-            raise DataFormatError(f"task regress needs a numeric target; it holds text such as {show(y[0])}")
+            raise DataFormatError(
+                f"task regress needs a numeric target; it holds text such as {quoted(y[0])}"
+            )
         return task, "as given"
     if text or y.dtype == bool:
         return "classify", f"the target holds {'text' if text else 'booleans'}"
@@ -325,7 +327,7 @@ def _encode(y: np.ndarray, task: str, path: Path) -> tuple[np.ndarray, tuple]:
             raise DataFormatError(f"{where(path)}: the target holds NaN or infinite values")
     classes, index = np.unique(y, return_inverse=True)
     if len(classes) < 2:
-        only = show(_label(classes[0])) if len(classes) else "none"
+        only = quoted(_label(classes[0])) if len(classes) else "none"
         raise DataFormatError(
             f"{where(path)}: the target has a single class ({only}); classification needs two or more"
         )

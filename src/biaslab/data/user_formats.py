@@ -25,7 +25,7 @@ import numpy as np
 
 from biaslab.config import short_of_memory
 from biaslab.errors import DataFormatError
-from biaslab.formatting import printable
+from biaslab.formatting import cut, printable, quoted
 
 __all__ = [
     "MISSING_CELLS",
@@ -37,7 +37,6 @@ __all__ = [
     "listed",
     "numeric_array",
     "reason",
-    "show",
     "size_text",
     "where",
 ]
@@ -79,14 +78,7 @@ class Loaded:
     pixel_range: tuple[float, float] | None = None  # images: x_read = (x - low) / (high - low)
 
 
-def show(value, limit: int = 40) -> str:
-    """``value`` quoted for a one-line message: repr-escaped, control characters escaped, cut
-    to about ``limit`` characters."""
-    text = printable(repr(value.strip() if isinstance(value, str) else value))
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def listed(items, limit: int = 5, shown: Callable[[object], str] = show) -> str:
+def listed(items, limit: int = 5, shown: Callable[[object], str] = quoted) -> str:
     """At most ``limit`` of ``items``, each as ``shown`` writes it (quoted and escaped by default),
     and how many more: ``'a', 'b', 'c', 'd', 'e' and 4,995 more``; ``nothing`` for none. A message
     that lists names the user chose (arrays, columns, folders) stays one short line however many."""
@@ -112,7 +104,7 @@ def where(path: str | os.PathLike) -> str:
 def reason(exc: BaseException, limit: int = 120) -> str:
     """What a library's exception says, as part of a line: one line, escaped, cut to ``limit``."""
     text = printable(" ".join(str(exc).split())) or type(exc).__name__
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return cut(text, limit)
 
 
 def size_text(nbytes: float) -> str:

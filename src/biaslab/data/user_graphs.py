@@ -22,12 +22,12 @@ from biaslab.data.user_formats import (
     check_memory_for,
     label_array,
     numeric_array,
-    show,
     size_text,
     where,
 )
 from biaslab.errors import ConfigError, DataFormatError, DataMissingError
 from biaslab.fileio import torch_zip_bytes
+from biaslab.formatting import quoted
 
 __all__ = ["read_edge_list", "read_graph_list"]
 
@@ -75,7 +75,7 @@ def read_graph_list(path: Path, kind: str | None, labelled: bool = True) -> Load
             graphs = torch.load(path, weights_only=True, map_location="cpu")
     except Exception as exc:  # unpickling errors have no common base
         unsafe = re.search(r"Unsupported global: GLOBAL ([\w.]+)", str(exc))
-        reason = f"it holds {unsafe[1]}" if unsafe else show(" ".join(str(exc).split()), 120)
+        reason = f"it holds {unsafe[1]}" if unsafe else quoted(" ".join(str(exc).split()), 120)
         raise DataFormatError(
             f"{where(path)} cannot be loaded as a list of torch-geometric Data with weights_only "
             f"(tensors and Data only): {reason}"

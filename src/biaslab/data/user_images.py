@@ -18,8 +18,9 @@ from pathlib import Path
 import numpy as np
 
 from biaslab.data.user_arrays import to_unit_range
-from biaslab.data.user_formats import Loaded, check_memory_for, listed, reason, show, where
+from biaslab.data.user_formats import Loaded, check_memory_for, listed, reason, where
 from biaslab.errors import ConfigError, DataFormatError, DataMissingError
+from biaslab.formatting import quoted
 
 __all__ = ["IMAGE_SUFFIXES", "MAX_IMAGE_PIXELS", "read_image_files", "read_image_folder"]
 
@@ -121,7 +122,7 @@ def _decoded_all(Image, files: list[Path], choose, image_size, notes: list[str])
         images = [_decoded(Image, file, mode, image_size) for file in files]
     if caught:
         times = "once" if len(caught) == 1 else f"{len(caught)} times"
-        notes.append(f"Pillow warned {times} (first: {show(str(caught[0].message), 80)})")
+        notes.append(f"Pillow warned {times} (first: {quoted(str(caught[0].message), 80)})")
     x = np.stack(images)
     return x[:, None] if x.ndim == 3 else np.moveaxis(x, -1, 1)
 
@@ -135,7 +136,7 @@ def _image_header(Image, file: Path) -> tuple[tuple[int, int], str]:
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
         raise DataFormatError(f"{where(file)} is refused as a decompression bomb: {reason(exc)}") from None
     except Exception as exc:  # Pillow's format plugins raise many types on corrupt headers
-        raise DataFormatError(f"{where(file)} cannot be read as an image: {show(str(exc), 80)}") from None
+        raise DataFormatError(f"{where(file)} cannot be read as an image: {quoted(str(exc), 80)}") from None
     (width, height), pixels = size, size[0] * size[1]
     if pixels > MAX_IMAGE_PIXELS:
         raise DataFormatError(
@@ -181,7 +182,7 @@ def _decoded(Image, file: Path, mode: str, image_size: tuple[int, int] | None) -
             read = read.resize((image_size[1], image_size[0]), Image.Resampling.BILINEAR)
         return np.asarray(read)
     except Exception as exc:  # Pillow's decoders raise many types on corrupt data
-        raise DataFormatError(f"{where(file)} cannot be read as an image: {show(str(exc), 80)}") from None
+        raise DataFormatError(f"{where(file)} cannot be read as an image: {quoted(str(exc), 80)}") from None
 
 
 def _image_files(path: Path) -> tuple[list[Path], list[str], list[str]]:

@@ -27,11 +27,10 @@ from biaslab.data.user_formats import (
     Loaded,
     check_memory_for,
     listed,
-    show,
     where,
 )
 from biaslab.errors import ConfigError, DataFormatError, DataMissingError
-from biaslab.formatting import printable
+from biaslab.formatting import printable, quoted
 
 __all__ = ["TableCells", "as_numbers", "did_you_mean", "read_cells", "read_table"]
 
@@ -81,7 +80,7 @@ def read_table(path: Path, target: str | None, kind: str | None) -> Loaded:
         )
     if kind == "table" and smiles_columns:
         raise ConfigError(
-            f"kind 'table' contradicts {where(path)}: column {show(smiles_columns[0])} holds SMILES "
+            f"kind 'table' contradicts {where(path)}: column {quoted(smiles_columns[0])} holds SMILES "
             "(a molecule); leave kind out, or drop the column"
         )
     target = _target_column(table, target, path)
@@ -102,7 +101,7 @@ def _target_column(table: TableCells, target: str | None, path: Path) -> str:
     if target in table.names:
         return target
     hint = did_you_mean(target, table.names)
-    raise ConfigError(f"{where(path)} has no column {show(target)}; {_columns(table)}{hint}")
+    raise ConfigError(f"{where(path)} has no column {quoted(target)}; {_columns(table)}{hint}")
 
 
 def did_you_mean(name: str, names: list[str]) -> str:
@@ -111,7 +110,7 @@ def did_you_mean(name: str, names: list[str]) -> str:
     close = difflib.get_close_matches(name, names, n=1, cutoff=0.5)
     folded = [n for n in names if n.strip().lower() == name.strip().lower()]
     guess = folded or close
-    return f"; did you mean {show(guess[0])}?" if guess else ""
+    return f"; did you mean {quoted(guess[0])}?" if guess else ""
 
 
 def read_cells(path: Path) -> TableCells:
@@ -197,7 +196,7 @@ def _no_duplicates(names: list[str], path: Path) -> None:
     seen = set()
     for name in names:
         if name in seen:
-            raise DataFormatError(f"{where(path)}: column {show(name)} appears twice in the header")
+            raise DataFormatError(f"{where(path)}: column {quoted(name)} appears twice in the header")
         seen.add(name)
 
 
@@ -238,7 +237,7 @@ def _target_values(table: TableCells, target: str, path: Path) -> tuple[np.ndarr
         infinite = np.flatnonzero(np.isinf(numbers))
         if len(infinite):
             raise DataFormatError(
-                f"{where(path)}: target column {show(target)} holds an infinite value on "
+                f"{where(path)}: target column {quoted(target)} holds an infinite value on "
                 f"{table.row_label(int(infinite[0]))}; fix or drop that row"
             )
         return numbers, ~np.isnan(numbers)
@@ -253,18 +252,18 @@ def _table(table: TableCells, target: str, path: Path) -> Loaded:
     features = [n for n in table.names if n != target]
     if not features:
         raise DataFormatError(
-            f"{where(path)} has no column besides the target {show(target)}; a table needs features"
+            f"{where(path)} has no column besides the target {quoted(target)}; a table needs features"
         )
     y, present = _target_values(table, target, path)
     if not present.any():
-        raise DataFormatError(f"{where(path)}: target column {show(target)} is empty on every row")
+        raise DataFormatError(f"{where(path)}: target column {quoted(target)} is empty on every row")
     kept, dropped = [], []
     for name in features:
         numbers, first_text = _as_numbers(table.columns[name])
         try:
             column = read_column(name, table.columns[name], numbers, first_text, table.row_label)
         except ValueError as exc:
-            raise DataFormatError(f"{where(path)}: column {show(name)} {exc}") from None
+            raise DataFormatError(f"{where(path)}: column {quoted(name)} {exc}") from None
         (kept if column.values is not None else dropped).append(column)
     if not kept:
         raise DataFormatError(
@@ -278,7 +277,7 @@ def _table(table: TableCells, target: str, path: Path) -> Loaded:
         beyond = np.flatnonzero(np.isinf(x[:, j]))  # past float32's range (finite in float64)
         if len(beyond):
             raise DataFormatError(
-                f"{where(path)}: column {show(column.schema.name)} holds a value beyond float32's range "
+                f"{where(path)}: column {quoted(column.schema.name)} holds a value beyond float32's range "
                 f"(about ±3.4e38) on {table.row_label(int(beyond[0]))}; rescale the column"
             )
     categorical = [c.schema.name for c in kept if c.schema.kind == "categories"]
@@ -292,7 +291,7 @@ def _table(table: TableCells, target: str, path: Path) -> Loaded:
         columns = [c.schema.name for j, c in enumerate(kept) if np.isnan(x[:, j]).any()]
         notes.append(f"{missing:,} missing cells in columns {listed(columns)}: kept as missing values")
     for column in dropped:
-        notes.append(f"column {show(column.schema.name)} dropped: {column.dropped}")
+        notes.append(f"column {quoted(column.schema.name)} dropped: {column.dropped}")
     if not present.all():
         first = table.row_label(int(np.flatnonzero(~present)[0]))
         notes.append(f"dropped {int((~present).sum()):,} rows whose target is missing (first on {first})")
@@ -312,7 +311,7 @@ def _molecules(table: TableCells, smiles_columns: list[str], target: str, path: 
     (column,) = smiles_columns
     if column == target:
         raise ConfigError(
-            f"the target {show(target)} is the SMILES column of {where(path)}; name the label column"
+            f"the target {quoted(target)} is the SMILES column of {where(path)}; name the label column"
         )
     from biaslab.data.molecules import parse_smiles
 
@@ -320,7 +319,7 @@ def _molecules(table: TableCells, smiles_columns: list[str], target: str, path: 
     y, present = _target_values(table, target, path)
     if not present.all():
         raise DataFormatError(
-            f"{where(path)}: target column {show(target)} has {int((~present).sum())} missing values, "
+            f"{where(path)}: target column {quoted(target)} has {int((~present).sum())} missing values, "
             f"first on {table.row_label(int(np.flatnonzero(~present)[0]))}; fill or drop those rows"
         )
     smiles = [("" if s is None else str(s)).strip() for s in table.columns[column]]
@@ -328,14 +327,14 @@ def _molecules(table: TableCells, smiles_columns: list[str], target: str, path: 
     bad = np.flatnonzero(~good)
     if len(bad) == len(smiles):
         raise DataFormatError(
-            f"{where(path)}: none of the {len(smiles)} SMILES in column {show(column)} can be parsed "
-            f"by RDKit (first: {show(smiles[0])} on {table.row_label(0)})"
+            f"{where(path)}: none of the {len(smiles)} SMILES in column {quoted(column)} can be parsed "
+            f"by RDKit (first: {quoted(smiles[0])} on {table.row_label(0)})"
         )
-    notes = [f"molecules: the SMILES of column {show(column)}"]
+    notes = [f"molecules: the SMILES of column {quoted(column)}"]
     if len(bad):
         notes.append(
             f"dropped {len(bad)} of {len(smiles)} rows whose SMILES RDKit cannot parse "
-            f"(first: {show(smiles[bad[0]])} on {table.row_label(int(bad[0]))})"
+            f"(first: {quoted(smiles[bad[0]])} on {table.row_label(int(bad[0]))})"
         )
     positions = None
     if all(name in table.names for name in GEOMETRY_COLUMNS):

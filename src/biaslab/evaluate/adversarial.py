@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from biaslab.evaluate._checks import check_integer, check_number
+from biaslab.checks import check_integer, check_number
 from biaslab.evaluate.robustness import check_curve_inputs, count_correct, eval_mode
 from biaslab.nn.mlp import device_of
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from biaslab.evaluate._checks import check_finite_array, check_integer, check_number
+from biaslab.checks import check_finite_array, check_integer, check_number
 
 __all__ = ["BiasVariance", "bias_variance", "double_descent", "polynomial_fit"]
 

@@ -25,8 +25,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from biaslab.checks import check_integer, check_number
 from biaslab.errors import NotFittedError
-from biaslab.evaluate._checks import check_integer, check_number
 
 NORMS = ("l1", "l2", "max")
 MAX_BINS = 10_000  # the most bins reliability_bins accepts

@@ -19,7 +19,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from biaslab.evaluate._checks import check_number
+from biaslab.checks import check_number
 
 SHAPES = ("healthy", "overfitting", "underfitting", "diverging")
 

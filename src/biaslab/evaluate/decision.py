@@ -53,7 +53,7 @@ from __future__ import annotations
 import inspect
 from dataclasses import asdict, dataclass
 
-from biaslab.evaluate._checks import check_error, check_fraction
+from biaslab.checks import check_error, check_fraction
 from biaslab.evaluate.evidence import Evidence, RegressionEvidence, last_drop
 
 __all__ = ["VERDICTS", "Decision", "Evidence", "RegressionEvidence", "decide", "last_drop"]

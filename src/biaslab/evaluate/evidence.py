@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from biaslab.evaluate._checks import check_error, check_fraction, check_number, check_sequence, check_sizes
+from biaslab.checks import check_error, check_fraction, check_number, check_sequence, check_sizes
 
 __all__ = ["Evidence", "RegressionEvidence", "last_drop"]
 

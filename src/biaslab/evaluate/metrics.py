@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from biaslab.evaluate._checks import check_finite_array
+from biaslab.checks import check_finite_array
 
 
 def accuracy_score(y_true: np.ndarray, y_pred: np.ndarray) -> float:

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from biaslab.checks import check_finite_array, check_integer, check_number
 from biaslab.errors import NotFittedError
-from biaslab.evaluate._checks import check_finite_array, check_integer, check_number
 from biaslab.evaluate.metrics import roc_auc
 
 _BLOCK_ELEMENTS = 2**23  # KNN: at most this many query x train distances (64 MiB float64) at once

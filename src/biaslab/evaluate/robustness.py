@@ -15,6 +15,7 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
+from biaslab.checks import check_integer
 from biaslab.nn.mlp import device_of
 
 Transform = Callable[[torch.Tensor, float], "torch.Tensor | Sequence[torch.Tensor]"]
@@ -36,8 +37,7 @@ def eval_mode(model: nn.Module) -> Iterator[None]:
 def check_curve_inputs(x: torch.Tensor, y: torch.Tensor, batch_size: int) -> int:
     """A robustness curve's inputs, checked: as many labels as rows (at least one), and a whole
     batch size >= 1, returned as an int."""
-    if isinstance(batch_size, bool) or int(batch_size) != batch_size or batch_size < 1:
-        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    batch_size = check_integer(batch_size, "batch_size")
     if len(x) != len(y) or len(x) == 0:
         raise ValueError(f"x and y must hold the same positive number of rows, got {len(x)} and {len(y)}")
     return int(batch_size)

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from biaslab.evaluate._checks import check_finite_array, check_fraction, check_integer, check_number
+from biaslab.checks import check_finite_array, check_fraction, check_integer, check_number
 
 MAX_PROJECTIONS = 10_000  # sliced_wasserstein: the most directions (memory grows as (N + M) x this)
 BLOCK_ENTRIES = 1 << 22  # nearest_distances: squared distances held at once (32 MiB of float64)

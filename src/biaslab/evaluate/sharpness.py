@@ -39,7 +39,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from biaslab.evaluate._checks import as_generator, check_integer, check_number
+from biaslab.checks import as_generator, check_integer, check_number
 from biaslab.nn.mlp import device_of
 from biaslab.train.steps import move_to
 

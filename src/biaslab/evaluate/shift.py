@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from biaslab.evaluate._checks import check_integer
+from biaslab.checks import check_integer
 
 __all__ = ["SHIFT_KINDS", "domain_auc", "predicted_label_shift", "shift_scenario"]
 

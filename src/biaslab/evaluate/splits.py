@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from biaslab.checks import check_integer
+
 __all__ = ["SplitIndices", "k_fold", "stratified_split"]
 
 
@@ -73,8 +75,7 @@ def k_fold(labels, k: int = 5, seed: int = 0, stratified: bool = True) -> list[t
         stratified: keep class proportions in every fold (default True).
     """
     y = _labels(labels)
-    if isinstance(k, bool) or int(k) != k or not 2 <= k <= len(y):
-        raise ValueError(f"k must be an integer in 2..{len(y)}, got {k!r}")
+    k = check_integer(k, "k", 2, len(y))
     rng = np.random.default_rng(seed)
     fold_of = np.empty(len(y), dtype=np.int64)
     if stratified:

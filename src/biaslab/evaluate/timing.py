@@ -14,7 +14,7 @@ import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from biaslab.evaluate._checks import check_integer
+from biaslab.checks import check_integer
 from biaslab.nn.attention import scaled_dot_product_attention
 
 __all__ = ["backward_operations", "fastest_time", "time_attention", "time_forward_backward"]

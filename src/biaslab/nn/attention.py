@@ -27,6 +27,8 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from biaslab.checks import is_integer
+
 
 def causal_mask(T: int, S: int | None = None, *, device: torch.device | str | None = None) -> torch.Tensor:
     """Boolean ``(T, S)`` mask, True where query i may attend to key j, i.e. j ≤ i (S defaults to T)."""
@@ -49,7 +51,7 @@ def window_mask(
     S = T if S is None else S
     if T < 1 or S < 1:
         raise ValueError(f"mask sizes must be positive, got T={T}, S={S}")
-    if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window < 0):
+    if window is not None and (not is_integer(window) or window < 0):
         raise ValueError(f"window must be a non-negative integer (|i - j| <= window), got {window!r}")
     i = torch.arange(T, device=device)[:, None]  # (T, 1)
     j = torch.arange(S, device=device)[None, :]  # (1, S)

@@ -14,6 +14,7 @@ from itertools import pairwise
 import torch
 from torch import nn
 
+from biaslab.checks import is_integer
 from biaslab.nn.graph import (
     GATConv,
     GCNConv,
@@ -30,7 +31,7 @@ __all__ = ["GNN", "SequenceClassifier", "SequenceTagger"]
 
 
 def _check_size(name: str, value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if not is_integer(value) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 

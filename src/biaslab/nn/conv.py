@@ -32,6 +32,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from biaslab.checks import is_integer
 from biaslab.nn.mlp import ACTIVATIONS, MLP
 
 CONV = {1: nn.Conv1d, 2: nn.Conv2d}
@@ -40,7 +41,7 @@ PADDING_MODES = ("zeros", "circular", "reflect", "replicate")
 
 
 def _check_int(name: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
+    if not is_integer(value):
         raise ValueError(f"{name} must be an integer, got {value!r}")
     if value < minimum:
         raise ValueError(f"{name} must be at least {minimum}, got {value}")

@@ -15,6 +15,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from biaslab.checks import is_integer
+
 ACTIVATIONS = {
     "relu": nn.ReLU,
     "tanh": nn.Tanh,
@@ -112,7 +114,7 @@ def linear_parameter_count(in_features: int, out_features: int, bias: bool = Tru
     plus ``out`` biases. For an image flattened to ``in_features`` pixels this is what a fully
     connected layer pays for having no locality prior."""
     for name, value in (("in_features", in_features), ("out_features", out_features)):
-        if isinstance(value, bool) or int(value) != value or value < 1:
+        if not is_integer(value) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     return int(in_features) * int(out_features) + (int(out_features) if bias else 0)
 

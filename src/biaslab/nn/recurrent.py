@@ -28,6 +28,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from biaslab.checks import is_integer
+
 _State = tuple[torch.Tensor, ...]  # (h,) for the Elman RNN and the GRU, (h, c) for the LSTM
 _GATES = {"tanh": 1, "relu": 1, "lstm": 4, "gru": 3}
 _NONLINEARITIES = {"tanh": torch.tanh, "relu": torch.relu}
@@ -54,7 +56,7 @@ def _step(
 
 def _check_sizes(**sizes: int) -> None:
     for name, value in sizes.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        if not is_integer(value) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 

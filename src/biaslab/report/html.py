@@ -23,6 +23,7 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
+from biaslab.checks import is_number
 from biaslab.errors import BiaslabError
 from biaslab.fileio import atomic_write_text
 from biaslab.formatting import format_duration, format_value
@@ -89,7 +90,7 @@ def _fill(template: str, **context) -> str:
 
 # -- plain data for the templates ------------------------------------------------------------
 def _is_number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+    return is_number(v)
 
 
 def _as_dict(v) -> dict:

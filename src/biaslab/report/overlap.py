@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from biaslab.checks import is_number
 from biaslab.formatting import format_value
 
 __all__ = ["shown_in_tables", "words"]
@@ -46,7 +47,7 @@ def words(text) -> set[str]:
 
 
 def _is_number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+    return is_number(v)
 
 
 def _agrees(value: float, cell: int | float) -> bool:

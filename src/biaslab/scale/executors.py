@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ALL_COMPLETED, FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 
+from biaslab.checks import is_integer
 from biaslab.errors import ConfigError
 from biaslab.formatting import tell
 from biaslab.hardware import available_cores
@@ -194,7 +195,7 @@ def check_executor(executor: str, workers: int | None, address: str | None) -> N
     """The executor options checked before anything is written (one ConfigError line)."""
     if executor not in EXECUTORS:
         raise ConfigError(f"executor={executor!r}: choose one of {', '.join(EXECUTORS)}")
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+    if workers is not None and (not is_integer(workers) or workers < 1):
         raise ConfigError(f"workers={workers!r}: give a number of worker processes >= 1")
     if workers is not None and executor == "serial":
         raise ConfigError("--workers needs --executor local (or ray); serial runs one task at a time")

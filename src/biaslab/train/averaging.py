@@ -30,7 +30,8 @@ from contextlib import ExitStack, contextmanager
 import torch
 from torch import nn
 
-from biaslab.train.checkpoint import check_tensors, is_count, shown
+from biaslab.formatting import quoted
+from biaslab.train.checkpoint import check_tensors, is_count
 
 
 class WeightAverage:
@@ -102,15 +103,15 @@ class WeightAverage:
         changes nothing.
         """
         if not isinstance(state, dict):
-            raise ValueError(f"weight-average state {shown(state)}, not a dict")
+            raise ValueError(f"weight-average state {quoted(state)}, not a dict")
         missing = [key for key in ("decay", "updates", "shadow") if key not in state]
         if missing:
             raise ValueError(f"weight-average state without {', '.join(missing)}")
         if state["decay"] != self.decay:
-            raise ValueError(f"a weight average with decay {shown(state['decay'])}, not {self.decay}")
+            raise ValueError(f"a weight average with decay {quoted(state['decay'])}, not {self.decay}")
         updates, shadow = state["updates"], state["shadow"]
         if not is_count(updates):
-            raise ValueError(f"updates={shown(updates)}, not a count (an int >= 0)")
+            raise ValueError(f"updates={quoted(updates)}, not a count (an int >= 0)")
         # θ̄ holds nothing before the first update, every parameter from it on
         params = dict(model.named_parameters()) if model is not None else None
         check_tensors("shadow", shadow, params if updates else {})

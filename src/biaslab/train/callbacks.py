@@ -41,7 +41,9 @@ import sys
 import time
 
 from biaslab.better import better, improves
-from biaslab.train.checkpoint import check_tensors, is_count, is_number, shown
+from biaslab.checks import check_integer, is_number
+from biaslab.formatting import quoted
+from biaslab.train.checkpoint import check_tensors, is_count
 from biaslab.train.distributed import main_process_only
 
 
@@ -88,9 +90,9 @@ class Best:
         """``(best, best_epoch)`` of ``state`` once checked against ``epoch``; a ValueError else."""
         best, best_epoch = state["best"], state["best_epoch"]
         if not is_count(best_epoch) or best_epoch > epoch:
-            raise ValueError(f"best_epoch={shown(best_epoch)}, not a count up to epoch={epoch}")
+            raise ValueError(f"best_epoch={quoted(best_epoch)}, not a count up to epoch={epoch}")
         if best is not None and not (is_number(best) and math.isfinite(best)):
-            raise ValueError(f"best={shown(best)}, not a finite number or None")
+            raise ValueError(f"best={quoted(best)}, not a finite number or None")
         if best is None and best_epoch:
             raise ValueError(f"best=None (nothing seen yet) with best_epoch={best_epoch}")
         return best, best_epoch
@@ -98,7 +100,7 @@ class Best:
 
 def _missing(state, keys, what: str) -> None:
     if not isinstance(state, dict):
-        raise ValueError(f"{what} state {shown(state)}, not a dict")
+        raise ValueError(f"{what} state {quoted(state)}, not a dict")
     missing = [key for key in keys if key not in state]
     if missing:
         raise ValueError(f"{what} state without {', '.join(missing)}")
@@ -113,8 +115,7 @@ class EarlyStopping(Callback):
     state_key = "early_stopping"
 
     def __init__(self, patience: int, monitor: str = "val_loss", min_delta: float = 0.0):
-        if isinstance(patience, bool) or not isinstance(patience, int) or patience < 1:
-            raise ValueError(f"patience must be an integer >= 1, got {patience!r}")
+        check_integer(patience, "patience")
         self.patience, self.best = patience, Best(monitor, min_delta)
         self.bad_epochs = 0
         self.stopped_epoch = 0
@@ -138,7 +139,7 @@ class EarlyStopping(Callback):
         bad, stopped = state["bad_epochs"], state["stopped_epoch"]
         for key, value in (("bad_epochs", bad), ("stopped_epoch", stopped)):
             if not is_count(value) or value > trainer.epoch:
-                raise ValueError(f"{key}={shown(value)}, not a count up to epoch={trainer.epoch}")
+                raise ValueError(f"{key}={quoted(value)}, not a count up to epoch={trainer.epoch}")
         if best is None and (bad or stopped):
             raise ValueError(f"best=None (nothing seen yet) with bad_epochs={bad}, stopped_epoch={stopped}")
         # training stops when bad_epochs reaches the patience, and only then
@@ -175,7 +176,7 @@ class KeepBest(Callback):
         best, best_epoch = self.best.checked(state, trainer.epoch)
         weights = state["best_state"]
         if (weights is None) != (best is None):  # weights are kept from the first value seen on
-            raise ValueError(f"best_state={shown(weights)} with best={best!r}")
+            raise ValueError(f"best_state={quoted(weights)} with best={best!r}")
         if weights is not None:
             check_tensors("best_state", weights, trainer.model.state_dict())
         self.best.value, self.best.epoch, self.weights = best, best_epoch, weights

@@ -19,9 +19,11 @@ from typing import Any, NoReturn
 import torch
 from torch import nn
 
+from biaslab.checks import is_integer, is_number
 from biaslab.config import short_of_memory
 from biaslab.errors import CheckpointError
 from biaslab.fileio import atomic_write, torch_zip_bytes
+from biaslab.formatting import quoted
 from biaslab.train.distributed import barrier
 from biaslab.train.seed import rng_state, set_rng_state
 
@@ -83,20 +85,9 @@ def load(path: Path, expected_fingerprint: str, tag: str) -> dict[str, Any]:
     return state
 
 
-def shown(value: Any, width: int = 60) -> str:
-    """``repr(value)`` on one line, cut to ``width`` characters: a bad value in a message."""
-    text = " ".join(repr(value).split())
-    return text if len(text) <= width else text[: width - 3] + "..."
-
-
 def is_count(value: Any) -> bool:
     """An int >= 0 (a bool is not a count)."""
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def is_number(value: Any) -> bool:
-    """An int or float (a bool is not a number here); nan and inf included."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return is_integer(value) and value >= 0
 
 
 def check_tensors(what: str, tensors: Any, reference: dict[str, torch.Tensor] | None) -> None:
@@ -106,7 +97,7 @@ def check_tensors(what: str, tensors: Any, reference: dict[str, torch.Tensor] | 
     if not isinstance(tensors, dict) or not all(
         isinstance(name, str) and isinstance(t, torch.Tensor) for name, t in tensors.items()
     ):
-        raise ValueError(f"{what}={shown(tensors)}, not a dict of names to tensors")
+        raise ValueError(f"{what}={quoted(tensors)}, not a dict of names to tensors")
     if reference is None:
         return
     odd = sorted(set(tensors) ^ set(reference))
@@ -187,7 +178,7 @@ class TrainingState:
 
         for key in ("step", "epoch", "batch_in_epoch", "epoch_count"):
             if not is_count(getattr(self, key)):
-                refuse(f"{key}={shown(getattr(self, key))}, not a count (an int >= 0)")
+                refuse(f"{key}={quoted(getattr(self, key))}, not a count (an int >= 0)")
         step, epoch, batch = self.step, self.epoch, self.batch_in_epoch
         if epoch > epochs:
             refuse(f"epoch={epoch}, past this training's {epochs} epochs")
@@ -206,15 +197,16 @@ class TrainingState:
             value = getattr(self, key)
             if not math.isfinite(value) or (key == "train_time" and value < 0):
                 refuse(
-                    f"{key}={shown(value)}, not a finite number" + (" >= 0" if key == "train_time" else "")
+                    f"{key}={quoted(value)}, not a finite number" + (" >= 0" if key == "train_time" else "")
                 )
         sums = self.epoch_term_sums
         if not all(isinstance(k, str) and is_number(v) for k, v in sums.items()):
-            refuse(f"epoch_term_sums={shown(sums)}, not a dict of term names to numbers")
+            refuse(f"epoch_term_sums={quoted(sums)}, not a dict of term names to numbers")
         if batch == 0 and (self.epoch_count or self.epoch_loss_sum or sums):
             refuse(
-                f"epoch_count={self.epoch_count}, epoch_loss_sum={shown(self.epoch_loss_sum)} and "
-                f"epoch_term_sums={shown(sums)} at the start of an epoch (batch_in_epoch=0): sums of no batch"
+                f"epoch_count={self.epoch_count}, epoch_loss_sum={quoted(self.epoch_loss_sum)} and "
+                f"epoch_term_sums={quoted(sums)} at the start of an epoch (batch_in_epoch=0): sums of no "
+                "batch"
             )
 
         stopped = self.callbacks.get("early_stopping", {})
@@ -225,7 +217,7 @@ class TrainingState:
             refuse(f"finished=True at epoch={epoch} of {epochs}, neither diverged nor stopped early")
         last = self.scheduler.get("last_epoch") if self.scheduler is not None else step
         if not is_count(last) or last != step:
-            refuse(f"scheduler.last_epoch={shown(last)}, not step={step} (one per optimizer step)")
+            refuse(f"scheduler.last_epoch={quoted(last)}, not step={step} (one per optimizer step)")
 
         history, diverged = self.history, self.diverged
         if len(history) != epoch + diverged:
@@ -235,21 +227,21 @@ class TrainingState:
             )
         for i, record in enumerate(history):
             if not isinstance(record, dict):
-                refuse(f"history[{i}]={shown(record)}, not a record (a dict)")
+                refuse(f"history[{i}]={quoted(record)}, not a record (a dict)")
             bad = [
                 (k, v)
                 for k, v in record.items()
                 if not (isinstance(k, str) and isinstance(v, (str, int, float)))
             ]
             if bad:
-                refuse(f"history[{i}] with {bad[0][0]}={shown(bad[0][1])}, not a number or a string")
+                refuse(f"history[{i}] with {bad[0][0]}={quoted(bad[0][1])}, not a number or a string")
             last_divergence = diverged and i == len(history) - 1
             for key, expected in (
                 ("epoch", i + 1),
                 ("step", step if last_divergence else (i + 1) * steps_per_epoch),
             ):
                 if not is_count(record.get(key)) or record[key] != expected:
-                    refuse(f"history[{i}] with {key}={shown(record.get(key))}, not {expected}")
+                    refuse(f"history[{i}] with {key}={quoted(record.get(key))}, not {expected}")
 
 
 # The type (as for isinstance) each field of a saved TrainingState must have.

@@ -21,6 +21,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from biaslab.checks import check_integer
 from biaslab.nn.mlp import device_of
 from biaslab.train.callbacks import LogRecords, TimeLimit, TrainingProgress
 from biaslab.train.checkpoint import Checkpointing
@@ -185,8 +186,7 @@ def fit_best_of_restarts(
     Returns:
         the kept fit; ``history`` is its own, and each record also carries ``restart`` (its index).
     """
-    if isinstance(restarts, bool) or int(restarts) != restarts or restarts < 1:
-        raise ValueError(f"restarts must be an integer >= 1, got {restarts!r}")
+    restarts = check_integer(restarts, "restarts")
     if isinstance(setup, TrainSetup) and setup.logger is not None and restarts > 1:
         raise ValueError(
             f"{setup.tag}: restarts > 1 with one metrics logger would mix their epochs under one tag; "

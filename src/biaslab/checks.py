@@ -1,9 +1,12 @@
-"""Argument checks shared by the evaluation API: one message style, naming the argument.
+"""Argument checks, one message style naming the argument: the library's one place for them.
 
 Each check returns the value as a plain Python number (or a float64 array) so a caller can keep
 the converted value, and raises ``ValueError`` with a message of the form
 ``"<name> must be <what>, got <value>"``. A bool is refused wherever a number is wanted: it is an
-``int`` subclass, so ``accuracy=True`` would otherwise pass as 1.
+``int`` subclass, so ``accuracy=True`` would otherwise pass as 1. :func:`is_integer` and
+:func:`is_number` answer the same questions without raising. NumPy is imported only by
+:func:`check_finite_array` and torch only by :func:`as_generator`: this module sits at the
+bottom of the layers, and ``biaslab list`` and ``biaslab config`` import neither.
 """
 
 from __future__ import annotations
@@ -11,8 +14,7 @@ from __future__ import annotations
 import math
 import numbers
 
-import numpy as np
-import torch
+from biaslab.formatting import quoted
 
 __all__ = [
     "as_generator",
@@ -22,19 +24,21 @@ __all__ = [
     "check_number",
     "check_sequence",
     "check_sizes",
+    "is_integer",
+    "is_number",
 ]
 
 
 def _scalar(value):
     """A 0-d NumPy array or torch tensor as its Python number; anything else unchanged."""
-    if getattr(value, "ndim", None) == 0 and hasattr(value, "item"):
+    if getattr(value, "ndim", None) == 0 and hasattr(value, "item"):  # NumPy's scalars too
         return value.item()
-    return value.item() if isinstance(value, np.generic) else value
+    return value
 
 
 def _got(value) -> str:
     value = _scalar(value)
-    return f"{value!r} (a bool)" if isinstance(value, bool) else repr(value)
+    return f"{value!r} (a bool)" if isinstance(value, bool) else quoted(value)
 
 
 def _interval(low: float, high: float, low_open: bool, high_open: bool) -> str:
@@ -66,7 +70,7 @@ def check_number(
         why: appended to the message (e.g. ": the share of ...").
     """
     v = _scalar(value)
-    ok = isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v)
+    ok = is_number(v) and math.isfinite(v)
     if ok:
         v = float(v)
         ok = (v > low if low_open else v >= low) and (v < high if high_open else v <= high)
@@ -81,15 +85,22 @@ def check_fraction(value, name: str, why: str = "") -> float:
     return check_number(value, name, 0.0, 1.0, kind="a fraction", why=why)
 
 
+def is_integer(value) -> bool:
+    """A Python or NumPy integer (or a 0-d array or tensor holding one), not a bool, not a float."""
+    v = _scalar(value)
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+
+def is_number(value) -> bool:
+    """A real number (int, float, NumPy's), not a bool; nan and inf included."""
+    v = _scalar(value)
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+
 def check_integer(value, name: str, low: int = 1, high: int | None = None, why: str = "") -> int:
     """``value`` as an int: a Python or NumPy integer (not a bool, not a float), in [low, high]."""
     v = _scalar(value)
-    if (
-        not isinstance(v, numbers.Integral)
-        or isinstance(v, bool)
-        or v < low
-        or (high is not None and v > high)
-    ):
+    if not is_integer(v) or v < low or (high is not None and v > high):
         where = f"in {low}..{high}" if high is not None else f">= {low}"
         raise ValueError(f"{name} must be an integer {where}{why}, got {_got(value)}")
     return int(v)
@@ -110,13 +121,15 @@ def check_sequence(values, name: str) -> list:
     return list(values)
 
 
-def check_finite_array(x, name: str, ndim: int | None = None, min_len: int = 0) -> np.ndarray:
+def check_finite_array(x, name: str, ndim: int | None = None, min_len: int = 0):
     """``x`` (array, tensor or sequence) as a float64 array of finite values.
 
     Args:
         ndim: the number of dimensions required (None: any).
         min_len: the fewest rows (entries along the first axis) required.
     """
+    import numpy as np
+
     if hasattr(x, "detach"):
         x = x.detach().cpu().numpy()
     try:
@@ -141,9 +154,11 @@ def check_error(value, name: str) -> float:
     return check_number(value, name, 0.0, kind="an error (a finite number)")
 
 
-def as_generator(generator) -> torch.Generator:
+def as_generator(generator):
     """``generator`` itself, or a fresh CPU ``torch.Generator`` seeded with it (a seed: an
     integer >= 0): randomness is explicit, never torch's global state."""
+    import torch
+
     if isinstance(generator, torch.Generator):
         return generator
     seed = check_integer(generator, "generator", 0, why=" (a seed) or a torch.Generator")
