@@ -4,7 +4,7 @@ Layers, bottom up (docs/architecture.md):
 
     better, caches, checks, errors, fileio, formatting, hardware, locking, results, version
     ->  scratch, nn, data, config  ->  train, evaluate, generative
-    ->  comparison  ->  runs, registry, catalog, config_slices, loggers  ->  report, scale
+    ->  comparison  ->  runs, registry, catalog, loggers  ->  report, scale
     ->  runner  ->  sequence, sweep  ->  experiments, notebooks  ->  api, cli (and the package root)
 
 A module may import from its own layer or any layer below. Every import statement counts,
@@ -37,7 +37,7 @@ LAYERS = [
     {"scratch", "nn", "data", "config"},
     {"train", "evaluate", "generative", "physics"},
     {"comparison"},
-    {"runs", "registry", "catalog", "config_slices", "loggers", "exact_claims"},
+    {"runs", "registry", "catalog", "loggers", "exact_claims"},
     {"report", "scale"},
     {"runner"},
     {"sequence", "sweep"},

@@ -10,7 +10,7 @@ import typing
 import pytest
 
 from biaslab import registry
-from biaslab.catalog import Problem, Unreadable, read_catalog
+from biaslab.catalog import Problem, read_catalog
 from biaslab.config import field_types, flat_values, from_dict, to_dict, unused_keys
 from biaslab.data.availability import CHECKS
 from biaslab.errors import BiaslabError
@@ -174,16 +174,19 @@ def test_catalog_writes_no_cache(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_configs_fall_back_to_the_imported_lab(monkeypatch):
-    """Where a config cannot be built from a slice of the sources, the lab itself answers."""
-
-    def unsliceable(module, name):
-        raise Unreadable(f"{module}: test")
-
+def test_a_config_that_cannot_be_built_is_one_line_naming_the_lab(monkeypatch):
+    """``biaslab config NAME`` imports the lab and builds each profile; a profile that cannot be
+    built is one BiaslabError line naming the lab and the profile, never swallowed."""
+    lr_sweep = registry.get("lr-sweep")
     expected = registry.configs("lr-sweep")
-    monkeypatch.setattr(registry, "lab_configs", unsliceable)
-    assert registry.configs("lr-sweep") == expected
+    assert expected.configs == {p: to_dict(lr_sweep.make_config(p)) for p in registry.PROFILES}
     assert "lr" in expected.unused
+    broken = dataclasses.replace(lr_sweep, name="test-broken", profiles={"quick": {"epochs": -1}})
+    monkeypatch.setitem(registry._REGISTRY, "test-broken", broken)
+    with pytest.raises(
+        BiaslabError, match=r"experiment 'test-broken': its quick config cannot be built: .*epochs"
+    ):
+        registry.configs("test-broken")
 
 
 def test_catalog_imports_a_lab_whose_declaration_is_not_literal(monkeypatch):

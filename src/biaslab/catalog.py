@@ -1,15 +1,13 @@
-"""What ``biaslab list`` and ``biaslab config`` show, read from the sources: no lab imported.
+"""What ``biaslab list`` shows, read from the sources: no lab imported.
 
-Importing a lab imports torch (about 1 s here) and importing them all several seconds, so the
-command line answers from the source files instead, with nothing cached: each call reads what
-the files hold now.
-
-* **The list** (:func:`read_catalog`): the ``@experiment(name=..., day=..., step=...,
-  title=..., summary=...)`` declarations of ``biaslab/experiments/*.py``, read with :mod:`ast`.
-  These five are literals; a module whose declaration is not (or that declares no lab this way)
-  is returned as a :class:`Problem`, which the registry answers by importing that module, and
-  ``tests/test_catalog.py`` fails on.
-* **A lab's configs**: :mod:`biaslab.config_slices` builds them from a slice of the sources.
+Importing a lab imports torch (1.6 s on a 2-core machine) and importing them all several
+seconds, so the list is read from the source files instead, with nothing cached: each call
+reads what the files hold now (:func:`read_catalog`): the ``@experiment(name=..., day=...,
+step=..., title=..., summary=...)`` declarations of ``biaslab/experiments/*.py``, read with
+:mod:`ast`. These five are literals; a module whose declaration is not (or that declares no lab
+this way) is returned as a :class:`Problem`, which the registry answers by importing that
+module, and ``tests/test_catalog.py`` fails on. ``biaslab config NAME`` imports its lab
+(:func:`biaslab.registry.configs`).
 """
 
 from __future__ import annotations
@@ -24,7 +22,6 @@ PROFILES = ("quick", "default", "full")
 EXPERIMENTS_PACKAGE = "biaslab.experiments"
 ROOT = Path(__file__).resolve().parent  # the biaslab package
 EXPERIMENTS_DIR = ROOT / "experiments"
-SHADOW_PREFIX = "_biaslab_catalog."
 # The declaration's literal keywords, with their type and default (REQUIRED: no default).
 REQUIRED = object()
 LITERALS: dict[str, tuple[type, Any]] = {
@@ -67,26 +64,12 @@ class Problem:
 
 
 class Unreadable(Exception):
-    """What the catalog cannot read from the sources: a declaration that is not literal, a
-    config a slice cannot build. The registry imports the lab instead."""
-
-
-# -- declarations ------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Declaration:
-    """One ``@experiment(...)`` of a module: its entry and the expressions behind its config."""
-
-    entry: Entry
-    config: ast.expr | None
-    profiles: dict[str, ast.expr]  # "quick" / "full" -> the keyword's expression
-
-
-def parse_source(path: Path) -> ast.Module:
-    return ast.parse(path.read_bytes(), filename=str(path))
+    """A declaration the catalog cannot read from the source (not literal): the registry
+    imports that lab instead."""
 
 
 # declarations by file, kept while the file's size and modification time stay the same
-_DECLARED: dict[Path, tuple[tuple[int, int], list[Declaration]]] = {}
+_DECLARED: dict[Path, tuple[tuple[int, int], list[Entry]]] = {}
 
 
 def module_path(module: str) -> Path | None:
@@ -118,7 +101,7 @@ def _is_experiment_decorator(node: ast.expr) -> bool:
     )
 
 
-def declarations(module: str) -> list[Declaration]:
+def declarations(module: str) -> list[Entry]:
     """The ``@experiment(...)`` declarations of ``module`` (a module of ``experiments/``).
 
     Raises :class:`Unreadable` (the reason names file, line and keyword) when one of
@@ -135,9 +118,9 @@ def declarations(module: str) -> list[Declaration]:
     return _DECLARED[path][1]
 
 
-def _declarations(module: str, path: Path) -> list[Declaration]:
+def _declarations(module: str, path: Path) -> list[Entry]:
     found = []
-    for node in parse_source(path).body:
+    for node in ast.parse(path.read_bytes(), filename=str(path)).body:
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         for deco in node.decorator_list:
@@ -165,16 +148,16 @@ def _declarations(module: str, path: Path) -> list[Declaration]:
             missing = [k for k, v in values.items() if v is REQUIRED]
             if missing:
                 raise Unreadable(f"{where}: @experiment without {', '.join(missing)}")
-            entry = Entry(
-                values["name"],
-                values["day"],
-                values["step"],
-                values["title"] or values["name"],
-                values["summary"],
-                module,
+            found.append(
+                Entry(
+                    values["name"],
+                    values["day"],
+                    values["step"],
+                    values["title"] or values["name"],
+                    values["summary"],
+                    module,
+                )
             )
-            profiles = {p: keywords[p] for p in ("quick", "full") if p in keywords}
-            found.append(Declaration(entry, keywords.get("config"), profiles))
     if not found:
         raise Unreadable(f"{path.name}: no @experiment(...) decorator")
     return found
@@ -186,7 +169,7 @@ def read_catalog() -> tuple[list[Entry], list[Problem]]:
     entries, problems = [], []
     for module in experiment_modules():
         try:
-            entries += [d.entry for d in declarations(module)]
+            entries += declarations(module)
         except (Unreadable, SyntaxError, OSError) as exc:
             problems.append(Problem(module, str(exc)))
     return entries, problems

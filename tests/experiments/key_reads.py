@@ -26,7 +26,6 @@ NOT_USES = {  # files whose reads only check, copy or record a config
     PACKAGE / "config.py",
     PACKAGE / "runner.py",
     PACKAGE / "runs.py",
-    PACKAGE / "config_slices.py",
     Path(dataclasses.__file__).resolve(),
 }
 CHECKING = {"__post_init__", "training_set", "__repr__", "__eq__", "__hash__", "mlp_memory"}
