@@ -1,0 +1,5 @@
+"""``python -m biaslab.cli``: the console script."""
+
+from biaslab.cli import entry
+
+entry()
