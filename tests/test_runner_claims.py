@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from biaslab import registry
-from biaslab.runner import Result, RunContext
+from biaslab.context import RunContext
+from biaslab.runner import Result
 from biaslab.runs import RunDir, tally, verdict_of
 
 

@@ -169,7 +169,7 @@ class Lab:
     ) -> None:
         """Check an outcome the notebook promises, as an experiment's ``ctx.claim`` does, and show it.
 
-        ``source``, ``kind`` and ``printed`` as :meth:`biaslab.runner.RunContext.claim` takes them;
+        ``source``, ``kind`` and ``printed`` as :meth:`biaslab.context.RunContext.claim` takes them;
         ``checked_in_quick=False``: in the quick profile the value is shown but not judged.
         """
         record = Claim.judged(

@@ -1,6 +1,6 @@
 """What a lab's fits use, wherever they run: seeds, initial weights and training setups by name.
 
-A run's context (``biaslab.runner.RunContext``) and a task's (:class:`TaskContext`, what a task
+A run's context (``biaslab.context.RunContext``) and a task's (:class:`TaskContext`, what a task
 function receives in a worker) share these three calls, so one function trains a model in either:
 ``seed_for(*names)``, ``init_model(build, *names)`` and ``training(tag)``. Each depends only on
 the run's seed, the lab's name and the names given: a model gets the same initial weights and the
