@@ -297,7 +297,7 @@ def prepared_graphs(
             np.repeat(np.isin(np.arange(len(store)), rows["train"]), np.diff(store.node_ptr))
         )
         node_mean, node_std = preparation.feature_stats(store.x, None, 1, train_nodes)  # (F,), (F,)
-        store = replace(store, x=((store.x - node_mean) / node_std).astype(np.float32))
+        store = store.standardized(node_mean, node_std)
     scaled, table_stats = {}, {}
     for name, values in (tables or {}).items():
         if name != "fingerprint":  # bits stay bits (see table())
@@ -371,7 +371,7 @@ def molecule_inputs(
         mean, std = counts_stats
         tables["counts"] = torch.from_numpy(((store.counts() - mean) / std).astype(np.float32))
     if store is not None and node_mean is not None:
-        store = replace(store, x=((store.x - node_mean) / node_std).astype(np.float32))
+        store = store.standardized(node_mean, node_std)
     else:
         store, unreadable = None, unreadable or "the training molecules were compared by fingerprints only"
     return Inputs(graphs=store, tables=tables), unreadable
@@ -381,5 +381,4 @@ def graph_inputs(graphs, node_mean: np.ndarray, node_std: np.ndarray) -> Inputs:
     """New graphs (torch-geometric ``Data``, as :func:`~biaslab.data.new_rows.read_new_rows`
     read them) as the graph candidates read them, as :func:`prepared_graphs` made the training
     graphs: node features standardized by the training graphs' node statistics (F,)."""
-    store = user_graph_store(graphs)
-    return Inputs(graphs=replace(store, x=((store.x - node_mean) / node_std).astype(np.float32)))
+    return Inputs(graphs=user_graph_store(graphs).standardized(node_mean, node_std))

@@ -99,6 +99,11 @@ class GraphStore:
             num_graphs=len(rows),
         )
 
+    def standardized(self, mean: np.ndarray, std: np.ndarray) -> GraphStore:
+        """The store with node features (x − mean) / std, float32: the training graphs'
+        statistics (F,), for the training graphs and for new ones alike."""
+        return replace(self, x=((self.x - mean) / std).astype(np.float32))
+
     def counts(self) -> np.ndarray:
         """Each molecule's counts of atoms and bonds, computed from node features as
         featurised (not standardized): what QM9's ``"counts"`` table holds

@@ -91,13 +91,11 @@ def fit_record(ctx, cfg, candidate, prepared, seed: int, n: int) -> dict:
         moved = on_field("pos", random_isometry(3, ctx.seed_for("rotation"), det=-1, shift_std=5.0))
         probe = prepared.store.batch(prepared.rows["test"][:64])
         extra["egnn_invariance_error"] = invariance_error(fitted.model, moved, probe)
-    saved = seed == 0 and n == cfg.train_sizes[-1]  # the model a prediction uses
-    if saved:
+    if seed == 0 and n == cfg.train_sizes[-1]:  # the model a prediction uses
         for path, content in fitted_files(result, candidate, prepared).items():
             ctx.save_file(path, content)  # in the run's models/ when this fit's result arrives
     trees = candidate.engine == "sklearn"  # parameters: the trees' nodes; epochs: boosting iterations
     return {
-        "saved": saved,
         "model": candidate.name,
         "train_size": n,
         "seed": seed,

@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
+from biaslab.better import better
 from biaslab.comparison.judged import LEADERBOARD, RECOMMENDATION, VALIDATION_MEASURE
 from biaslab.errors import DataFormatError
 from biaslab.fileio import read_json
@@ -80,7 +81,7 @@ def leaderboard_over_seeds(run_dirs: Sequence[Path | str]) -> list[dict]:
         entry["recommended"] = picks.get(model, 0)
         summary.append(entry)
     measure = VALIDATION_MEASURE[task]
-    sign = -1.0 if task == "classify" else 1.0  # higher accuracy first, lower MAE first
+    sign = 1.0 if better(measure) == "lower" else -1.0  # the best first: lower MAE, higher accuracy
 
     def key(entry: dict) -> tuple:
         score = entry.get(measure)
@@ -101,7 +102,7 @@ def seeds_table(rows: list[dict], n_runs: int) -> dict:
         verdicts = "; ".join(f"{verdict} ×{n}" for verdict, n in entry["verdicts"].items())
         picked = f"{entry['recommended']} of {n_runs}"
         table.append([entry["model"], entry["prior"], entry["runs"], *cells.values(), verdicts, picked])
-        scores = [f"{c} {cells[c]}" for c in figures if c.startswith(("validation", "test")) and "," not in c]
+        scores = [f"{c} {cells[c]}" for c in figures if c.startswith(("validation", "test"))]
         lines.append(f"{entry['model']}: " + ", ".join(scores[:2]) + f"; recommended in {picked} runs")
     return {"title": f"{SEEDS_TITLE} ({n_runs} runs)", "columns": columns, "rows": table, "lines": lines}
 

@@ -251,11 +251,11 @@ class Comparison:
                 "choose another model (--model)"
             )
         has_graphs = "preparation.npz" in self._preparation.get("files", {})
-        stats = self._statistics(("node_mean", "node_std")) if has_graphs else {}
-        counts = None
+        names = ("node_mean", "node_std")
         if meta.get("reads") == "counts":  # QM9's counts table, standardized as in training
-            found = self._statistics(("counts_mean", "counts_std"))
-            counts = (found["counts_mean"], found["counts_std"])
+            names += ("counts_mean", "counts_std")
+        stats = self._statistics(names) if has_graphs else {}
+        counts = (stats["counts_mean"], stats["counts_std"]) if "counts_mean" in stats else None
         inputs, unreadable = molecule_inputs(
             rows.smiles, stats.get("node_mean"), stats.get("node_std"), counts
         )

@@ -189,7 +189,6 @@ def fit_compare(task, name: str) -> dict:
     for path, content in fitted_files(result, candidate, prepared).items():
         task.save_file(path, content)  # in the run's models/ when this fit's result arrives
     return {
-        "saved": True,
         "predict_seconds_per_1000": predict_seconds,
         "importance": importance,
         "scores": result.scores(),
@@ -294,5 +293,5 @@ def saved_files(data, prepared, outcomes: dict, recommended: str | None) -> dict
     from biaslab.data.input_schema import InputSchema
 
     schema = InputSchema.of(data).as_dict()
-    saved = [n for n, o in outcomes.items() if isinstance(n, str) and o.get("saved")]
+    saved = [n for n, o in outcomes.items() if isinstance(n, str) and "diverged" not in o]
     return preparation_files(prepared, schema, data.classes, saved, recommended)

@@ -239,5 +239,6 @@ def read_edge_list(arrays: dict[str, np.ndarray], path: Path, labelled: bool = T
             )
         )
     loaded = _graphs(graphs, path, ["kind graph: an edge list (edge_index, node_graph, x, y)"], labelled)
-    loaded.y = y if labelled else loaded.y
+    if labelled:
+        loaded.y = y
     return loaded

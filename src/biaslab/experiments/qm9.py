@@ -167,9 +167,8 @@ def run(ctx) -> None:
     keys = [(m, n, seed) for m in candidates for n in cfg.train_sizes for seed in range(cfg.seeds)]
     largest_first = sorted(keys, key=lambda key: -key[1])  # the longest fits first: workers end together
     outcomes, fits, unit = ctx.tasks(fit_qm9, largest_first), [], TARGETS[cfg.target].unit
-    saved = [m for m in candidates if outcomes[m, cfg.train_sizes[-1], 0].get("saved")]
     for m, n, seed in keys:
-        fit = {k: v for k, v in outcomes[m, n, seed].items() if k != "saved"}
+        fit = dict(outcomes[m, n, seed])
         fit["candidate"], fit["result"] = candidates[m], CandidateResult.from_scores(fit.pop("scores"))
         if "egnn_invariance_error" in fit:
             ctx.metric(egnn_invariance_error=fit.pop("egnn_invariance_error"))
@@ -181,7 +180,7 @@ def run(ctx) -> None:
 
     pick = _report(ctx, cfg, fits, skipped, split, device)
     seeds = (ctx.seed_for("subset", 0), ctx.seed_for("split"), ctx.seed_for("evaluation rows"))
-    for path, content in saved_preparation(cfg, seeds, saved, pick).items():
+    for path, content in saved_preparation(cfg, seeds, list(candidates), pick).items():
         ctx.save_file(path, content)  # with the models each fit saved: what biaslab predict reads
     if pick is not None:
         ctx.echo(

@@ -89,10 +89,6 @@ def _fill(template: str, **context) -> str:
 
 
 # -- plain data for the templates ------------------------------------------------------------
-def _is_number(v) -> bool:
-    return is_number(v)
-
-
 def _as_dict(v) -> dict:
     """``v`` if it is a dict, else an empty dict (for optional JSON sections)."""
     return v if isinstance(v, dict) else {}
@@ -101,7 +97,7 @@ def _as_dict(v) -> dict:
 def _cell(v, title: str | None = None) -> dict:
     """One table cell: the formatted text, whether it is a number (right-aligned) and an
     optional tooltip (a metric's key under its label)."""
-    return {"text": format_value(v), "num": _is_number(v), "title": title}
+    return {"text": format_value(v), "num": is_number(v), "title": title}
 
 
 def _table(columns: Iterable, rows: Iterable) -> dict:
@@ -130,7 +126,7 @@ def _claim(c) -> dict:
         "source": format_value(c.get("source")),
         "expected": format_value(c.get("expected")),
         "measured": format_value(c.get("measured")),
-        "measured_num": _is_number(c.get("measured")),
+        "measured_num": is_number(c.get("measured")),
         "computation": None if computation is None else format_value(computation),
         "check": kind_of(c) == "check",
         "printed": None if c.get("printed") is None else format_value(c.get("printed")),

@@ -46,10 +46,6 @@ def words(text) -> set[str]:
     return set(_WORD.findall(str(text).lower()))
 
 
-def _is_number(v) -> bool:
-    return is_number(v)
-
-
 def _agrees(value: float, cell: int | float) -> bool:
     """Whether ``cell`` shows ``value``: printed alike, or ``value`` rounded to the cell's
     decimals when it has two or more (a table of 3 decimals shows 0.99929 as 0.999)."""
@@ -64,7 +60,7 @@ def _row_names(row: list) -> list[set[str]]:
     first cell where that is a number (an angle, a budget ε)."""
     leading = []
     for value in row:
-        if _is_number(value):
+        if is_number(value):
             break
         leading.append(words(format_value(value)))
     return leading or ([words(format_value(row[0]))] if row else [])
@@ -79,7 +75,7 @@ def _printed_cells(table: dict) -> list[tuple[set[str], int | float, list[set[st
         if not isinstance(row, (list, tuple)):
             continue
         names = _row_names(list(row))
-        cells += [(header, value, names) for value, header in zip(row, headers) if _is_number(value)]
+        cells += [(header, value, names) for value, header in zip(row, headers) if is_number(value)]
     return cells
 
 
@@ -96,7 +92,7 @@ def shown_in_tables(metrics: dict, tables: Iterable[dict]) -> dict[str, int]:
     printed = [_printed_cells(t) if isinstance(t, dict) else [] for t in tables]
     shown: dict[str, int] = {}
     for key, value in metrics.items():
-        if not _is_number(value):
+        if not is_number(value):
             continue
         named = words(key)
         for position, cells in enumerate(printed):
