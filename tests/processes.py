@@ -14,7 +14,7 @@ from biaslab.runs import RunDir
 
 def records_of(run: Path, tag: str) -> int:
     """How many metrics records of training ``tag`` the run at ``run`` has logged so far."""
-    return sum(r.get("tag") == tag for r in RunDir(run).read_metrics()) if run.exists() else 0
+    return sum(r.get("tag") == tag for r in RunDir(run).metrics.read()) if run.exists() else 0
 
 
 def cpu_seconds(pid: int) -> float | None:

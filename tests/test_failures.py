@@ -21,11 +21,11 @@ import pytest
 
 import biaslab
 from biaslab import registry
-from biaslab import runs as runs_module
 from biaslab.cli import main
 from biaslab.config import to_dict
 from biaslab.errors import BiaslabError, DivergenceError
-from biaslab.runs import RUN_MARKER, RunDir, read_json, run_fingerprint
+from biaslab.runs import RUN_MARKER, MetricsLog, RunDir, read_json, run_fingerprint
+from biaslab.runs import metrics_log as metrics_log_module
 from tests.stderr import message_lines
 from tests.test_runner import assert_same_run, comparable_metrics, comparable_results
 
@@ -87,7 +87,7 @@ def fail_metrics_append(monkeypatch, after: int = 2):
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         return open(file, mode, *args, **kwargs)
 
-    monkeypatch.setattr(runs_module, "open", fake_open, raising=False)
+    monkeypatch.setattr(metrics_log_module, "open", fake_open, raising=False)
 
 
 @pytest.mark.parametrize(
@@ -167,18 +167,18 @@ def test_a_line_cut_short_by_a_kill_is_dropped_on_resume(in_tmp, reference):
 
 
 def _interrupt_after_records(run: Path, n: int) -> None:
-    real = RunDir.log
+    real = MetricsLog.log
 
     def log(self, record):
         real(self, record)
-        if len(self.read_metrics()) >= n:
+        if len(self.read()) >= n:
             raise KeyboardInterrupt
 
     try:
-        RunDir.log = log
+        MetricsLog.log = log
         biaslab.run("xor", {"epochs": EPOCHS}, profile="quick", out=run)
     finally:
-        RunDir.log = real
+        MetricsLog.log = real
 
 
 @pytest.mark.parametrize(
@@ -423,7 +423,7 @@ def test_two_runs_into_one_out_never_mix(in_tmp):
     ]
     codes = sorted(p.wait(timeout=300) for p in procs)
     assert codes == [0, 2], [p.stderr.read() for p in procs]
-    records = [(r.get("tag"), r.get("epoch")) for r in RunDir(out).read_metrics()]
+    records = [(r.get("tag"), r.get("epoch")) for r in RunDir(out).metrics.read()]
     assert records and len(records) == len(set(records)), "two runs' records mixed in one log"
     assert (out / "COMPLETE").is_file()
 
@@ -520,7 +520,7 @@ def test_numpy_lab_killed_after_its_numpy_phase_resumes_without_duplicates(monke
     in_tasks = [
         json.loads(line) for f in run.glob("tasks/*/*.metrics.jsonl") for line in f.read_text().splitlines()
     ]
-    logged = [r for r in RunDir(run).read_metrics() + in_tasks if r.get("tag") == "numpy-sgd"]
+    logged = [r for r in RunDir(run).metrics.read() + in_tasks if r.get("tag") == "numpy-sgd"]
     assert logged and not (run / "COMPLETE").exists()
 
     assert main(["run", "--resume", str(run), "--no-progress"]) == 0

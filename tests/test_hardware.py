@@ -94,7 +94,7 @@ def test_a_pool_loaded_inside_use_threads_is_limited_by_on_current_threads():
 
 def test_threads_are_recorded_and_reused_on_resume(in_tmp):
     run = in_tmp / "run"
-    real_log = biaslab.runs.RunDir.log
+    real_log = biaslab.runs.MetricsLog.log
     seen = []
 
     def log_then_stop(self, record):
@@ -103,12 +103,12 @@ def test_threads_are_recorded_and_reused_on_resume(in_tmp):
         if len(seen) == 3:
             raise KeyboardInterrupt
 
-    biaslab.runs.RunDir.log = log_then_stop
+    biaslab.runs.MetricsLog.log = log_then_stop
     try:
         with pytest.raises(KeyboardInterrupt):
             biaslab.run("xor", {"epochs": 3}, profile="quick", out=run, threads=1)
     finally:
-        biaslab.runs.RunDir.log = real_log
+        biaslab.runs.MetricsLog.log = real_log
     assert read_json(run / "config.json")["threads"] == 1 and set(seen) == {1}
 
     observed = []

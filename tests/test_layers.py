@@ -5,7 +5,8 @@ Layers, bottom up (docs/architecture.md):
     better, caches, checks, errors, fileio, formatting, hardware, locking, results, version
     ->  scratch, nn, data, config  ->  train, evaluate, generative
     ->  comparison  ->  runs, registry, catalog, loggers  ->  report, scale
-    ->  runner, context  ->  sequence, sweep  ->  experiments, notebooks  ->  api, cli (and the package root)
+    ->  runner, context, request  ->  sequence, sweep  ->  experiments, notebooks
+    ->  api, cli (and the package root)
 
 A module may import from its own layer or any layer below. Every import statement counts,
 also those inside functions (a lazy import is still a dependency).
@@ -39,7 +40,7 @@ LAYERS = [
     {"comparison"},
     {"runs", "registry", "catalog", "loggers", "exact_claims"},
     {"report", "scale"},
-    {"runner", "context"},
+    {"runner", "context", "request"},
     {"sequence", "sweep"},
     {"experiments", "notebooks"},
     {"api", "cli", "__init__"},

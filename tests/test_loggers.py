@@ -22,7 +22,7 @@ pytestmark = pytest.mark.usefixtures("in_tmp")  # each test in its own empty fol
 
 
 def records(run) -> list[dict]:
-    return RunDir(run).read_metrics()
+    return RunDir(run).metrics.read()
 
 
 def csv_rows(run) -> list[dict]:

@@ -20,7 +20,7 @@ from biaslab.cli import main
 from biaslab.config import field_types
 from biaslab.errors import BiaslabError
 from biaslab.runner import Result
-from biaslab.runs import RunDir, read_json, reproducible, reproducible_record
+from biaslab.runs import MetricsLog, RunDir, read_json, reproducible, reproducible_record
 from biaslab.train import TrainConfig
 from tests.processes import kill_when, records_of
 from tests.stderr import message_lines
@@ -42,7 +42,7 @@ def comparable_results(run: Path) -> dict:
 
 def comparable_metrics(run: Path) -> list[dict]:
     """metrics.jsonl records without their time stamps and epoch timings."""
-    return [reproducible_record(r) for r in RunDir(run).read_metrics()]
+    return [reproducible_record(r) for r in RunDir(run).metrics.read()]
 
 
 def model_states(run: Path) -> dict:
@@ -95,7 +95,7 @@ def test_python_api_writes_a_complete_run(api_run):
     assert cfg["versions"]["biaslab"] == biaslab.__version__
     assert cfg["command"] == "biaslab run xor --quick --seed 3 --set epochs=5"
 
-    records = RunDir(out).read_metrics()
+    records = RunDir(out).metrics.read()
     assert [(r["tag"], r["epoch"]) for r in records] == [
         (t, e) for t in ("perceptron", "mlp") for e in range(1, 6)
     ]
@@ -252,7 +252,7 @@ def _crash_in_checkpoint_write(monkeypatch, n):
 
 def _crash_after_log(monkeypatch, n):
     """Die right after the n-th metrics record is written, before its checkpoint is saved."""
-    real = RunDir.log
+    real = MetricsLog.log
     counter = itertools.count(1)
 
     def log(self, record):
@@ -260,7 +260,7 @@ def _crash_after_log(monkeypatch, n):
         if next(counter) == n:
             raise Crash(f"after record {n}")
 
-    monkeypatch.setattr(RunDir, "log", log)
+    monkeypatch.setattr(MetricsLog, "log", log)
 
 
 @pytest.mark.parametrize(
@@ -357,7 +357,7 @@ def _failing(ctx):
             if cfg.kind == "bug":
                 raise ValueError("a programming error")
             raise BiaslabError(f"test experiment gave up at step {step}")
-        ctx.run.log({"tag": "t", "step": step, "value": float(step)})  # as a training's logger does
+        ctx.run.metrics.log({"tag": "t", "step": step, "value": float(step)})  # as a training's logger does
     ctx.metric(done=True)
 
 
@@ -389,7 +389,7 @@ def test_experiment_error_midway(capsys, in_tmp, failing):
     assert "gave up at step 4" in _one_line(capsys.readouterr().err)
     assert not (run / "COMPLETE").exists()
     assert not (run / "results.json").exists() and not (run / "report.html").exists()
-    assert [r["step"] for r in RunDir(run).read_metrics()] == [1, 2, 3]  # kept: work was done
+    assert [r["step"] for r in RunDir(run).metrics.read()] == [1, 2, 3]  # kept: work was done
 
 
 def test_experiment_error_before_any_work_leaves_nothing(capsys, in_tmp, failing):

@@ -8,9 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from biaslab import runs
 from biaslab.errors import BiaslabError, CheckpointError
-from biaslab.runs import COMPLETE, RunDir, read_json, write_json
+from biaslab.runs import COMPLETE, RunDir, folder, read_json, write_json
 
 
 class _FixedClock:
@@ -47,7 +46,7 @@ def test_create_names_run_after_experiment_time_and_seed(tmp_path):
 
 
 def test_two_runs_in_the_same_second_get_distinct_dirs(tmp_path, monkeypatch):
-    monkeypatch.setattr(runs, "datetime", _FixedClock)
+    monkeypatch.setattr(folder, "datetime", _FixedClock)
     first = RunDir.create("xor", seed=0, runs_dir=tmp_path)
     second = RunDir.create("xor", seed=0, runs_dir=tmp_path)
     assert first.path.name == "xor-20260102-030405-0"
@@ -147,7 +146,7 @@ def test_discard_keeps_runs_with_work_in_them(tmp_path):
         run = RunDir.create("xor", seed=0, out=tmp_path / what)
         run.write_config("xor", "quick", 0, {}, "cmd")
         if what == "metrics":
-            run.log({"tag": "t", "step": 1})
+            run.metrics.log({"tag": "t", "step": 1})
         elif what == "checkpoint":
             (run.checkpoints_dir / "m.pt").write_bytes(b"x")
         elif what == "figure":
@@ -179,17 +178,17 @@ def test_discard_never_touches_a_resumed_run(tmp_path):
 
 
 def _records(run):
-    return [{k: v for k, v in r.items() if k != "time"} for r in run.read_metrics()]
+    return [{k: v for k, v in r.items() if k != "time"} for r in run.metrics.read()]
 
 
 def test_log_and_read_metrics(tmp_path):
     run = RunDir.create("xor", seed=0, out=tmp_path / "run")
-    assert run.read_metrics() == []
-    run.log({"tag": "a", "step": 1, "loss": 0.5})
-    run.log({"tag": "a", "step": 2, "loss": np.float32(0.25), "acc": float("nan")})
+    assert run.metrics.read() == []
+    run.metrics.log({"tag": "a", "step": 1, "loss": 0.5})
+    run.metrics.log({"tag": "a", "step": 2, "loss": np.float32(0.25), "acc": float("nan")})
     lines = run.metrics_path.read_text().splitlines()
     assert len(lines) == 2 and all(_strict_loads(line) for line in lines)
-    recs = run.read_metrics()
+    recs = run.metrics.read()
     assert all(isinstance(r["time"], float) for r in recs)
     assert _records(run) == [
         {"tag": "a", "step": 1, "loss": 0.5},
@@ -199,7 +198,7 @@ def test_log_and_read_metrics(tmp_path):
 
 def test_read_metrics_skips_a_line_cut_off_by_a_kill(tmp_path):
     run = RunDir.create("xor", seed=0, out=tmp_path / "run")
-    run.log({"tag": "a", "step": 1})
+    run.metrics.log({"tag": "a", "step": 1})
     with open(run.metrics_path, "a") as f:
         f.write('{"tag": "a", "step": 2, "lo')  # the process died mid-write
     assert _records(run) == [{"tag": "a", "step": 1}]
@@ -208,13 +207,13 @@ def test_read_metrics_skips_a_line_cut_off_by_a_kill(tmp_path):
 def test_rewind_metrics(tmp_path):
     run = RunDir.create("xor", seed=0, out=tmp_path / "run")
     for step in (1, 2, 3):
-        run.log({"tag": "a", "step": step})
-    run.log({"tag": "b", "step": 5})
-    run.log({"note": "no tag"})
-    run.log({"tag": "a", "step": 4})
+        run.metrics.log({"tag": "a", "step": step})
+    run.metrics.log({"tag": "b", "step": 5})
+    run.metrics.log({"note": "no tag"})
+    run.metrics.log({"tag": "a", "step": 4})
     with open(run.metrics_path, "a") as f:
         f.write('{"tag": "a", "st')
-    run.rewind_metrics("a", 2)
+    run.metrics.rewind("a", 2)
     assert _records(run) == [
         {"tag": "a", "step": 1},
         {"tag": "a", "step": 2},
@@ -223,15 +222,15 @@ def test_rewind_metrics(tmp_path):
     ]
     text = run.metrics_path.read_text()
     assert text.endswith("\n") and all(_strict_loads(line) for line in text.splitlines())
-    run.log({"tag": "a", "step": 3})  # logging continues on a clean line
+    run.metrics.log({"tag": "a", "step": 3})  # logging continues on a clean line
     assert _records(run)[-1] == {"tag": "a", "step": 3}
-    run.rewind_metrics("a", 0)
+    run.metrics.rewind("a", 0)
     assert _records(run) == [{"tag": "b", "step": 5}, {"note": "no tag"}]
 
 
 def test_rewind_without_log_is_a_no_op(tmp_path):
     run = RunDir.create("xor", seed=0, out=tmp_path / "run")
-    run.rewind_metrics("a", 0)
+    run.metrics.rewind("a", 0)
     assert not run.metrics_path.exists()
 
 
@@ -295,9 +294,9 @@ def test_a_run_file_too_large_is_refused_before_it_is_read(tmp_path, monkeypatch
     run = RunDir(tmp_path)
     run.metrics_path.write_text(json.dumps({"tag": "t", "step": 1, "pad": "x" * 2000}) + "\n")
     with pytest.raises(BiaslabError, match="metrics.jsonl holds"):
-        run.read_metrics()
+        run.metrics.read()
     monkeypatch.setattr(fileio, "MAX_RUN_FILE_BYTES", 10_000)  # within the bound: read as before
-    assert read_json(big) == {"a": "x" * 2000} and len(run.read_metrics()) == 1
+    assert read_json(big) == {"a": "x" * 2000} and len(run.metrics.read()) == 1
 
 
 def test_read_json_errors(tmp_path):

@@ -65,7 +65,7 @@ class RunContext(FitContext):
         return self.run.path
 
     def logger(self, tag: str):
-        return TagLogger(self.run, tag)
+        return TagLogger(self.run.metrics, tag)
 
     def tasks(
         self, fn: Callable[..., Any] | Mapping[Callable[..., Any], Sequence], keys: Sequence = ()

@@ -5,6 +5,9 @@ a corrupt file) raises a :class:`BiaslabError`. The command line prints its mess
 on stderr and exits with status 2; Python callers can catch it like any exception.
 """
 
+import re
+from collections.abc import Mapping
+
 
 class BiaslabError(Exception):
     """An error caused by input the user can fix; its message is one self-contained line.
@@ -19,6 +22,31 @@ class BiaslabError(Exception):
 
 class ConfigError(BiaslabError):
     """An unknown configuration key or a value of the wrong type."""
+
+
+class OptionError(ConfigError):
+    """A refused run option (:mod:`biaslab.request`). Its message names options by their key in
+    braces, ``"{seed} cannot be combined with {resume}"``, and each caller spells them its own
+    way (:meth:`spelled`): ``str(error)`` by the argument names of ``biaslab.run`` (``seed``),
+    the command line by its flags (``--seed``). A brace of a value in the message is doubled
+    (:func:`literal`)."""
+
+    def __init__(self, template: str):
+        self.template = template
+        super().__init__(self.spelled({}))
+
+    def spelled(self, names: Mapping[str, str]) -> str:
+        """The message with each ``{option}`` as ``names`` spells it (default: its key)."""
+
+        def spell(match: re.Match) -> str:
+            return match[0][0] if match[1] is None else names.get(match[1], match[1])
+
+        return re.sub(r"\{\{|\}\}|\{(\w+)\}", spell, self.template)
+
+
+def literal(text: object) -> str:
+    """``text`` placed in an :class:`OptionError`'s message as it is (its braces doubled)."""
+    return str(text).replace("{", "{{").replace("}", "}}")
 
 
 class DataMissingError(BiaslabError):

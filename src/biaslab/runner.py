@@ -1,6 +1,7 @@
 """Running an experiment: config, seed, run directory, results, report, completion marker.
 
-``biaslab.run(name, ...)`` and ``biaslab run NAME`` both land in :func:`run`. The order of
+``biaslab.run(name, ...)`` and ``biaslab run NAME`` both land in :func:`run_request`, which
+carries out a request checked whole by :mod:`biaslab.request` (nothing is checked here). The order of
 writes is what makes an interrupted run safe: config.json first, then metrics and checkpoints
 while the experiment works, then results.json, report.html and, only if all of that
 succeeded, ``COMPLETE``.
@@ -13,47 +14,25 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any, TextIO
 
-from biaslab import registry
 from biaslab.caches import clear_run_caches
-from biaslab.config import check_seed, field_types, flat_values, from_dict, to_dict
+from biaslab.config import to_dict
 from biaslab.context import RunContext
-from biaslab.data.availability import require_data
-from biaslab.errors import BiaslabError, CheckpointError, ClusterLostError, ConfigError, StorageError
+from biaslab.errors import BiaslabError, ClusterLostError, StorageError
 from biaslab.fileio import write_traceback
-from biaslab.formatting import printable, shell_quote
-from biaslab.hardware import make_deterministic, resolve_device, resolve_threads, use_threads
-from biaslab.inputs import changed_input, input_digests
-from biaslab.loggers import check_loggers, make_sinks
+from biaslab.formatting import printable
+from biaslab.hardware import make_deterministic, use_threads
+from biaslab.inputs import input_digests
+from biaslab.loggers import make_sinks
 from biaslab.report.display import Result
 from biaslab.report.text import claim_lines
-from biaslab.runs import CONFIG, TIMINGS, TRACEBACK, RunDir
-from biaslab.scale.executors import check_executor, make_executor, task_threads
-from biaslab.train.callbacks import PROGRESS_MODES
+from biaslab.request import RUN_OPTIONS, Plan, RunRequest, check
+from biaslab.runs import TIMINGS, TRACEBACK, RunDir
+from biaslab.scale.executors import make_executor
 from biaslab.train.seed import seed_everything
 
-# Run options: how a run is made, never what it computes, so never a config key. Each with the
-# command line's spelling (None: an argument of biaslab.run only), for the message that refuses
-# one given as a config key.
-RUN_OPTIONS = {
-    "name": "biaslab run NAME",
-    "profile": "--quick / --full",
-    "seed": "--seed",
-    "out": "--out",
-    "resume": "--resume",
-    "runs_dir": "--runs-dir",
-    "threads": "--threads",
-    "device": "--device",
-    "log": "--log",
-    "progress": "--no-progress",
-    "executor": "--executor",
-    "workers": "--workers",
-    "address": "--address",
-    "command": None,
-    "echo": None,
-}
+__all__ = ["RUN_OPTIONS", "print_summary", "run", "run_request"]
 
 
 def run(
@@ -127,77 +106,59 @@ def run(
         Exception: a bug; its traceback is saved as ``traceback.txt`` in the run directory,
             whose path the exception carries as ``details_path``.
     """
-    overrides = _checked_overrides(overrides)
-    _check_arguments(name, out=out, resume=resume, runs_dir=runs_dir, progress=progress)
+    request = RunRequest(
+        name, overrides, profile, seed, out, resume, runs_dir, threads, device, log, progress,
+        executor, workers, address, command, echo,
+    )  # fmt: skip
+    return run_request(request)
+
+
+def run_request(request: RunRequest) -> Result:
+    """Carry out ``request`` (see :func:`run`): checked whole first (:func:`biaslab.request.check`),
+    then the run directory made or locked, the experiment run, the run folder finished."""
     rundir: RunDir | None = None
     try:
-        if resume is not None:
-            kept = {"profile": profile, "seed": seed, "out": out, "threads": threads, "device": device}
-            given = [key for key, value in {**kept, "log": log}.items() if value is not None]
-            if given:
-                raise BiaslabError(
-                    f"{'/'.join(given)} cannot be combined with resume (the run keeps its profile, "
-                    "seed, folder, thread count, device and loggers)"
-                )
-            saved = RunDir.inspect(resume)  # read only: nothing is written before it is proven
-            exp, cfg, profile, seed, threads, device = _resumed(Path(resume), saved, name, overrides)
-            changed_input(saved, cfg, Path(resume) / CONFIG)  # before a finished run is even reloaded
-            executor, workers, address = _resumed_executor(saved, executor, workers, address)
-            try:
-                log = check_loggers(saved.get("log"))
-            except BiaslabError as exc:
-                raise CheckpointError(f"{Path(resume) / CONFIG}: {exc}") from None
-            require_data(exp.required_data(cfg))
-            # Joined once the experiment has run; a refused request returns at once without
-            # waiting (the daemon thread then just finishes its imports, or dies with the process).
-            warming = _warm_up_imports()
-            rundir = RunDir.open(resume, saved)  # locked from here on
+        plan = check(request)  # nothing is written before every field is proven
+        # Joined once the experiment has run; a refused request returns at once without
+        # waiting (the daemon thread then just finishes its imports, or dies with the process).
+        warming = _warm_up_imports()
+        if plan.resume is not None:
+            rundir = RunDir.open(plan.resume, plan.saved)  # locked from here on
             if rundir.is_complete:
                 rundir.release()
                 return Result(rundir.path, rundir.read_results())
         else:
-            profile = "default" if profile is None else profile
-            seed = 0 if seed is None else seed
-            exp, cfg = _checked_request(name, profile, seed, overrides)
-            executor = "serial" if executor is None else executor
-            check_executor(executor, workers, address)
-            threads = task_threads(executor, None if threads is None else resolve_threads(threads), workers)
-            device = resolve_device(device)
-            _check_precision(cfg, device)
-            log = check_loggers(log)
-            warming = _warm_up_imports()
-            rundir = RunDir.create(exp.name, seed, out=out, runs_dir=runs_dir)  # locked
-        machine = {"threads": threads, "device": device,
-                   "executor": {"name": executor, "workers": workers, "address": address}}  # fmt: skip
-        return _started(rundir, resume is not None, exp, cfg, seed, profile, machine, log, command,
-                        overrides, progress, echo, warming)  # fmt: skip
+            rundir = RunDir.create(plan.experiment.name, plan.seed, out=plan.out, runs_dir=plan.runs_dir)
+        return _started(rundir, plan, warming)
     except KeyboardInterrupt as exc:
         exc.run_dir = rundir.path if rundir is not None and rundir.is_run else None
         raise
 
 
-def _started(
-    rundir, resumed, exp, cfg, seed, profile, machine, log, command, overrides, progress, echo, warming
-):
+def _started(rundir: RunDir, plan: Plan, warming: threading.Thread) -> Result:
     """The run in its locked directory: config.json (a new run), the experiment, and what a
     failure leaves (a run that wrote nothing worth resuming is removed; a bug's traceback)."""
-    rundir.sinks = make_sinks(log, rundir.path)
+    machine = plan.machine
+    rundir.metrics.sinks = make_sinks(plan.log, rundir.path)
+    resumed = plan.resume is not None
     refused = False  # a resume refused after taking the lock leaves the lock file as it was
     try:
         if not resumed:
             rundir.write_config(
-                exp.name,
-                profile,
-                seed,
-                to_dict(cfg),
-                command or _python_command(exp.name, profile, seed, overrides),
-                log=log,
-                inputs=input_digests(cfg),
-                **machine,
+                plan.experiment.name,
+                plan.profile,
+                plan.seed,
+                to_dict(plan.config),
+                plan.command,
+                log=plan.log,
+                inputs=input_digests(plan.config),
+                threads=machine.threads,
+                device=machine.device,
+                executor=machine.executor_record,
             )
         try:
-            with use_threads(machine["threads"]):
-                return _execute(exp, cfg, seed, profile, rundir, progress, echo, machine, warming, log)
+            with use_threads(machine.threads):
+                return _execute(plan, rundir, warming)
         finally:
             warming.join()  # the imports are done before a run returns
     except BiaslabError as exc:
@@ -215,127 +176,10 @@ def _started(
         raise
     finally:
         try:  # an attempt that failed still leaves its loggers in step with metrics.jsonl
-            rundir.close_sinks()  # (after a success they are closed already: nothing to do)
+            rundir.metrics.close_sinks()  # (after a success they are closed already: nothing to do)
         except Exception:  # best effort: never hide the failure that ended the attempt
             pass
         rundir.release(restore=refused)
-
-
-def _checked_overrides(overrides) -> dict[str, Any]:
-    """``overrides`` as a dict of config keys; a run option given as one is refused, naming the
-    option to use (``--set seed=3`` -> ``--seed``)."""
-    if overrides is None:
-        return {}
-    if not isinstance(overrides, Mapping):
-        raise BiaslabError(
-            f"overrides must be a mapping of config keys to values (e.g. {{'epochs': 3}}), not {overrides!r}"
-        )
-    for key in overrides:
-        if not isinstance(key, str):
-            raise BiaslabError(f"config keys are text, not {key!r}")
-        if key in RUN_OPTIONS:
-            flag = RUN_OPTIONS[key]
-            use = f"pass {key}=... to biaslab.run"
-            use = f"give it as {flag} (or {use})" if flag else use
-            raise BiaslabError(f"'{key}' is a run option, not a config key: {use}")
-    return dict(overrides)
-
-
-def _check_arguments(name, *, out, resume, runs_dir, progress) -> None:
-    """The Python API's arguments checked as the command line checks them (one-line errors)."""
-    if name is not None and not isinstance(name, str):
-        raise BiaslabError(f"the experiment name must be a string, not {name!r} (see 'biaslab list')")
-    for key, value, optional in (("out", out, True), ("resume", resume, True), ("runs_dir", runs_dir, False)):
-        if value is None and optional:
-            continue
-        if isinstance(value, bytes) or not isinstance(value, (str, os.PathLike)):
-            raise BiaslabError(f"{key} must be a folder's path (a string), not {value!r}")
-        if not os.fspath(value).strip():
-            flag = "--" + key.replace("_", "-")
-            raise BiaslabError(f"{flag} is empty (an unset shell variable?); name a folder or omit {flag}")
-    if progress not in PROGRESS_MODES:
-        raise BiaslabError(f"progress must be True, False, None or 'lines', not {progress!r}")
-
-
-def _checked_request(name: Any, profile: Any, seed: Any, overrides: dict[str, Any]):
-    """The experiment and its config for a new run; every input checked before anything is
-    written (a ConfigError or BiaslabError with the command line's message)."""
-    if name is None:
-        raise BiaslabError("name an experiment to run (see 'biaslab list')")
-    if not isinstance(profile, str):
-        raise BiaslabError(f"profile must be one of {', '.join(registry.PROFILES)}, not {profile!r}")
-    check_seed(seed)
-    exp = registry.get(name)
-    cfg = exp.make_config(profile, overrides)
-    require_data(exp.required_data(cfg))
-    return exp, cfg
-
-
-def _resumed(path: Path, saved: dict, name: str | None, overrides: dict[str, Any]):
-    """Experiment, config, profile, seed and thread count of the run whose config.json
-    (``saved``, proven a run's by ``RunDir.inspect``) is in ``path``, checked for ``--resume``
-    as strictly as a new run's: nothing has been written yet."""
-    config = path / CONFIG
-    if not isinstance(saved["experiment"], str) or not isinstance(saved["config"], dict):
-        raise CheckpointError(
-            f"{config}: 'experiment' must be a string and 'config' an object; cannot resume"
-        )
-    if saved["profile"] not in registry.PROFILES:
-        choices = ", ".join(registry.PROFILES)
-        raise CheckpointError(f"{config}: profile {saved['profile']!r} is not one of {choices}")
-    try:
-        check_seed(saved["seed"])
-    except ConfigError as exc:
-        raise CheckpointError(f"{config}: {exc}; cannot resume") from None
-    if name is not None and name != saved["experiment"]:
-        raise CheckpointError(f"{path} is a run of '{saved['experiment']}', not '{name}'")
-    if overrides:
-        raise BiaslabError("--set cannot be combined with --resume (the run keeps its config)")
-    try:
-        exp = registry.get(saved["experiment"])
-    except BiaslabError as exc:
-        raise CheckpointError(f"{config}: {exc}; cannot resume") from None
-    lacking = sorted(set(field_types(exp.config)) - set(saved["config"]))
-    if lacking:
-        raise CheckpointError(
-            f"{config} lacks config key(s) {', '.join(lacking)}: resuming would mix two configs; "
-            "start a new run"
-        )
-    try:
-        cfg = from_dict(exp.config, saved["config"])
-    except ConfigError as exc:
-        raise CheckpointError(f"{config}: {exc}; cannot resume: start a new run") from None
-    try:
-        threads = resolve_threads(saved.get("threads"))
-        recorded = saved.get("device", "cpu")  # runs before 0.3 ran on the CPU
-        if recorded == "auto":
-            raise ConfigError("device='auto' (a run records the device it resolved to)")
-        device = resolve_device(recorded)
-        _check_precision(cfg, device)
-    except ConfigError as exc:
-        raise CheckpointError(f"{config}: {exc}; cannot resume") from None
-    return exp, cfg, saved["profile"], saved["seed"], threads, device
-
-
-def _resumed_executor(saved: dict, executor, workers, address):
-    """The executor of a resumed run: the one given, else the one config.json records (serial
-    for a run that records none); checked like a new run's."""
-    if executor is None:
-        recorded = saved.get("executor") if isinstance(saved.get("executor"), dict) else {}
-        executor = recorded.get("name", "serial")
-        workers = workers if workers is not None else recorded.get("workers")
-        address = address if address is not None else recorded.get("address")
-    check_executor(executor, workers, address)
-    return executor, workers, address
-
-
-def _check_precision(cfg, device: str) -> None:
-    """A config's ``precision`` (where it has one) must run on ``device``: one line if not."""
-    precision = flat_values(cfg).get("precision")  # its own, or its training part's
-    if precision is not None:
-        from biaslab.train.config import autocast_dtype
-
-        autocast_dtype(precision, device)
 
 
 def _warm_up_imports() -> threading.Thread:
@@ -361,17 +205,17 @@ def _warm_up_imports() -> threading.Thread:
     return thread
 
 
-def _execute(
-    exp, cfg, seed: int, profile: str, rundir: RunDir, progress, echo, machine: dict, warming=None, log=()
-) -> Result:
+def _execute(plan: Plan, rundir: RunDir, warming: threading.Thread | None = None) -> Result:
     """Run the experiment in a written, locked run directory; results, report, then COMPLETE."""
-    seed_everything(seed)
-    make_deterministic(machine["device"])
-    chosen, threads, device = machine["executor"], machine["threads"], machine["device"]
-    executor = make_executor(chosen["name"], chosen["workers"], chosen["address"], threads, device)
+    exp, machine = plan.experiment, plan.machine
+    seed_everything(plan.seed)
+    make_deterministic(machine.device)
+    executor = make_executor(
+        machine.executor, machine.workers, machine.address, machine.threads, machine.device
+    )
     ctx = RunContext(
-        exp, cfg, seed, profile, rundir, progress, echo,
-        device=device, threads=threads, executor=executor, loggers=log,
+        exp, plan.config, plan.seed, plan.profile, rundir, plan.progress, plan.echo,
+        device=machine.device, threads=machine.threads, executor=executor, loggers=plan.log,
     )  # fmt: skip
     executor.start((exp.fn.__module__,))  # local workers import the lab while it reads its data
     if warming is not None:
@@ -392,8 +236,8 @@ def _execute(
         "title": exp.title,
         "day": exp.day,
         "summary": exp.summary,
-        "profile": profile,
-        "seed": seed,
+        "profile": plan.profile,
+        "seed": plan.seed,
         "elapsed_s": round(time.perf_counter() - start, 3),
         "metrics": ctx.metrics,
         TIMINGS: ctx.timings,
@@ -401,19 +245,13 @@ def _execute(
         "figures": ctx.figures,
         "tables": ctx.tables,
     }
-    rundir.close_sinks()  # metrics.csv and the event files complete before COMPLETE
+    rundir.metrics.close_sinks()  # metrics.csv and the event files complete before COMPLETE
     rundir.write_results(results)
     from biaslab.report.html import render_report
 
     render_report(rundir.path, complete=True, order=ctx.labs_order)
     rundir.mark_complete()
     return Result(rundir.path, results)
-
-
-def _python_command(name: str, profile: str, seed: int, overrides: dict) -> str:
-    sets = "".join(f" --set {shell_quote(f'{k}={v}')}" for k, v in overrides.items())
-    flag = "" if profile == "default" else f" --{profile}"
-    return f"biaslab run {shell_quote(name)}{flag} --seed {seed}{sets}"
 
 
 def print_summary(result: Result, stream: TextIO | None = None) -> None:

@@ -299,12 +299,13 @@ def start(
 
     from biaslab import registry
     from biaslab.config import check_seed
-    from biaslab.hardware import make_deterministic, resolve_device, resolve_threads
-    from biaslab.scale.executors import check_executor, make_executor, task_threads
+    from biaslab.hardware import make_deterministic
+    from biaslab.request import check_machine
+    from biaslab.scale.executors import check_executor, make_executor
 
     executor = executor or "serial"
-    check_executor(executor, workers, address)
     if resume is not None:
+        check_executor(executor, workers, address)
         request = read_json(Path(resume) / SWEEP)
         name, grid, seed_list = request["experiment"], request["grid"], request["seeds"]
         profile, select, device = request["profile"], request["select"], request["device"]
@@ -322,8 +323,8 @@ def start(
         grid = grid_of(sets, list_keys(exp.config))
         for values in itertools.product(*grid.values()):
             exp.make_config(profile, dict(zip(grid, values)))  # each combination checked: one line
-        device = resolve_device(device)
-        threads = task_threads(executor, None if threads is None else resolve_threads(threads), workers)
+        machine = check_machine(executor, workers, address, threads, device)
+        threads, device = machine.threads, machine.device
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         folder = Path(out) if out else Path(runs_dir) / f"{name}-sweep-{stamp}"
         if folder.exists() and any(folder.iterdir()):

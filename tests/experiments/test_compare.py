@@ -425,7 +425,7 @@ def test_a_compare_killed_mid_run_resumes_to_the_same_results(capsys, tmp_path):
     assert code == 0, err
     assert (run / "COMPLETE").is_file()
 
-    records = [(r.get("tag"), r.get("epoch")) for r in RunDir(run).read_metrics()]
+    records = [(r.get("tag"), r.get("epoch")) for r in RunDir(run).metrics.read()]
     assert len(records) == len(set(records)), "the resume repeated a training's epochs"
 
     ref = biaslab.compare(

@@ -63,7 +63,7 @@ def test_quick_run_is_complete_and_well_formed(quick_run, exp):
 
     html = (run / "report.html").read_text()
     assert html.count("data:image/png;base64,") == len(res["figures"])
-    records = RunDir(run).read_metrics()
+    records = RunDir(run).metrics.read()
     if records:
         assert all("tag" in r for r in records)
 
@@ -89,7 +89,7 @@ def test_quick_run_claims_cite_the_documents(quick_run, exp):
 @pytest.mark.parametrize("exp", LABS, ids=[e.name for e in LABS])
 def test_quick_run_trains_with_the_shared_recipes(quick_run, exp):
     """Each training a lab logs is tagged, and its records carry a training loss."""
-    for record in RunDir(quick_run(exp.name).run_dir).read_metrics():
+    for record in RunDir(quick_run(exp.name).run_dir).metrics.read():
         assert "train_loss" in record, record
 
 

@@ -18,7 +18,7 @@ def results_of(run: Path) -> dict:
 
 def records_of(run: Path) -> list:
     """metrics.jsonl without time stamps, in a fixed order (tasks finish in any order)."""
-    records = [reproducible_record(r) for r in RunDir(run).read_metrics()]
+    records = [reproducible_record(r) for r in RunDir(run).metrics.read()]
     return sorted(records, key=lambda r: (r["tag"], r["epoch"]))
 
 

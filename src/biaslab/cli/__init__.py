@@ -30,9 +30,9 @@ from biaslab import __version__
 from biaslab.cli.compare import add_compare_parser, add_predict_parser, cmd_compare, cmd_predict
 from biaslab.cli.data import FETCH_CHOICES, add_fetch_parser, cmd_data, cmd_data_fetch
 from biaslab.cli.listing import cmd_config, cmd_list, cmd_notebooks, cmd_report, cmd_show
-from biaslab.cli.run import add_run_options, cmd_run
+from biaslab.cli.run import add_run_options, cmd_run, flag_names
 from biaslab.cli.usage import UsageError
-from biaslab.errors import BiaslabError
+from biaslab.errors import BiaslabError, OptionError
 from biaslab.formatting import printable, shell_quote
 
 __all__ = [
@@ -140,6 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()
+    args = None
     try:
         args = parser.parse_args(argv)
         if args.command is None:
@@ -166,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "notebooks":
             cmd_notebooks(args.dir, args.force)
     except BiaslabError as exc:  # one line, always, and no control character reaches the terminal
-        print(f"biaslab: error: {printable(error_line(exc))}", file=sys.stderr)
+        print(f"biaslab: error: {printable(error_line(exc, flag_names(args)))}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `biaslab list | head`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -176,9 +177,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def error_line(exc: BiaslabError) -> str:
-    """The message on one line, with the command that continues the run where there is one."""
-    text = " ".join(str(exc).split())
+def error_line(exc: BiaslabError, flags: dict[str, str] | None = None) -> str:
+    """The message on one line, options named by their ``flags`` (an
+    :class:`~biaslab.errors.OptionError`'s), with the command that continues the run where
+    there is one."""
+    text = exc.spelled(flags or {}) if isinstance(exc, OptionError) else str(exc)
+    text = " ".join(text.split())
     if exc.resume is not None:
         text += f"; continue with: biaslab run --resume {shell_quote(exc.resume)}"
     return text

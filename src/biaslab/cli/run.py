@@ -93,43 +93,53 @@ def add_run_options(p) -> None:
     )
 
 
+def run_request_of(args, argv: list[str], overrides: dict[str, str]):
+    """The command line's options as one :class:`~biaslab.request.RunRequest` (checked by the
+    runner; its messages name options, which :func:`flag_names` spells as flags)."""
+    from biaslab.request import RunRequest
+
+    return RunRequest(
+        args.name,
+        overrides,
+        profile=args.profile,
+        seed=args.seed,
+        out=args.out,
+        resume=args.resume,
+        runs_dir=args.runs_dir,
+        threads=args.threads,
+        device=args.device,
+        log=args.log,
+        # A bar on a terminal; piped to a file, one line per epoch of each training.
+        progress=False if args.no_progress else (None if sys.stderr.isatty() else "lines"),
+        executor=args.executor,
+        workers=args.workers,
+        address=args.address,
+        command="biaslab " + " ".join(shell_quote(a) for a in argv),
+        echo=sys.stdout,
+    )
+
+
+def flag_names(args) -> dict[str, str]:
+    """Each run option as this command line gave it (``profile``: ``--quick``), for a message
+    that names options (:class:`~biaslab.errors.OptionError`)."""
+    from biaslab.request import RUN_OPTIONS
+
+    names = {key: flag for key, flag in RUN_OPTIONS.items() if flag is not None}
+    names["overrides"] = "--set"
+    if getattr(args, "profile", None) is not None:
+        names["profile"] = f"--{args.profile}"
+    return names
+
+
 def cmd_run(args, argv: list[str]) -> int:
     from biaslab.config import parse_set_args
-    from biaslab.runner import print_summary, run
+    from biaslab.runner import print_summary, run_request
 
     overrides = parse_set_args(args.sets)
     if _is_sweep(args, overrides):
         return cmd_sweep(args, argv, overrides)
-    if args.resume is not None:  # what the run fixed when it started: named as the flags given
-        kept = {f"--{args.profile}": args.profile, "--seed": args.seed, "--out": args.out}
-        kept |= {"--threads": args.threads, "--device": args.device, "--log": args.log}
-        given = [flag for flag, value in kept.items() if value is not None]
-        if given:
-            raise BiaslabError(
-                f"{'/'.join(given)} cannot be combined with --resume (the run keeps its profile, "
-                "seed, folder, thread count, device and loggers)"
-            )
-    command = "biaslab " + " ".join(shell_quote(a) for a in argv)
     try:
-        result = run(
-            args.name,
-            overrides,
-            profile=args.profile,
-            seed=args.seed,
-            out=args.out,
-            resume=args.resume,
-            runs_dir=args.runs_dir,
-            # A bar on a terminal; piped to a file, one line per epoch of each training.
-            progress=False if args.no_progress else (None if sys.stderr.isatty() else "lines"),
-            command=command,
-            echo=sys.stdout,
-            threads=args.threads,
-            device=args.device,
-            log=args.log,
-            executor=args.executor,
-            workers=args.workers,
-            address=args.address,
-        )
+        result = run_request(run_request_of(args, argv, overrides))
     except KeyboardInterrupt as exc:
         run_dir = getattr(exc, "run_dir", None)
         if run_dir is None:

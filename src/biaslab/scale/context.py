@@ -106,7 +106,7 @@ class RecordFile:
             with open(self.path, "a", encoding="utf-8") as f:
                 f.write(json.dumps(record) + "\n")
 
-    def rewind_metrics(self, tag: str, step: int) -> None:
+    def rewind(self, tag: str, step: int) -> None:
         kept = [r for r in self.records if r.get("tag") != tag or r.get("step", 0) <= step]
         if len(kept) != len(self.records):
             self.records = kept
@@ -116,8 +116,8 @@ class RecordFile:
 
 class TagLogger:
     """The trainer's logger (``log``, ``rewind``) for training ``tag``, into a run's metrics.jsonl
-    (a ``RunDir``) or a task's :class:`RecordFile`: anything with ``log(record)`` and
-    ``rewind_metrics(tag, step)``."""
+    (a ``RunDir.metrics``) or a task's :class:`RecordFile`: anything with ``log(record)`` and
+    ``rewind(tag, step)``."""
 
     def __init__(self, sink, tag: str):
         self.sink, self.tag = sink, tag
@@ -126,7 +126,7 @@ class TagLogger:
         self.sink.log({**record, "tag": self.tag})
 
     def rewind(self, step: int) -> None:
-        self.sink.rewind_metrics(self.tag, step)
+        self.sink.rewind(self.tag, step)
 
 
 class TaskContext(FitContext):

@@ -27,7 +27,7 @@ from concurrent.futures import ALL_COMPLETED, FIRST_COMPLETED, ProcessPoolExecut
 from concurrent.futures.process import BrokenProcessPool
 
 from biaslab.checks import is_integer
-from biaslab.errors import ConfigError
+from biaslab.errors import ConfigError, OptionError
 from biaslab.formatting import tell
 from biaslab.hardware import available_cores
 from biaslab.scale.tasks import MAX_ATTEMPTS, Receive, TaskSpec, died, run_task
@@ -198,9 +198,9 @@ def check_executor(executor: str, workers: int | None, address: str | None) -> N
     if workers is not None and (not is_integer(workers) or workers < 1):
         raise ConfigError(f"workers={workers!r}: give a number of worker processes >= 1")
     if workers is not None and executor == "serial":
-        raise ConfigError("--workers needs --executor local (or ray); serial runs one task at a time")
+        raise OptionError("{workers} needs {executor} local (or ray); serial runs one task at a time")
     if address is not None and executor != "ray":
-        raise ConfigError("--address names a Ray cluster: it needs --executor ray")
+        raise OptionError("{address} names a Ray cluster: it needs {executor} ray")
 
 
 def make_executor(executor: str, workers: int | None, address: str | None, threads: int, device: str):

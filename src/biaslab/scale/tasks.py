@@ -237,9 +237,9 @@ class Study:
         file goes. The result file is written last: a task read back has its files."""
         for relative, data in outcome.get("files", {}).items():
             atomic_write_bytes(self.run.path / lab_file(relative), data)
-        self.run.drop_metrics(outcome["trained"])
+        self.run.metrics.drop(outcome["trained"])
         for record in outcome["records"]:
-            self.run.log({k: v for k, v in record.items() if k != "time"})
+            self.run.metrics.log({k: v for k, v in record.items() if k != "time"})
         folder = self.folder(spec)
         text = json.dumps(
             {"key": plain(spec.key), "result": outcome["result"], "trained": outcome["trained"],
