@@ -2,7 +2,7 @@
 
 Layers, bottom up (docs/architecture.md):
 
-    better, caches, checks, errors, fileio, formatting, hardware, locking, results, version
+    better, caches, checks, errors, fileio, formatting, hardware, locking, records, results, version
     ->  scratch, nn, data, config  ->  train, evaluate, generative
     ->  comparison  ->  runs, registry, catalog, loggers  ->  report, scale
     ->  runner, context, request  ->  sequence, sweep  ->  experiments, notebooks
@@ -32,6 +32,7 @@ LAYERS = [
         "hardware",
         "inputs",
         "locking",
+        "records",
         "results",
         "version",
     },

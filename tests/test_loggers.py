@@ -127,3 +127,33 @@ def test_a_resume_keeps_the_runs_loggers(capsys, in_tmp):
 def test_metrics_table_puts_tag_epoch_step_first_and_leaves_missing_cells_empty():
     text = loggers.metrics_table([{"step": 1, "tag": "a", "epoch": 1, "b": 2}, {"tag": "c", "z": 0.5}])
     assert text.splitlines() == ["tag,epoch,step,b,z", "a,1,1,2,", "c,,,,0.5"]
+
+
+def test_the_final_metrics_reach_every_logger_with_their_dimensions(in_tmp, monkeypatch):
+    import dataclasses
+
+    from biaslab import registry
+
+    def lab(ctx) -> None:
+        ctx.metric(plain=3)
+        ctx.metric("accuracy", 0.75, model="tiny", n=20, split="test")
+
+    exp = dataclasses.replace(registry.get("xor"), name="test-final", fn=lab)
+    monkeypatch.setitem(registry._REGISTRY, "test-final", exp)
+    run = biaslab.run("test-final", profile="quick", out="run", log="csv,tensorboard,mlflow").run_dir
+    with open(run / "results.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert rows == [
+        {"key": "tiny_n20_test_accuracy", "name": "accuracy", "value": "0.75", "better": "higher",
+         "model": "tiny", "n": "20", "split": "test"},
+        {"key": "plain", "name": "plain", "value": "3", "better": "higher",
+         "model": "", "n": "", "split": ""},
+    ]  # fmt: skip
+    assert tensorboard_scalars(run, "results", "accuracy/model:tiny/n:20/split:test") == [(0, 0.75)]
+    assert tensorboard_scalars(run, "results", "plain") == [(0, 3.0)]
+    from mlflow.tracking import MlflowClient
+
+    with loggers.allowed_file_store():
+        client = MlflowClient(tracking_uri=(run / "mlruns").resolve().as_uri())
+        (only,) = client.search_runs([client.get_experiment_by_name("biaslab").experiment_id])
+        assert only.data.metrics["accuracy/model:tiny/n:20/split:test"] == 0.75

@@ -14,6 +14,14 @@ Compare architectures on your own data (``biaslab compare`` from the command lin
     found.leaderboard(), found.recommended
     found.predict("new_measurements.csv"), found.predict_interval("new_measurements.csv")
     biaslab.load_comparison(found.run_dir)   # reopened later, without training
+
+Config keys go in one mapping and run options as keywords (``profile``, ``seed``, ``out``,
+``resume``, ``threads``, ``device``, ``log``, ...): a run option given as a config key is refused,
+naming the option (``biaslab.request.RUN_OPTIONS``). ``biaslab.show(path)`` displays an earlier
+run inline in Jupyter and as text elsewhere; ``biaslab.load(path)`` returns it as a ``Result``.
+``run``, ``compare``, ``load_comparison``, ``show`` and ``load`` are their modules' own functions
+(``biaslab.runner``, ``biaslab.api``, ``biaslab.report.display``), looked up on first use (PEP 562),
+so ``import biaslab`` imports no torch; ``__version__`` is ``biaslab.version``'s.
 """
 
 import importlib

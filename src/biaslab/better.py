@@ -2,7 +2,8 @@
 
 Early stopping and keep-the-best (:class:`~biaslab.train.callbacks.Best`), a sweep's ``--select``
 (:mod:`biaslab.sweep`) and its index's best configuration all ask this module, so a metric is
-never minimised in one place and maximised in another.
+never minimised in one place and maximised in another (the vae lab's ``val_kl`` and
+``val_reconstruction`` monitors once were).
 
 A metric's key names what it measures in its words (``val_rmse``,
 ``test_ece_after_temperature``, ``penalty_n200_val_loss``). A key holding one of the words of

@@ -8,6 +8,9 @@ step=..., title=..., summary=...)`` declarations of ``biaslab/experiments/*.py``
 this way) is returned as a :class:`Problem`, which the registry answers by importing that
 module, and ``tests/test_catalog.py`` fails on. ``biaslab config NAME`` imports its lab
 (:func:`biaslab.registry.configs`).
+
+:class:`Entry` is one lab as ``biaslab list`` shows it; :class:`Configs` is what ``biaslab config``
+shows (every profile's config and the keys left out of a part, with why).
 """
 
 from __future__ import annotations

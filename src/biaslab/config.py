@@ -25,6 +25,24 @@ order::
 so each field is checked on its own before any relation uses it: a relation's message never
 blames a key whose own value is the problem. The helpers here (:func:`check_range`,
 :func:`check_batch_fits`, :func:`check_memory`) name the key, the allowed range and why.
+
+The rest of the module:
+
+* :func:`field_types` and :func:`flat_values` (every key in its place; two parts with one key
+  is a TypeError). No lab config inherits from a part: it holds parts (a registry test).
+* :func:`unused_keys`: the keys a part leaves out of the part it builds on, with why
+  (:func:`~biaslab.train.config.training_without`).
+* :func:`apply_overrides` (typed ``--set key=value``; an unknown key suggests the closest; a
+  left-out key is refused with its reason) and :func:`parse_set_args`.
+* :func:`check_choices`: every ``Literal`` field holds one of its choices, also in a config made
+  in Python.
+* :func:`to_dict` / :func:`from_dict`: strict, so a saved value is taken only with its field's
+  type and no text is parsed (``"epochs": "2"`` is refused).
+* By type, every float is finite and every tuple non-empty (:func:`parse_value`).
+* :func:`check_batch_fits`: a batch no larger than the ``training_set()`` of the config or its
+  data part; :func:`smallest_training_set` for a lab that trains once per size.
+* :func:`check_memory`: an estimate against the free memory.
+* :func:`check_seed`: 0..2**64 - 1.
 """
 
 from __future__ import annotations

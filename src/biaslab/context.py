@@ -4,6 +4,34 @@
 
 The context is built whole by the runner (:mod:`biaslab.runner`): the device, the CPU threads,
 the executor of ``ctx.tasks`` and the loggers are given at construction, never set afterwards.
+
+What a lab calls:
+
+- ``ctx.cfg``, ``ctx.seed``, ``ctx.profile``, ``ctx.quick``: the resolved config and the run's
+  settings; ``ctx.device`` (``"cpu"``, ``"cuda"``, ``"mps"``): the Trainer places models and
+  batches there, a lab moves its own inputs (``x.to(ctx.device)``) and brings outputs back
+  (``.cpu()``) before NumPy.
+- ``ctx.seed_for(*names)``: a seed for a named part, stable and independent of call order;
+  ``ctx.init_model(build, *names)``: ``build()`` with torch seeded for the names, so the initial
+  weights are set by the tag; ``ctx.training(tag)``: a ``TrainSetup`` (checkpoint
+  ``checkpoints/<tag>.pt``, metrics logger, seed, device) whose ``.trainer(model, config, ...)``
+  builds a Trainer with checkpointing, logging, the time limit and progress as callbacks.
+- ``ctx.tasks(fn, keys)``: a study's independent fits as keyed tasks of the run's executor
+  (``--executor serial|local|ray``); ``fn(task, *key)`` is module-level, ``task`` a
+  :class:`~biaslab.scale.context.TaskContext`, its result plain data saved under ``tasks/`` and
+  read back on resume. Labs whose later steps need a trained model train in the driver.
+- ``ctx.metric("accuracy", 0.9, model="cnn", split="test")``: a metric with its dimensions
+  (:mod:`biaslab.records`; ``ctx.metric(key=value)``: by a flat key alone); ``ctx.table(...)``
+  (``timing_columns=``: wall-clock columns, outside what the seed fixes; ``lead=True``: part of
+  the answer that opens the report), ``ctx.figure(name, fig, caption)``; ``ctx.timing(**seconds)``:
+  wall-clock times, kept apart in results.json's ``timings``.
+- ``ctx.claim(...)``: a claim of the documents beside the measured value; one that fails keeps its
+  verdict (a lab may add the claim that explains it beside it, never in its place);
+  ``ctx.claim_exact`` / ``ctx.claim_slip``: a figure or formula the documents print, settled
+  exactly.
+- ``ctx.save_file(path, bytes)``: a lab's own file, atomically under ``models/`` (any other path
+  is a ValueError); a task saves its own the same way and the driver writes them before its
+  result file. ``ctx.echo(line)``: a progress line on the command line's stdout.
 """
 
 from __future__ import annotations
@@ -14,9 +42,11 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from biaslab import registry
+from biaslab.better import Direction
 from biaslab.exact_claims import figure_claim, slip_claim
 from biaslab.fileio import atomic_write, atomic_write_bytes
 from biaslab.formatting import printable, tell
+from biaslab.records import record
 from biaslab.results import Claim, lab_file, verdict_of
 from biaslab.runs import RunDir
 from biaslab.scale.context import FitContext, TagLogger
@@ -50,6 +80,7 @@ class RunContext(FitContext):
         self.experiment = experiment
         self.run = run
         self.metrics: dict[str, Any] = {}
+        self.records: list[dict] = []  # the metrics recorded with their dimensions
         self.timings: dict[str, float] = {}
         self.claims: list[Claim] = []
         self.figures: list[dict[str, str]] = []
@@ -104,9 +135,28 @@ class RunContext(FitContext):
         return "lines" if self.progress == "lines" else False
 
     # -- what the run reports ------------------------------------------------------------------
-    def metric(self, **values: Any) -> None:
-        """Record results that the run's seed fixes (never a wall-clock time: see timing)."""
-        self.metrics.update(values)
+    def metric(self, *measured: Any, better: Direction | None = None, key: str | None = None, **values: Any):
+        """Record results that the run's seed fixes (never a wall-clock time: see timing).
+
+        ``ctx.metric("accuracy", 0.878, model="penalty", n=5000, split="turned")``: one metric,
+        its name and value, then its dimensions (text or numbers): a record in results.json's
+        ``records`` and, under the key derived from them (``penalty_n5000_turned_accuracy``;
+        ``key`` names another), in its ``metrics`` (:mod:`biaslab.records`). ``better``:
+        ``"lower"`` or ``"higher"`` where the name does not say which way the value improves.
+        ``ctx.metric(path_points=31)``: metrics by their flat keys alone.
+        """
+        if not measured:
+            if better is not None or key is not None:
+                raise ValueError(
+                    "better and key describe one metric: ctx.metric(name, value, ..., better=...)"
+                )
+            self.metrics.update(values)
+            return
+        if len(measured) != 2:
+            raise TypeError("ctx.metric(name, value, **dimensions) takes a name and a value")
+        entry = record(*measured, values, better, key)
+        self.records.append(entry)
+        self.metrics[entry["key"]] = entry["value"]
 
     def timing(self, **seconds: float) -> None:
         """Record wall-clock measurements, in seconds: machine-dependent, so kept apart from the

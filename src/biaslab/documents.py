@@ -23,7 +23,9 @@ as printed; :func:`printed_problem` finds it in the text of the first document t
 :func:`place_problem` checks that the places it names exist in the texts.
 
 The texts themselves are not part of biaslab: they lie in ``shared/seeds/`` beside a checkout
-(:func:`seeds_folder`), whose README maps each file to its short name.
+(:func:`seeds_folder`), whose README maps each file to its short name (:data:`DOCUMENTS`: four
+short names for five files, the inductive-bias slides being two). Where no checkout lies around
+the package, the tests that read the texts are skipped.
 """
 
 from __future__ import annotations

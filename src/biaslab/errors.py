@@ -3,6 +3,15 @@
 Anything a user can cause by bad input (an unknown name, a wrong value, a missing data package,
 a corrupt file) raises a :class:`BiaslabError`. The command line prints its message as one line
 on stderr and exits with status 2; Python callers can catch it like any exception.
+
+Its kinds: :class:`ConfigError` (and :class:`OptionError`, a refused run option),
+:class:`DataMissingError`, :class:`DataFormatError`, :class:`DataFetchError` (both of those),
+:class:`CheckpointError`, :class:`DivergenceError` (whose :meth:`~DivergenceError.at` is the one
+divergence message both training loops give), :class:`RunLockedError`, :class:`StorageError` and
+:class:`ClusterLostError`. A message names no command: where the run can go on once the cause is
+fixed, ``resume`` holds its directory and the command line adds ``continue with: biaslab run
+--resume DIR`` (``biaslab.cli.error_line``). :class:`NotFittedError` is not one of them: an
+estimator used before ``fit`` is a bug (exit 1), not bad input.
 """
 
 import re

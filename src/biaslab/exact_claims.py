@@ -13,6 +13,9 @@ document's):
 Both are refused for a value that random draws change (:func:`reproducible_value`) and, by the
 run context, in a run that has trained: a figure that comes out of training or sampling cannot
 prove a document wrong. Both are checks (``kind="check"``): they fail only through a bug.
+
+:func:`figure_claim` gives pass, fail or notes-wrong; :func:`slip_claim` pass, fail or slip.
+``RunContext.claim_exact`` and ``RunContext.claim_slip`` record them.
 """
 
 from __future__ import annotations

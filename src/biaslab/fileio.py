@@ -4,7 +4,14 @@ Files are written *atomically*: the bytes go to a temporary file in the same dir
 flushed to disk, and only then renamed over the target with :func:`os.replace`. A crash or an
 error half-way through therefore never leaves a truncated file behind: either the old file (or
 none) or the complete new one is there. Caches, checkpoints, figures, JSON and HTML all go
-through :func:`atomic_write`.
+through :func:`atomic_write` (and :func:`atomic_write_bytes`, :func:`atomic_write_text`,
+:func:`write_json`); a storage failure the user can fix (a full disk, a read-only folder, a
+directory in the way) becomes a one-line :class:`~biaslab.errors.StorageError` naming the file
+(:func:`as_storage_error`), and :func:`remove_temp_files` clears what interrupted writes left.
+
+Also here: :func:`read_json` and :func:`json_safe`, :func:`write_traceback` (a bug's traceback,
+saved), and :func:`data_dir`, where biaslab caches data: ``$BIASLAB_DATA``, default
+``~/.cache/biaslab``.
 """
 
 from __future__ import annotations

@@ -2,8 +2,14 @@
 the report.
 
 The report escapes what these return for HTML. The terminal gets :func:`printable` text (no
-control character reaches it raw: a value or a folder name could otherwise retitle the window or
-clear the screen) and commands it may paste quoted by :func:`shell_quote`.
+control character or bidirectional override reaches it raw: a value or a folder name could
+otherwise retitle the window or clear the screen) and commands it may paste quoted by
+:func:`shell_quote` (every command a message suggests: ``shlex.quote``, or bash's ``$'...'`` form
+for text holding control characters, harmless on screen and exact when pasted).
+
+:func:`format_value` and :func:`format_duration` give the same numbers in the terminal and the
+report; :func:`quoted` is the one helper that quotes a bad value in a message (its repr on one
+line, escaped, cut by :func:`cut`); :func:`tell` prints a progress line on stderr.
 """
 
 from __future__ import annotations

@@ -18,6 +18,14 @@ The default is a fixed count, every core this process may use. ``"auto"`` takes 
 are idle when the run starts, measured over a quarter of a second from ``/proc/stat``: on a
 machine where another job keeps one of two cores busy, training on 2 threads was measured 3.7x
 slower than on the 1 idle core.
+
+The calls: :func:`resolve_device` and :func:`make_deterministic` (the device, and torch's
+deterministic kernels on CUDA), :func:`resolve_threads`, :func:`use_threads` (torch's and the BLAS
+threads inside a block, restored after) and :func:`on_current_threads` (the same count applied
+again to thread pools loaded since, such as scikit-learn's OpenMP, which loads with its first
+estimator), :func:`idle_cores`; and, for what reports and results record, :func:`cpu_name`,
+:func:`device_description` and :func:`busy_warning` (benchmarks print it when the load average is
+high). A device or thread count this machine cannot give is a one-line ConfigError.
 """
 
 from __future__ import annotations

@@ -4,12 +4,14 @@ A run's config names some of its inputs by path (``compare``'s data file or fold
 model file, an ``--ood`` set). A path says where the bytes were, not what they were: replace
 ``data.csv`` by a file of the same shape with other labels, and a resumed run would put the fits
 made on the old file beside fits made on the new one. So a run records, in config.json, the
-SHA-256 and size of every input its config names, and ``--resume`` refuses an input whose
-contents changed, naming it.
+SHA-256 and size of every input its config names (config.json's ``inputs``, part of the run's
+fingerprint), and ``--resume`` refuses an input whose contents changed, in one line naming it
+(:func:`changed_input`), before a finished run is even reloaded.
 
 A config takes part by defining ``input_files() -> {label: path}`` (the paths it will read; a
 demo set or an empty setting is simply left out). A folder's digest is taken over its files' names
-(relative, sorted) and contents, so a renamed, added, removed or edited image changes it.
+(relative, sorted) and contents, so a renamed, added, removed or edited image changes it. Files
+are read in pieces (:func:`content_digest`), never whole.
 """
 
 from __future__ import annotations

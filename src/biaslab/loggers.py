@@ -13,8 +13,15 @@ metrics.jsonl stays the run's one record (a resume rewinds it); every other dest
 * ``mlflow``: an MLflow run in a local file store under ``mlruns/``, written from metrics.jsonl
   at the end of each attempt (:class:`MlflowSink`).
 
-A sink needs only ``log(record)``, ``rewind(tag, step)`` and ``close(records)`` (the whole log,
-at the end of an attempt): :class:`Sink`. The extras ``biaslab[tensorboard]`` and
+The run's final metrics go to every sink too, each with its dimensions (:mod:`biaslab.records`):
+``results.csv`` (a row per metric: key, name, value, better, then a column per dimension), the
+TensorBoard writer ``results`` and the MLflow run, each metric named ``name/dim:value/...``
+(``accuracy/model:penalty/n:5000``, a metric without dimensions by its key) so that both group
+them by what they measure.
+
+A sink needs only ``log(record)``, ``rewind(tag, step)``, ``results(records)`` (the run's final
+metrics, at its end) and ``close(records)`` (the whole log, at the end of an attempt):
+:class:`Sink`. The extras ``biaslab[tensorboard]`` and
 ``biaslab[mlflow]`` install what those need; a missing one is a one-line error before the run
 starts.
 """
@@ -28,16 +35,19 @@ import io
 import json
 import math
 import os
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 from biaslab.errors import BiaslabError
 from biaslab.fileio import atomic_write_text, check_run_file_size
+from biaslab.records import metric_path
 
 __all__ = ["LOGGERS", "CsvSink", "MlflowSink", "Sink", "TensorBoardSink", "check_loggers", "make_sinks"]
 
 CSV_NAME = "metrics.csv"
+RESULTS_CSV_NAME = "results.csv"
 TENSORBOARD_DIR = "tensorboard"
 MLFLOW_DIR = "mlruns"
 ALLOW_FILE_STORE = "MLFLOW_ALLOW_FILE_STORE"
@@ -47,6 +57,7 @@ FIRST_COLUMNS = ("tag", "epoch", "step")
 class Sink(Protocol):
     def log(self, record: dict) -> None: ...
     def rewind(self, tag: str, step: int) -> None: ...
+    def results(self, records: Sequence[dict]) -> None: ...
     def close(self, records: Sequence[dict]) -> None: ...
 
 
@@ -61,6 +72,16 @@ class CsvSink:
 
     def rewind(self, tag: str, step: int) -> None:
         pass
+
+    def results(self, records: Sequence[dict]) -> None:
+        """``results.csv``: a row per final metric, its dimensions in columns of their own."""
+        dims = list(dict.fromkeys(dim for r in records for dim in r["dims"]))
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(["key", "name", "value", "better", *dims])
+        writer.writerows([r["key"], r["name"], r["value"], r["better"], *(r["dims"].get(d, "") for d in dims)]
+                         for r in records)  # fmt: skip
+        atomic_write_text(self.path.with_name(RESULTS_CSV_NAME), out.getvalue())
 
     def close(self, records: Sequence[dict]) -> None:
         atomic_write_text(self.path, metrics_table(records))
@@ -108,6 +129,13 @@ class TensorBoardSink:
             self.writers.pop(tag).close()
         self.purge[tag] = step + 1
 
+    def results(self, records: Sequence[dict]) -> None:
+        """The final metrics under the writer ``results``, each named by its dimensions, at step 0."""
+        writer = self._writer("results")
+        for entry in records:
+            writer.add_scalar(metric_path(entry), entry["value"], 0)
+        writer.flush()
+
     def close(self, records: Sequence[dict]) -> None:
         for writer in self.writers.values():
             writer.close()
@@ -126,12 +154,16 @@ class MlflowSink:
 
     def __init__(self, run_dir: Path):
         self.run_dir = Path(run_dir)
+        self.final: list[dict] = []
 
     def log(self, record: dict) -> None:
         pass
 
     def rewind(self, tag: str, step: int) -> None:
         pass
+
+    def results(self, records: Sequence[dict]) -> None:
+        self.final = list(records)  # written with the log at close
 
     def close(self, records: Sequence[dict]) -> None:
         with allowed_file_store():
@@ -157,6 +189,8 @@ class MlflowSink:
             for record in records
             for key, value in _scalars(record)
         ]
+        ended = int(max((r.get("time", 0) for r in records), default=0) * 1000)
+        metrics += [Metric(_mlflow_name(metric_path(e)), float(e["value"]), ended, 0) for e in self.final]
         config = _config_of(self.run_dir)
         params = [Param(key, str(value)[:500]) for key, value in sorted(config.items())]
         for start in range(0, max(len(metrics), 1), self.BATCH):
@@ -181,6 +215,11 @@ def allowed_file_store():
             os.environ.pop(ALLOW_FILE_STORE, None)
         else:
             os.environ[ALLOW_FILE_STORE] = previous
+
+
+def _mlflow_name(name: str) -> str:
+    """``name`` in the characters MLflow accepts in a metric's name (others become ``_``)."""
+    return re.sub(r"[^\w./\- :]", "_", name)
 
 
 def _scalars(record: dict):

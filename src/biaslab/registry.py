@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,6 +58,8 @@ class Experiment:
     step: int = 99  # position within its day, as the notes order the labs
     # a sweep's own tables: run folders of one configuration -> [{title, columns, rows, lines}]
     sweep_tables: Callable[[list[Path]], list[dict]] | None = None
+    # the lab's words for its metrics' labels: word -> Term or text (biaslab.records)
+    words: Mapping[str, Any] = field(default_factory=dict)
 
     def required_data(self, cfg) -> tuple[str, ...]:
         """The data sets a run with config ``cfg`` needs (``require_data`` checks them)."""
@@ -86,6 +88,7 @@ def experiment(
     full: dict | None = None,
     requires: tuple[str, ...] | Callable[[Any], Iterable[str]] = (),
     sweep_tables: Callable[[list[Path]], list[dict]] | None = None,
+    words: Mapping[str, Any] | None = None,
 ):
     """Register ``fn(ctx)`` as experiment ``name`` with config class ``config``.
 
@@ -96,7 +99,10 @@ def experiment(
     names them where they depend on it (the workshop: its days' labs). ``sweep_tables`` makes a
     sweep's own tables from the run folders of each configuration (compare: its leaderboard
     over the seeds), each a dict of ``title``, ``columns``, ``rows`` (shown in the sweep's
-    index, kept in sweep-results.json) and ``lines`` (printed at the sweep's end).
+    index, kept in sweep-results.json) and ``lines`` (printed at the sweep's end). ``words``
+    are the lab's words for its metrics' labels (:mod:`biaslab.records`): what it means by a
+    model's, a split's or a measure's name (``{"none": "no regulariser", "gap":
+    measure("gap (training minus validation accuracy)")}``), written into each run's results.
     """
 
     def decorate(fn):
@@ -114,6 +120,7 @@ def experiment(
             requires if callable(requires) else tuple(requires),
             step,
             sweep_tables,
+            dict(words or {}),
         )
         return fn
 

@@ -106,16 +106,19 @@ def results_problem(results: dict) -> str | None:
     Every reader (the summary, ``biaslab show``, the report) relies on this shape: ``metrics``
     and ``timings`` objects; ``claims`` a list of objects, each with a text ``claim`` and
     ``expected``, a ``measured`` value and ``passed`` true, false or null; ``figures`` and
-    ``tables`` lists of objects.
+    ``tables`` (and, where there, ``records``: the metrics with their dimensions) lists of
+    objects; ``words`` an object.
     """
     for key in ("metrics", "timings"):
         if key in results and not isinstance(results[key], dict):
             return f"its {key} are not an object"
-    for key in ("claims", "figures", "tables"):
+    for key in ("claims", "figures", "tables", "records"):
         if key in results and not (
             isinstance(results[key], list) and all(isinstance(x, dict) for x in results[key])
         ):
             return f"its {key} are not a list of objects"
+    if "words" in results and not isinstance(results["words"], dict):
+        return "its words are not an object"
     for n, claim in enumerate(results.get("claims", []), start=1):
         missing = [k for k in ("claim", "expected", "measured") if k not in claim]
         if missing:

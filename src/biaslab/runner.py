@@ -25,6 +25,7 @@ from biaslab.formatting import printable
 from biaslab.hardware import make_deterministic, use_threads
 from biaslab.inputs import input_digests
 from biaslab.loggers import make_sinks
+from biaslab.records import every_record, words_to_json
 from biaslab.report.display import Result
 from biaslab.report.text import claim_lines
 from biaslab.request import RUN_OPTIONS, Plan, RunRequest, check
@@ -240,12 +241,15 @@ def _execute(plan: Plan, rundir: RunDir, warming: threading.Thread | None = None
         "seed": plan.seed,
         "elapsed_s": round(time.perf_counter() - start, 3),
         "metrics": ctx.metrics,
+        "records": ctx.records,
+        "words": words_to_json(exp.words),
         TIMINGS: ctx.timings,
         "claims": [c.as_dict() for c in ctx.claims],
         "figures": ctx.figures,
         "tables": ctx.tables,
     }
-    rundir.metrics.close_sinks()  # metrics.csv and the event files complete before COMPLETE
+    # metrics.csv, results.csv and the event files complete before COMPLETE
+    rundir.metrics.close_sinks(results=every_record(ctx.metrics, ctx.records))
     rundir.write_results(results)
     from biaslab.report.html import render_report
 

@@ -6,6 +6,10 @@ with the parent's profile, seed, threads, device and loggers; a resumed parent f
 unfinished lab and reloads the finished ones (their time is the one they took when they ran).
 As each lab finishes one line is printed (name, time, claims); a table sums them up at the end,
 and ``index.html`` links every lab's report.
+
+The tally of the labs' claims is recorded and ``ctx.labs_order`` set, the order the report lists
+the labs in. The workshop lab is the labs of its days handed to :func:`run_in_order`: neither
+the registry nor the runner knows it.
 """
 
 from __future__ import annotations

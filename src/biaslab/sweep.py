@@ -214,18 +214,23 @@ def aggregate(
     select: str | None,
     varying: Sequence[str] = (),
 ) -> dict:
-    """Per configuration: its runs, each numeric metric's mean and standard deviation over the seeds,
-    each claim held k of n; the best configuration by ``select`` (a validation metric) alone."""
+    """Per configuration: its runs, each numeric metric's mean and standard deviation over the seeds
+    (with its name, dimensions and direction where the lab recorded them: :mod:`biaslab.records`),
+    each claim held k of n; the best configuration by ``select`` (a validation metric) alone, in
+    the direction its record declares (else :func:`~biaslab.better.better`'s rule)."""
     configurations = []
     for combo in combos:
         runs = [s for s in specs if dict(s.overrides) == combo and (Path(s.folder) / RESULTS).exists()]
         results = [read_json(Path(s.folder) / RESULTS) for s in runs]
         metrics: dict[str, dict[str, float]] = {}
         keys = sorted({k for r in results for k, v in r["metrics"].items() if finite_number(v)})
+        described = {rec["key"]: rec for r in results for rec in r.get("records", [])}  # by its dimensions
         for key in keys:
             values = [r["metrics"][key] for r in results if finite_number(r["metrics"].get(key))]
             mean, std = mean_std(values)
             metrics[key] = {"mean": mean, "std": std, "n": len(values)}
+            if key in described:
+                metrics[key] |= {k: described[key][k] for k in ("name", "dims", "better")}
         claims: dict[str, dict[str, int]] = {}
         for result in results:
             for claim in result["claims"]:
@@ -240,7 +245,7 @@ def aggregate(
     if select:
         scored = [c for c in configurations if select in c["metrics"]]
         if scored:
-            lower = better(select) == "lower"
+            lower = scored[0]["metrics"][select].get("better", better(select)) == "lower"
             best = (min if lower else max)(scored, key=lambda c: c["metrics"][select]["mean"])
             rule = f"{'lowest' if lower else 'highest'} mean {select} over the seeds"
             summary["best"] = {"config": best["config"], select: best["metrics"][select], "rule": rule}

@@ -1,5 +1,6 @@
-"""Metric labels: the rule of report/labels.py (its words in report/vocabulary.py), example by
-example, and the claims' source legend.
+"""Metric labels: a record's from its dimensions, a flat key's by the rule of report/labels.py
+(the shared words in report/vocabulary.py, a lab's own beside its metrics), example by example,
+and the claims' source legend.
 
 That every metric of every lab gets a label is checked on a quick workshop run in
 test_workshop_pages.py.
@@ -7,8 +8,14 @@ test_workshop_pages.py.
 
 import pytest
 
-from biaslab.report.labels import metric_label, source_notes, unknown_words
-from biaslab.report.vocabulary import LAB_TERMS
+from biaslab import registry
+from biaslab.records import measure, param, words_from_json, words_to_json
+from biaslab.report.labels import labeller, metric_label, record_label, source_notes, unknown_words
+
+
+def words(lab: str | None):
+    """A lab's own words, as it declares them beside its metrics (None: the shared words only)."""
+    return None if lab is None else registry.get(lab).words
 
 
 @pytest.mark.parametrize(
@@ -31,20 +38,48 @@ from biaslab.report.vocabulary import LAB_TERMS
     ],
 )
 def test_labels_follow_the_rule(key, lab, label):
-    assert metric_label(key, lab) == label
-    assert unknown_words(key, lab) == []
+    assert metric_label(key, words(lab)) == label
+    assert unknown_words(key, words(lab)) == []
 
 
 def test_a_labs_own_terms_come_first_and_a_whole_key_is_a_label_as_written():
-    assert metric_label("cnn_all_test_accuracy", "decision") == "Test accuracy, good CNN"
+    assert metric_label("cnn_all_test_accuracy", words("decision")) == "Test accuracy, good CNN"
     assert metric_label("cnn_all_test_accuracy") == "Test accuracy, CNN, all"  # "all": unknown elsewhere
     assert unknown_words("cnn_all_test_accuracy") == ["all"]
-    assert metric_label("softmax_123", "gradients") == "softmax([1, 2, 3])"  # not capitalised
-    assert metric_label("double_descent_mse_50", "bias-variance") == "Test MSE at 50 random features"
+    assert metric_label("softmax_123", words("gradients")) == "softmax([1, 2, 3])"  # not capitalised
+    assert metric_label("double_descent_mse_50", words("bias-variance")) == "Test MSE at 50 random features"
     assert (
-        metric_label("latent2d_test_elbo", "vae") == "Test negative ELBO (nats per image), 2-D latent space"
+        metric_label("latent2d_test_elbo", words("vae"))
+        == "Test negative ELBO (nats per image), 2-D latent space"
     )
-    assert all(isinstance(terms, dict) for terms in LAB_TERMS.values())
+
+
+def test_a_record_is_labelled_from_its_dimensions():
+    lab = {"penalty": "CNN with the invariance penalty", "turned": "turned", "lam": param("λ = {}")}
+    record = {"name": "accuracy", "dims": {"model": "penalty", "lam": 1.0, "n": 5000, "split": "turned"}}
+    assert record_label(record, lab) == "Turned accuracy, CNN with the invariance penalty, λ = 1.0, n = 5000"
+    assert record_label({"name": "mae", "dims": {"model": "egnn", "split": "test"}}) == "Test MAE, EGNN"
+    assert record_label({"name": "zeros_share", "dims": {"model": "l1"}}) == "Zeros share, l1"  # as written
+    gap = {"gap": measure("gap (training minus validation accuracy)")}
+    assert record_label({"name": "gap", "dims": {}}, gap) == "Gap (training minus validation accuracy)"
+    assert record_label({"name": "error", "dims": {"width": 64, "seed": 2}}) == "Error, width 64, seed = 2"
+
+
+def test_a_runs_labels_read_its_records_and_its_words():
+    lab = {"none": "no regulariser", "gap": measure("gap (training minus validation accuracy)")}
+    results = {
+        "metrics": {"none_gap": 0.1, "none_test_accuracy": 0.9},
+        "records": [{"name": "accuracy", "value": 0.9, "dims": {"model": "none", "split": "test"},
+                     "better": "higher", "key": "none_test_accuracy"}],
+        "words": words_to_json(lab),
+    }  # fmt: skip
+    label = labeller(results)
+    assert label("none_test_accuracy") == "Test accuracy, no regulariser"  # from the record
+    assert label("none_gap") == "Gap (training minus validation accuracy), no regulariser"  # by the key
+    assert words_from_json(words_to_json(lab)) == {
+        k: v if not isinstance(v, str) else measure(v)._replace(kind="name") for k, v in lab.items()
+    }
+    assert labeller({"metrics": {"none_gap": 1}})("none_gap") == "Gap, none"  # an old run: shared words
 
 
 def test_unknown_words_stay_as_written_and_are_reported():

@@ -115,3 +115,21 @@ def test_the_best_configuration_is_chosen_on_validation_only(tmp_path):
     assert summary["best"]["val_loss"]["std"] == pytest.approx(0.0424264, rel=1e-5)
     assert main(["run", "xor", "--quick", "--seeds", "0-1", "--select", "test_accuracy"]) == 2
     assert not Path("runs").exists()  # refused before anything was written
+
+
+def test_a_sweep_groups_by_the_dimensions_and_selects_in_the_declared_direction(tmp_path):
+    """A metric recorded with its dimensions keeps them in the sweep's aggregate, and its declared
+    direction picks the best configuration (a gap: lower is better, which its name cannot say)."""
+    specs, combos = [], [{"lr": "0.1"}, {"lr": "0.5"}]
+    for lr, gap in (("0.1", 0.05), ("0.5", 0.2)):
+        folder = tmp_path / f"lr={lr},seed=0"
+        folder.mkdir()
+        record = {"name": "gap", "value": gap, "dims": {"model": "mlp", "split": "val"}, "better": "lower",
+                  "key": "mlp_val_gap"}  # fmt: skip
+        results = {"metrics": {"mlp_val_gap": gap}, "records": [record], "claims": []}
+        (folder / "results.json").write_text(json.dumps(results))
+        specs.append(MemberSpec("xor", "quick", (("lr", lr),), 0, 1, "cpu", str(folder), "host"))
+    summary = aggregate(tmp_path, specs, combos, "mlp_val_gap", ["lr"])
+    first = summary["configurations"][0]["metrics"]["mlp_val_gap"]
+    assert first["dims"] == {"model": "mlp", "split": "val"} and first["name"] == "gap"
+    assert summary["best"]["config"] == {"lr": "0.1"} and summary["best"]["rule"].startswith("lowest")

@@ -25,6 +25,15 @@ A scientist's own model joins them through :mod:`biaslab.comparison.user_models`
 (``"module:factory"`` or ``"path/file.py:factory"``), where a candidate is also tried once on a
 small batch so that a broken factory is one line before any training. The models and their sizes are in
 :mod:`biaslab.comparison.models` and, for graphs and molecules, :mod:`biaslab.comparison.graph_models`.
+
+A :class:`Candidate` holds ``name``, ``prior`` (in plain words), ``engine`` (torch or sklearn),
+``build(input_shape, n_outputs, task)``, ``augment``, ``takes_mask`` and what it ``reads`` (x,
+graph, geometry, fingerprint or counts); :func:`candidates_for` gives a kind's (EGNN only when
+coordinates are given), and :func:`slug` a candidate's name in metric keys and tags. The table's
+trees are scikit-learn's HistGradientBoosting (``random_state=0``), its linear model
+``LogisticRegression`` / ``Ridge``, its neighbours ``KNeighbors*`` (k = 5); the image's
+augmentation shifts by up to 1/8 of the side, edges repeated
+(:func:`~biaslab.comparison.models.random_shifts`).
 """
 
 from __future__ import annotations

@@ -24,6 +24,16 @@ What each kind carries:
                (:mod:`biaslab.data.molecules`) triple, aromatic)               (2048 bits, radius 2),
                                                                               scaffold, coordinates
                                                                               (when given)
+
+:class:`PreparedGraphs` is, like the arrays' ``Prepared``, a ``prepared.PreparedData``: ``rows``,
+``targets``, ``to_unit``, ``train_subset``, and ``table(name)`` / ``table_rows(name, split)`` for
+the molecules' tables (the ``"fingerprint"`` bits as computed, the ``"counts"`` of atoms and bonds
+standardized per column). :func:`prepared_graphs` applies the statistics to an already split store
+(shared with QM9). A molecule with an element other than H, C, N, O, F leaves no store: the
+fingerprint candidates still fit, a graph candidate is one line naming the molecule
+(``require_graphs``), and ``compare`` refuses graph models on such data when its config is made.
+A graph model trains by the same ``fitting.fit_torch`` as every torch candidate, over the
+training graphs' positions, each step collating its rows into one ``MoleculeBatch``.
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ of a column, not the column's causal role, and correlated columns share their im
 Any candidate works: the shuffled rows go through the same preparation as new rows
 (:meth:`~biaslab.comparison.prepared.Prepared.standardize`: encoding, scaling) and the fitted
 model's outputs (:meth:`~biaslab.comparison.fitting.Fitted.outputs_of`).
+
+``compare`` shows the recommended table model's importance, column by column.
 """
 
 from __future__ import annotations

@@ -5,6 +5,13 @@ report's tables made of it.
 ``decide``); :func:`leaderboard` and :func:`recommendation` turn a comparison's judged candidates
 into the leaderboard's columns and rows and the one recommendation sentence. The candidate
 recommended is the best on **validation**, never on test (the test rows decide nothing).
+
+:class:`Requirements` (``min_accuracy``, ``max_ece``, ``max_relative_error``, ``min_ood_auroc``) is
+the compare lab's ``require`` part; ``for_task`` gives ``decide``'s keywords. :func:`evidence_of`
+is what ``decide`` reads of a candidate, :func:`headline` its one line. The leaderboard holds
+an OOD AUROC column when an OOD set was given, and each candidate's predict seconds per 1,000
+rows (a timing column). :func:`recommended` -> :class:`Pick` (name, tied, meets, mean, error,
+splits), scored by :func:`score_and_error`.
 """
 
 from __future__ import annotations

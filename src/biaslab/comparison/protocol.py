@@ -24,6 +24,18 @@ trainer its batches, its step and its inputs alike; the trainer step, augmentati
 scikit-learn path and the one door to them all, :func:`~biaslab.comparison.fitting.fit`, in
 :mod:`biaslab.comparison.fitting`; the learning curve in :mod:`biaslab.comparison.curves`. This
 module is the protocol's one door.
+
+In numbers: :func:`prepare` splits with ``val=0.15``, ``test=0.15``, stratified so that every
+class is in every split (a class under 3 rows is one ConfigError line naming it), and
+standardizes per column, per image channel, or per sequence / set feature with the padding left
+out (and zero again). :func:`fit_candidate` returns a :class:`CandidateResult` (``name``,
+``prior``, ``parameters``, ``train_seconds``, ``best_epoch``, ``val``, ``test``, ``fitted``):
+torch weights seeded by :func:`~biaslab.comparison.fitting.init_seed` (the seed, not the tag),
+the loss cross-entropy, or MSE on the standardized target, or L1 (``Trial(..., loss="l1")``);
+scikit-learn with an unset ``random_state`` seeded. :func:`~biaslab.comparison.curves.learning_curve`
+uses sizes N/2**k on nested, stratified prefixes (two seeds), torch subsets repeated to N rows (an
+equal step budget). :func:`ood_auroc` is the max-softmax-probability detector's AUROC between the
+test rows and OOD inputs.
 """
 
 from __future__ import annotations

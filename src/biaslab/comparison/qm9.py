@@ -22,6 +22,12 @@ benchmark's width ``hidden``, each with the prior the decision guide names:
     mpnn              graph          Gilmer's MPNN of h/2 (edge network, GRU, Set2Set)
     transformer       graph          a graph Transformer of h, bonds as attention bias
     egnn              geometry       EGNN of h/2 on all pairs of atoms: E(3)-invariant
+
+:func:`qm9_graphs` -> ``QM9Graphs(store, tables)`` (the Morgan bits kept packed; ``store.batch``
+equals ``QM9.batch``, tested). :func:`prepare_qm9` builds only the split's molecules
+(``QM9.select``: a study of 1,000 training molecules builds 3,300 graphs, not 130,831), its
+``rows`` positions among them. :func:`judge_by_curves` gives each model's verdict from its seeds'
+records, and :func:`tree_nodes` counts a tree model's nodes.
 """
 
 from __future__ import annotations

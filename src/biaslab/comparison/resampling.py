@@ -13,6 +13,13 @@ one-standard-error rule, the simpler model first).
 On one split (``repeats`` 1) the standard error comes from the validation rows themselves: an
 accuracy's ``sqrt(p(1 − p) / n)``, an MAE's ``sqrt((RMSE² − MAE²) / n)``
 (:func:`biaslab.comparison.judged.score_and_error`, what the ranking reads).
+
+:func:`repeats_for` decides how many splits: ``REPEATS`` (5) below ``SMALL_DATA_ROWS`` (2,000)
+examples, 1 for graphs and molecules (or as asked); :func:`resplit` draws one, keeping the test
+rows and refitting every statistic (:func:`~biaslab.comparison.protocol.prepared_rows`). The
+ranking is :func:`biaslab.comparison.judged.recommended`'s: among the candidates that ship when
+any do, the best mean validation score; within one standard error of it, the simpler prior
+(``judged.SIMPLER_FIRST``, then fewer parameters).
 """
 
 from __future__ import annotations

@@ -31,6 +31,12 @@ A torch module is rebuilt by its candidate's own ``build(input_shape, n_outputs,
 given the saved tensors (``load_state_dict(strict=True)``). A file that is missing, truncated or
 edited after the run wrote it (its SHA-256 differs) is one :class:`~biaslab.errors.DataFormatError`
 line naming it; a user's model file that changed since the run is refused with the reason.
+
+:func:`candidate_files` writes one candidate's files and :func:`rebuild_fitted` rebuilds it;
+:func:`fitted_files` are a fitted candidate's (saved by a compare task through
+``TaskContext.save_file``: the driver writes them when the task's result arrives, before the
+result) and :func:`preparation_files` the data's preparation (written at the study's end through
+``RunContext.save_file``), for every kind of data.
 """
 
 from __future__ import annotations

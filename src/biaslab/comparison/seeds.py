@@ -10,6 +10,9 @@ a number, how often each verdict was reached and how often the candidate was rec
 
 The seeds' rows are read from each finished run's results.json (its "Leaderboard" table), so
 every kind of data is covered, including those whose models are not saved.
+
+:func:`leaderboard_over_seeds` reads each run's "Leaderboard" and "Recommendation" tables (best
+mean validation score first); :func:`over_seeds` is the compare lab's ``sweep_tables`` hook.
 """
 
 from __future__ import annotations

@@ -17,6 +17,13 @@ What a prediction is:
     regress    predict: the value in the target's unit; predict_interval: ŷ ± q, the
                split-conformal interval of the asked coverage, q from the validation residuals
                (Lei et al. 2018): for exchangeable rows it holds at least that share of targets
+
+:meth:`Comparison.load` reopens a run of ``STUDIES`` (compare or qm9, whose ``preparation.json``
+catalog names its model builders); ``leaderboard()`` -> ``Leaderboard`` (rows as dicts,
+``.to_pandas()``), ``recommended``, ``model(name)``, ``predictions(data, model, coverage)`` ->
+``Predictions`` (``csv_text()``, ``summary()``: what ``biaslab predict`` writes), ``predict``,
+``predict_proba``, ``predict_interval``. Every kind predicts; EGNN on new molecules is refused in
+one line (a SMILES holds no coordinates).
 """
 
 from __future__ import annotations

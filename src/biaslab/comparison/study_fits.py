@@ -19,6 +19,11 @@ and what the driver makes of them: :func:`judged_of` (a verdict per candidate, `
 against the requirements), :func:`symmetry_findings` (does the label survive each probe; which
 candidate is invariant to it) and :func:`saved_files` (the run's ``models/`` folder). The data,
 its split and the candidates are read once per process (:func:`study`, a run cache).
+
+:func:`read`, :func:`read_ood` and :func:`candidates` read what a config names;
+:func:`time_share` divides a ``--time-limit`` between the candidates and the probes' trainings,
+and :func:`fit_share` gives a fit half a share (a candidate's other half goes to its learning
+curve).
 """
 
 from __future__ import annotations

@@ -35,6 +35,15 @@ What "the label survives T" measures, then: that T maps no example onto another 
 another target's) examples, so a model can be trained on x and T(x) alike. For a transformation
 that keeps examples on the data (shifts, reversals, permutations of a set) that is the symmetry;
 a left-right flip of digits also passes, because flipped digits look like no other digit.
+
+Details: the augmented training has its own tag, checkpoint and log but the plain one's seed, so
+the same initial weights (``fitting.init_seed`` ignores the tag), and a plain result at hand is
+reused. The interval is on accuracy points with Agresti and Caffo's adjusted variances, or on the
+MAE's relative rise with var|e| = RMSE² − MAE²; :meth:`Survival.rows_to_decide` says how many rows
+would decide. :func:`candidate_invariance` calls an error below ``EXACT_INVARIANCE`` (1e-5)
+exact and one from ``NO_INVARIANCE`` (0.05) none; :func:`invariances` measures it for every probe
+on the first validation rows. ``biaslab compare`` runs the probes after the leaderboard unless
+``symmetries=false``.
 """
 
 from __future__ import annotations

@@ -5,6 +5,10 @@ therefore fits the data (Day 4: a prior fits when the data have the symmetry it 
 The two measurements are :func:`~biaslab.comparison.symmetry_probes.label_survival` and
 :func:`~biaslab.comparison.symmetry_probes.candidate_invariance`; :func:`symmetry_report` runs them
 for every probe and :func:`explain` words the findings.
+
+:func:`symmetry_report` -> :class:`SymmetryReport`; :func:`symmetry_table` gives the report's
+table, and :func:`fitting_symmetries` the symmetries a candidate's prior captures (the
+recommendation names them).
 """
 
 from __future__ import annotations

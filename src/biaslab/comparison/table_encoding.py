@@ -15,6 +15,11 @@ only (the protocol's rule 2; Day 5: nothing of the validation or test rows may l
 
 built as one scikit-learn ``ColumnTransformer``. The protocol then standardizes the result like
 any table (:func:`biaslab.comparison.preparation.standardized`).
+
+:class:`TableEncoding` is fitted by ``protocol.prepare`` on the training rows of a raw table
+(``UserData.is_raw_table``); ``Prepared.native`` keeps the raw rows for the trees
+(``fitting.fit_sklearn``, ``Fitted.native``); new rows go through ``Prepared.standardize`` ->
+``Inputs(x, mask, raw)`` and ``Fitted.outputs_of``.
 """
 
 from __future__ import annotations

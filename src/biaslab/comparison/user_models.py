@@ -4,6 +4,12 @@ small batch before any training (so that a broken factory is one line, before an
 :func:`user_candidate` imports ``factory`` from ``"module:factory"`` or ``"path/to/file.py:factory"``;
 :func:`check_candidate` builds a candidate and runs it on a few examples (arrays),
 :func:`check_graph_candidate` on a few graphs.
+
+:func:`chosen_candidates` keeps the guide's candidates the given names select, then adds the
+user's, each tried on ``CHECK_ROWS`` rows; :func:`factory_file` is the file a ``file.py:factory``
+spec names (one rule for the import, the run's input digests and the saved model's SHA-256).
+A factory that raises, returns no module or estimator, or gives another shape than
+(N, n_outputs) is one line naming it and the shapes.
 """
 
 from __future__ import annotations

@@ -1,4 +1,10 @@
-"""Check, before a run starts, that the data sets an experiment needs can be loaded."""
+"""Check, before a run starts, that the data sets an experiment needs can be loaded.
+
+:func:`require_data` runs before a run directory is made (``request.check``). It knows the data
+sets (``CHECKS``: MNIST, MNIST-1D, Animal-MNIST, QM9) and the ``graph`` extra's libraries
+(torch-geometric, RDKit): a missing one is one DataMissingError line naming what installs it
+(``pip install 'biaslab[graph]'`` for the libraries).
+"""
 
 from __future__ import annotations
 

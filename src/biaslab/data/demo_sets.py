@@ -12,6 +12,10 @@ them is, with the same checks), so that a demo behaves exactly like one's own da
 
 This module imports only the standard library at the top (``biaslab config compare`` builds its
 config without NumPy, scikit-learn or torch); the readers are imported on first use.
+
+:func:`load_data` reads a demo set or a user's file (:func:`~biaslab.data.user_data.load_user_data`)
+and keeps the last data set read, so that a config's check and its run read a file once; errors
+name the demo set.
 """
 
 from __future__ import annotations

@@ -20,6 +20,11 @@ brings fewer than ``MIN_RATE`` bytes a second over ``SLOW_WINDOW_S`` seconds is 
 (curl's ``--speed-limit``/``--speed-time``: a server that trickles a byte now and then would keep
 every read inside its timeout for ever), and ``MAX_STALLS`` such or empty attempts in a row end the
 download. Each of these ends in a :class:`DataFetchError` (one line; exit 2 on the command line).
+
+A file whose size or checksum differs is removed and refused (a resumed part is retried once from
+zero); a download stopped past its size is removed too, while one that broke off keeps its
+``.part`` for the next call. One fetch per data set at a time (a :class:`~biaslab.locking.DirectoryLock`
+on its downloads folder). Progress: a tqdm bar on a terminal, else a line every ``LINE_EVERY_S``.
 """
 
 from __future__ import annotations

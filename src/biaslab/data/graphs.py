@@ -6,6 +6,9 @@ p_in > p_out), and each node's features are a class mean plus Gaussian noise. Wi
 features a model that sees each node alone (an MLP) is little better than chance, while a model
 that averages over neighbours (message passing) denoises the features with the graph: the
 inductive bias that labels are smooth over the graph.
+
+:func:`contextual_sbm` returns a torch-geometric ``Data``; :func:`split_masks` draws the node
+masks of the training, validation and test nodes.
 """
 
 from __future__ import annotations

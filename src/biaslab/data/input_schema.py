@@ -5,6 +5,10 @@ table's columns by name with each column's :class:`~biaslab.data.table_columns.C
 (numbers, or categories in code order) and whether a cell may be missing; an image's channels,
 height and width and the rule its pixels took to [0, 1]; a sequence's steps and features; a set's
 size and features and whether it carries a mask; a graph's number of node features.
+
+:meth:`InputSchema.of` makes it from a :class:`~biaslab.data.user_data.UserData`;
+:meth:`~InputSchema.as_dict` and :meth:`~InputSchema.from_dict` write and read it (a malformed
+dict is one ValueError line).
 """
 
 from __future__ import annotations

@@ -8,6 +8,13 @@ of a second.
 
 Users who have the official IDX files (MNIST or Fashion-MNIST) can use :func:`load_idx_dataset`
 instead; :func:`read_idx` and :func:`write_idx` read and write single IDX files.
+
+The cache is uncompressed (it loads fast): :func:`write_cache` / :func:`read_cache`, also for
+Fashion-MNIST's cache, which has MNIST's layout. A lab's data part is :class:`MnistSizes`
+(``n_val``, ``n_train``, ``n_test``, bounded by the data set and by ``MIN_SIZES``, which a lab
+raises in a subclass of its own; ``training_set()`` for the batch check); ``QUICK_SIZES`` is the
+quick profile's; :func:`mnist_splits_for` gives its splits. :func:`check_available` is the check
+run before a run directory exists.
 """
 
 from __future__ import annotations

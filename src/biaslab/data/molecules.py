@@ -11,6 +11,15 @@ RDKit perceives aromaticity while it reads a SMILES, so a Kekulé benzene ``C1=C
 SMILES are Kekulé) has six aromatic bonds. Besides the graph this module gives the two tabular
 views of a molecule the tabular models read: a Morgan (circular) fingerprint and a bag of atoms
 and bonds, and the Bemis–Murcko scaffold that the scaffold split groups molecules by.
+
+The calls: :func:`parse_smiles`, :func:`molecule_graph` -> ``MoleculeGraph`` (``ATOM_FEATURES``,
+``BOND_TYPES``), :func:`morgan_fingerprint`, :func:`murcko_scaffold`,
+:func:`bag_of_atoms_and_bonds` (with :func:`bag_feature_names`); for coordinates,
+:func:`heavy_atom_geometry` (the heavy atoms of the ``GEOMETRY_COLUMNS`` texts, as QM9's CSV holds
+them), :func:`geometry_in_node_order` (a geometry's coordinates matched to the graph's nodes: kept
+when the order fits, otherwise by an element-preserving isomorphism of the covalent-radius
+distance graph) and :func:`coordinates_in_smiles_order` (both, per molecule: what ``compare``
+reads for EGNN).
 """
 
 from __future__ import annotations

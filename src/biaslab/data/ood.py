@@ -14,6 +14,11 @@ that cache.
 Fashion-MNIST is in no installable package: ``biaslab data fetch fashion-mnist`` downloads the
 official IDX files into the cache ``<data_dir()>/fashion-mnist-raw.npz`` (MNIST's layout), and the
 OOD labs use it whenever it is there; a folder of IDX files a user has works too.
+
+:func:`ood_sets` gives the lab's sets by name (Animal-MNIST, Gaussian and uniform noise, inverted
+digits, and Fashion-MNIST whenever fetched); :func:`ood_pool` is what ``decision``'s detector must
+flag (Animal-MNIST, then Fashion-MNIST when fetched); :func:`count_duplicates`. A missing set's
+message names ``biaslab data fetch NAME`` (or the pip command).
 """
 
 from __future__ import annotations

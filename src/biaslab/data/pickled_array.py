@@ -4,6 +4,10 @@ A restricted unpickler that admits only NumPy's globals can still be made to cra
 (a dtype rebuilt with object flags, freed as an object array: SIGSEGV). So the file is never
 unpickled: its opcodes are walked with :func:`pickletools.genops`, and what NumPy writes for one array
 of plain numbers is recognised and built from the raw bytes with :func:`numpy.frombuffer`.
+
+Only what NumPy writes for one plain bool, integer, float or complex array is accepted (pickle
+protocols 2 to 5); anything else, or more than ``MAX_PICKLE_BYTES`` (1 GiB) decompressed, is one
+:class:`~biaslab.errors.DataFormatError`. The reader is fuzzed with hypothesis.
 """
 
 from __future__ import annotations

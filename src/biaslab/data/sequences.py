@@ -11,6 +11,9 @@ it is found by position or by content.
   learned, content-dependent relevance is for.
 
 Each generator takes an explicit ``seed`` (``np.random.default_rng``) and returns torch tensors.
+
+:func:`retrieval_match` finds the position of the pair whose key the query names (equal to a
+loop over the pairs, tested); the retrieval task's tokens come paired or interleaved.
 """
 
 from __future__ import annotations

@@ -17,6 +17,9 @@ Sizes: a download stops one byte past a file's published size and is refused. A 
 published size (QM9's ``uncharacterized.txt``) has a ``cap`` in the table instead, about ten
 times its known size, so a source that sends without end is stopped there all the same.
 Checksums are taken reading the file in pieces, never the whole of it at once.
+
+:func:`xyz_row` reads one QM9 XYZ file as a row of qm9pack's layout, and
+:func:`uncharacterized_indices` the list of molecules QM9 leaves out.
 """
 
 from __future__ import annotations

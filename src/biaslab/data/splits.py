@@ -1,4 +1,10 @@
-"""Train / validation / test splits: the one container every lab passes to the recipes."""
+"""Train / validation / test splits: the one container every lab passes to the recipes.
+
+A :class:`Splits` holds the train / val / test inputs and targets, as NumPy (:meth:`Splits.numpy`)
+or torch (:meth:`Splits.torch`); :meth:`Splits.train_subset` cuts the training set to a learning
+curve's subset, repeated to an equal epoch length. :class:`GeneratedSizes` is the data part of a
+lab whose data a generator draws (``n_train``, ``n_val``, ``n_test``; ``generate(draw, seed_for)``).
+"""
 
 from __future__ import annotations
 

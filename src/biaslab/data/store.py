@@ -1,7 +1,11 @@
-"""Where biaslab keeps its data files: the cache directory and compressed array archives.
+"""Where biaslab keeps its data files: the cache directory and array archives.
 
-Every file biaslab caches (for example the converted MNIST arrays) lives in :func:`data_dir` and
-is written atomically through :func:`biaslab.fileio.atomic_write`.
+Every file biaslab caches (for example the converted MNIST arrays) lives in :func:`data_dir`
+(:mod:`biaslab.fileio`'s, re-exported: ``$BIASLAB_DATA``, default ``~/.cache/biaslab``) and is
+written atomically through :func:`biaslab.fileio.atomic_write` (:func:`atomic_save_npz`,
+compressed or not). :func:`load_npz` refuses pickles and reads an uncompressed member with one
+call, checked against its CRC-32: numpy's own 256 KiB reads each wait for the interpreter lock
+while a run imports in the background.
 """
 
 from __future__ import annotations

@@ -1,4 +1,11 @@
-"""Tensor transforms written with torch alone (no torchvision)."""
+"""Tensor transforms written with torch alone (no torchvision).
+
+:func:`standardize` (training-set statistics only; ``in_place=True`` for tensors nobody else holds,
+bit-identical), :func:`translate` (whole pixels, a ``fill`` value), :func:`translations` (right,
+left, down, up: ``SHIFT_DIRECTIONS``), :func:`jitter` and :func:`translate_each` (each image its own
+offset; jitter's seeded, up to ``max_shift``), :func:`rotate` (``affine_grid`` / ``grid_sample``)
+and :func:`corrupt_labels`.
+"""
 
 from __future__ import annotations
 

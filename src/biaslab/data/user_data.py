@@ -14,6 +14,15 @@ line. Nothing is trained here.
 The kind rules (``user_arrays.array_kind`` for arrays) and the task rule (:func:`infer_task`) are
 written in the notes of every load, with the argument that overrides them. Pillow, RDKit,
 pyarrow and torch-geometric are imported only by the reader that needs them.
+
+The task rule: whole numbers with at most ``MAX_CLASSES`` (50) values are classified, other numbers
+regressed; at least ``min_rows`` (20) examples. Bad data is one line naming the file and the
+column or array (a DataFormatError; a ConfigError for an argument that does not fit). Hostile files
+are refused before anything is allocated: an NPZ is read from its ``.npy`` headers first (a lone
+``.npy``, members that are not ``.npy``, pickles, or declared sizes beyond 90% of the free memory
+are refused: ``user_formats.check_memory_for``), a ``.pt`` zip's declared sizes are checked before
+``torch.load(weights_only=True)``, images from their headers before decoding. Every list of the
+user's names in a message or a note is capped (``user_formats.listed``: 5, and "N more").
 """
 
 from __future__ import annotations

@@ -5,6 +5,10 @@ trusted on (Day 5: OOD detection). The OOD set is an NPZ holding ``x`` (and ``ma
 of the same kind and example shape as DATA; labels are not needed (a ``y`` is ignored). It is
 read by the same reader as DATA (:func:`~biaslab.data.user_arrays.read_arrays`: pixels scaled to
 [0, 1], padding zeroed, every value finite), so both go through the same preparation.
+
+At least ten inputs, of ``like``'s kind and example shape (:func:`load_ood_inputs` ->
+:class:`OODInputs`); anything else is one line, and the NPZ is checked from its headers against the
+free memory before it is read, as the data's is.
 """
 
 from __future__ import annotations

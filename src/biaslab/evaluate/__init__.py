@@ -1,6 +1,11 @@
 """Evaluation: classification metrics over whole sets, representation scores, curve shapes, and
 the symmetry verifier (``equivariance_error``), robustness curves (``accuracy_under_transform``,
-``accuracy_under_attack``) and the vanishing-gradient probe (``gradient_by_step``)."""
+``accuracy_under_attack``) and the vanishing-gradient probe (``gradient_by_step``).
+
+Also calibration, OOD detection, adversarial attacks, distribution shift, sample quality,
+sharpness, conformal intervals, the bias-variance decomposition, timings, power-law fits, and
+the ship / collect-more-data / redesign decision (``decide``) with its evidence.
+"""
 
 from biaslab.evaluate.adversarial import accuracy_under_attack, fgsm, pgd, pgd_attack
 from biaslab.evaluate.bias_variance import BiasVariance, bias_variance, double_descent, polynomial_fit

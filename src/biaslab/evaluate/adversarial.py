@@ -6,6 +6,9 @@ input range) that raises the loss L(f(x'), y). Both attacks here equal torchatta
 random start is drawn from an explicit generator, never the global RNG; every module's
 training flag is restored as it was (not just the root's); the range clipping can be changed
 or switched off (``clamp``) for inputs that are not in [0, 1].
+
+``pgd_attack(steps)`` makes PGD an attack for any ε (step α = 2.5 ε / steps), and
+:func:`accuracy_under_attack` the accuracy as the budget grows.
 """
 
 from __future__ import annotations

@@ -12,6 +12,9 @@ noisy targets, so the identity can be checked within Monte-Carlo error. :func:`d
 measures the curve beyond the U: least squares on random ReLU features, whose test error peaks
 where the number of features equals the number of training points (the interpolation
 threshold) and falls again beyond it.
+
+:func:`polynomial_fit` makes a learner of a given degree; :func:`bias_variance` returns bias²,
+variance, noise and the directly measured expected test MSE with its Monte-Carlo error.
 """
 
 from __future__ import annotations

@@ -14,6 +14,10 @@ Binning convention (torchmetrics' ``MulticlassCalibrationError``): bin b holds t
 [b/M, (b+1)/M), so a confidence exactly on an edge falls into the bin that *starts* there, and a
 confidence of exactly 1.0 (in float32) gets a bin of its own (index M) rather than sharing the top
 bin. ECE and MCE equal torchmetrics' up to float32 rounding of the means (tests check 1e-6).
+
+:func:`reliability_bins` -> :class:`ReliabilityDiagram`; :func:`expected_calibration_error`
+(``norm`` l1, l2 or max), :func:`maximum_calibration_error`; :class:`TemperatureScaling` follows
+scikit-learn's estimator contract and fits T by L-BFGS on the validation NLL.
 """
 
 from __future__ import annotations

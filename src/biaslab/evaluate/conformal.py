@@ -19,6 +19,10 @@ calibration set: a marginal guarantee, not one per row. The intervals all have o
 Sign convention: ``fit(y_true, y_pred)`` in scikit-learn's order, targets and predictions in the
 target's unit. Equal to MAPIE's ``SplitConformalRegressor`` with the absolute conformity score
 (tested).
+
+:class:`SplitConformal` (``coverage=0.9``; ``fit``, ``quantile_``, ``predict_interval``) and
+:func:`coverage_and_width`. ``comparison.protocol.fit_candidate`` fits it on a regression's
+validation residuals.
 """
 
 from __future__ import annotations

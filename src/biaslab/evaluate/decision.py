@@ -46,6 +46,9 @@ classifier, errors in a unit against a baseline for a regression. One class woul
 measurement optional and leave "which fields go with which task" to run-time checks; two make
 each class's required fields the ones its task needs, keep every ``Evidence(...)`` call (by
 position too) valid, and let :func:`decide` dispatch on the class.
+
+:func:`decide` returns a :class:`Decision` (``verdict``, ``rule``, ``reason``, ``evidence``, ``task``,
+``unit``), which carries the last drop of both curves (:func:`~biaslab.evaluate.evidence.last_drop`).
 """
 
 from __future__ import annotations

@@ -16,6 +16,10 @@ frequency by the discrete Fourier transform over the symbols,
 and projects the rows on the plane spanned by Re F_{f*} and Im F_{f*}. There, adding k is a
 rotation, and an analogy a : b :: c : d is answered by turning c by the angle from a to b
 (:func:`rotation_analogy_ranks`).
+
+:func:`cosine_neighbours` gives each row's nearest rows by cosine; :func:`analogy_ranks` equals a
+loop over the candidates, and a random table ranks about halfway (tested); a circle is found at
+its frequency and answers every rotation analogy first (tested).
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ respect to an early input, ∂L/∂x_t, reaches it through T − t multiplicatio
 Jacobian ∂h_{s}/∂h_{s−1} (eq. 5.6 for an Elman cell); when those shrink vectors the gradient
 decays geometrically towards the start, and what lies far back cannot be learned.
 :func:`gradient_by_step` measures ‖∂L/∂x_t‖ for every t.
+
+It computes in float64 on a copy of the model, so the caller's model and gradients are untouched.
 """
 
 from __future__ import annotations

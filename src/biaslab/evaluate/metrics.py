@@ -2,6 +2,12 @@
 
 Every score of predictions takes scikit-learn's argument order: the true labels first,
 ``(y_true, y_pred)`` or ``(y_true, scores)``.
+
+Whole-set classification metrics equal to scikit-learn's (:func:`accuracy_score`,
+:func:`confusion_matrix`, :func:`precision_recall_f1`, :func:`roc_auc`, :func:`log_loss`);
+representation scores (:func:`pca_project`, :func:`pca_reconstruction_error`,
+:func:`cluster_separation`, :func:`knn_accuracy`); :func:`pca_basis` gives PCA's top-k directions
+as orthonormal columns, equal to ``np.linalg.eigh`` of the covariance (tested).
 """
 
 from __future__ import annotations

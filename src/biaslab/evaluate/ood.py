@@ -19,6 +19,11 @@ Detectors follow scikit-learn's estimator contract: ``__init__`` only stores its
 
 Metrics treat in-distribution samples as negatives and OOD samples as positives:
 :func:`auroc`, :func:`aupr` (average precision), :func:`fpr_at_95_tpr`, and :func:`ood_report`.
+
+:func:`classifier_outputs` reads a trained classifier's logits and penultimate features (batched);
+:func:`fit_detectors` fits all five on training features (kNN on a seeded subset);
+:func:`choose_detector` picks the best AUROC on held-out data, to be measured on fresh data. The
+metrics equal scikit-learn's.
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ after a transform of growing size — digits moved by s pixels, rotated by θ de
 shows how far a model's prior carries it (a CNN's translation equivariance, nothing for rotation).
 :func:`accuracy_under_transform` draws such a curve for any transform; the adversarial version,
 where the change is chosen against the model, is ``adversarial.accuracy_under_attack``.
+
+:func:`eval_mode` evaluates a model with every module's own training flag restored after.
 """
 
 from __future__ import annotations

@@ -13,6 +13,10 @@ Both are zero in expectation for two samples of one distribution and are noisy a
 compare a generator's distance with the distance between two independent samples of the data
 (the *floor*), never with zero; :func:`mean_distance` averages either over several independent
 reference samples, which steadies the comparison.
+
+Also :func:`wasserstein_1d`, :func:`median_bandwidth` and :func:`classifier_scores` (a classifier's
+view of samples: the confident share, the label histogram and its entropy, the classes present).
+:func:`nearest_distances` is a blocked brute force, exact for copies.
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 The notes state costs as powers: attention costs O(T²·C) in the sequence length T, a dense layer
 on an n-pixel image O(n²) weights. A measured cost confirms such a claim when the exponent of the
 fitted power law, over the large-x end where lower-order terms have faded, is the one stated.
+
+:func:`fit_power_law` -> :class:`PowerLaw` (exponent, prefactor, r²).
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ Every choice (architecture, hyper-parameters, early stopping, calibration, thres
 on the validation data; the test split is touched once, after every choice, to report. A
 *stratified* split keeps each class's share the same in every part, so a rare class is not
 missing from a small validation set by bad luck.
+
+:func:`stratified_split` -> :class:`SplitIndices`; :func:`k_fold` (stratified or not).
 """
 
 from __future__ import annotations

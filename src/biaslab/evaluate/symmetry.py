@@ -19,6 +19,11 @@ Points in space (atoms of a molecule) have the Euclidean group E(D) as their sym
 with Q orthogonal (a rotation, det +1, or a rotation-reflection, det −1) and t a translation.
 :func:`random_isometry` draws one, seeded, and :func:`on_field` applies a transform to one field
 of a batch (the coordinates ``pos`` of a molecule batch).
+
+The transforms: :func:`cyclic_shift`, :func:`rotate90`, :func:`reverse`, :func:`permute`,
+:func:`permute_nodes` (P·X, and P·A·Pᵀ on an edge list), :func:`permute_dense_graph`,
+:func:`random_permutation`; in space, :func:`random_orthogonal` (uniform on O(D), det +1, −1 or
+either) and :func:`random_isometry` -> :class:`Isometry` (x → Qx + t).
 """
 
 from __future__ import annotations

@@ -3,6 +3,12 @@
 The fastest run is the one least disturbed by other work on the machine (timeit's advice: the
 minimum, not the mean, estimates what the code itself costs). Timings depend on the machine and
 its load: they are results.json's ``timings`` and ``timing=True`` claims, never what a seed fixes.
+
+:func:`fastest_time` (the fewest seconds of several calls, as timeit's minimum; GPU work waited for
+by :func:`wait_for_gpu`), :func:`time_attention` (attention on seeded inputs, no autograd),
+:func:`time_forward_backward` (a step's two halves, each the fastest of several) and
+:func:`backward_operations` (the forward and backward operations counted by torch's
+``FlopCounterMode``, equal to the products counted by hand: tested).
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from biaslab.caches import run_cache
 from biaslab.config import check_batch_fits, check_memory, check_range
 from biaslab.data.mnist import QUICK_SIZES, MnistSizes, mnist_splits_for
 from biaslab.nn import MLP
+from biaslab.records import measure
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.scratch import SGD, TwoLayerMLP
@@ -84,8 +85,13 @@ def fit_optimizer(task, tag: str) -> dict:
     return {"history": fit.history, "test": fit.test["accuracy"]}
 
 
+# The words of this lab's metric labels (biaslab.records): what it means by its names.
+WORDS = {"epochs_to_97": measure("epochs to 97% validation accuracy")}
+
+
 @experiment(
     name="adam-vs-sgd",
+    words=WORDS,
     day=2,
     step=3,
     config=AdamVsSGDConfig,

@@ -61,8 +61,16 @@ def build_cnn() -> CNN:
     return CNN(1, (32, 64), 10, dims=2, pool="max", global_pool=None, input_size=28)
 
 
+# The words of this lab's metric labels (biaslab.records): what it means by its names.
+WORDS = {
+    "pgd_robust": "PGD, after adversarial training",
+    "adversarial_training_gain": "Accuracy gained under PGD by adversarial training",
+}
+
+
 @experiment(
     name="adversarial",
+    words=WORDS,
     day=5,
     step=5,
     config=AdversarialConfig,
@@ -108,7 +116,8 @@ def run(ctx) -> None:
         [[e, *(round(curves[n][e], 4) for n in names)] for e in cfg.epsilons],
     )
     for tag, name in zip(("fgsm", "pgd", "pgd_robust"), names):
-        ctx.metric(**{f"{tag}_accuracy_eps_{e:g}": a for e, a in curves[name].items()})
+        for e, a in curves[name].items():  # a key older than the records: the measure before ε
+            ctx.metric("accuracy", a, model=tag, eps=e, key=f"{tag}_accuracy_eps_{e:g}")
     clean, fgsm_at, pgd_at = fit.test["accuracy"], curves["FGSM"], curves[names[1]]
     eps_big = min(cfg.epsilons, key=lambda e: abs(e - 0.1))
     eps_max = cfg.epsilons[-1]

@@ -29,6 +29,7 @@ from biaslab.evaluate import pca_reconstruction_error
 from biaslab.evaluate.metrics import pca_basis
 from biaslab.generative import Autoencoder
 from biaslab.generative.autoencoder import LinearAutoencoder, interpolations
+from biaslab.records import measure
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.train.config import LossTraining
@@ -95,8 +96,21 @@ class Autoencoder2DConfig:
         )
 
 
+# The words of this lab's metric labels (biaslab.records): what it means by its names.
+WORDS = {
+    "improvement": measure("MSE improvement over PCA"),
+    "linear_ae": "linear autoencoder",
+    "linear_ae_largest_angle": "Largest principal angle of the linear autoencoder's plane to PCA-2's (°)",
+    "linear_ae_smallest_angle": ("Smallest principal angle of the linear autoencoder's plane to PCA-2's (°)"),
+    "linear_ae_largest_angle_initial": (
+        "Largest principal angle of the linear autoencoder's plane to PCA-2's at initialisation (°)"
+    ),
+}
+
+
 @experiment(
     name="autoencoder-2d",
+    words=WORDS,
     day=1,
     step=4,
     config=Autoencoder2DConfig,

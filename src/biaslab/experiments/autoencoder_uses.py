@@ -63,8 +63,13 @@ class AutoencoderUsesConfig:
         check_batch_fits(self)
 
 
+# The words of this lab's metric labels (biaslab.records): what it means by its names.
+WORDS = {"max": "max logit", "ae": "autoencoder reconstruction error"}
+
+
 @experiment(
     name="autoencoder-uses",
+    words=WORDS,
     day=3,
     step=5,
     config=AutoencoderUsesConfig,

@@ -21,6 +21,7 @@ import numpy as np
 from biaslab.config import check_range
 from biaslab.errors import ConfigError
 from biaslab.evaluate.bias_variance import bias_variance, double_descent, polynomial_fit
+from biaslab.records import param
 from biaslab.registry import experiment
 from biaslab.report import plots
 
@@ -57,8 +58,16 @@ class BiasVarianceConfig:
         check_range(self, "dd_repeats", 1, 1000)
 
 
+# The words of this lab's metric labels (biaslab.records): what it means by its names.
+WORDS = {
+    "double_descent_mse": param("test MSE at {} random features"),
+    "double_descent_peak_features": "Double descent: random features at the test error's peak",
+}
+
+
 @experiment(
     name="bias-variance",
+    words=WORDS,
     day=5,
     step=1,
     config=BiasVarianceConfig,

@@ -42,8 +42,13 @@ class CalibrationConfig:
         check_batch_fits(self)
 
 
+# The words of this lab's metric labels (biaslab.records): what it means by its names.
+WORDS = {"before": "before temperature scaling", "after": "after temperature scaling"}
+
+
 @experiment(
     name="calibration",
+    words=WORDS,
     day=5,
     step=2,
     config=CalibrationConfig,
@@ -73,16 +78,13 @@ def run(ctx) -> None:
         for name, p in (("before", before), ("after", after))
     }
     same_predictions = bool(torch.equal(before.argmax(1), after.argmax(1)))
-    ctx.metric(
-        test_accuracy=fit.test["accuracy"],
-        temperature=scaler.temperature_,
-        ece_before=ece["before"],
-        ece_after=ece["after"],
-        mce_before=mce["before"],
-        mce_after=mce["after"],
-        mean_confidence_before=float(before.max(1).values.mean()),
-        mean_confidence_after=float(after.max(1).values.mean()),
-    )
+    ctx.metric("accuracy", fit.test["accuracy"], split="test")
+    ctx.metric(temperature=scaler.temperature_)
+    confidence = {"before": float(before.max(1).values.mean()), "after": float(after.max(1).values.mean())}
+    for stage in ("before", "after"):  # keys older than the records: the measure first
+        ctx.metric("ece", ece[stage], stage=stage, key=f"ece_{stage}")
+        ctx.metric("mce", mce[stage], stage=stage, key=f"mce_{stage}")
+        ctx.metric("confidence", confidence[stage], stat="mean", stage=stage, key=f"mean_confidence_{stage}")
     ctx.table(
         f"Test calibration, {cfg.n_bins} bins (T fitted on {len(splits.y_val)} validation digits)",
         ["", "ECE", "MCE", "mean confidence", "accuracy"],

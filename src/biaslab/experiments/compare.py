@@ -124,8 +124,13 @@ class CompareConfig:
         return files
 
 
+# The words of this lab's metric labels (biaslab.records): what it means by its names.
+WORDS = {"shift": "small shift"}
+
+
 @experiment(
     name="compare",
+    words=WORDS,
     day=6,
     step=2,
     config=CompareConfig,
@@ -161,9 +166,9 @@ def run(ctx) -> None:
         tag = slug(name)
         _metrics(ctx, tag, task, j.result, j.curve)
         if j.ood_auroc is not None:
-            ctx.metric(**{f"{tag}_ood_auroc": round(j.ood_auroc, 6)})
+            ctx.metric("ood_auroc", round(j.ood_auroc, 6), model=tag)
         budget = "; stopped at the time budget" if j.result.stopped_at_budget else ""
-        ctx.metric(**{f"{tag}_stopped_at_budget": j.result.stopped_at_budget})
+        ctx.metric("stopped_at_budget", j.result.stopped_at_budget, model=tag)
         ctx.echo(f"{name}: {headline(task, j.result)}; {j.decision.verdict}{budget}")
 
     # The report answers first (the lead: recommendation, leaderboard, learning curves), then the
@@ -232,12 +237,14 @@ def _metrics(ctx, tag, task, result, curve) -> None:
         measures = ("accuracy", "ece", "ece_after_temperature")
     else:
         measures = ("mae", "rmse", *(k for k in ("interval_coverage", "interval_width") if k in result.test))
-    ctx.metric(**{f"{tag}_test_{k}": round(result.test[k], 6) for k in measures})
-    ctx.metric(**{f"{tag}_val_{k}": round(v, 6) for k, v in result.val.items()})
+    for measured in measures:
+        ctx.metric(measured, round(result.test[measured], 6), model=tag, split="test")
+    for measured, value in result.val.items():
+        ctx.metric(measured, round(value, 6), model=tag, split="val")
     if task == "regress":
         ctx.metric(test_baseline_mae=round(result.test["baseline_mae"], 6))
     if curve.power_law is not None:
-        ctx.metric(**{f"{tag}_curve_exponent": round(curve.power_law.exponent, 4)})
+        ctx.metric("curve_exponent", round(curve.power_law.exponent, 4), model=tag)
     ctx.timing(**{f"{tag}_train": result.train_seconds})
 
 

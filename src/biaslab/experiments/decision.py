@@ -38,6 +38,7 @@ from biaslab.evaluate.calibration import expected_calibration_error
 from biaslab.evaluate.decision import Evidence, decide
 from biaslab.evaluate.ood import auroc, choose_detector, classifier_outputs, fit_detectors, ood_scores
 from biaslab.nn import CNN, MLP
+from biaslab.records import measure
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.train.config import ClassifierTraining
@@ -204,8 +205,20 @@ def judge_situation(task, name: str) -> dict:
     }
 
 
+# The words of this lab's metric labels (biaslab.records): what it means by its names.
+WORDS = {
+    "cnn_all": "good CNN",
+    "cnn_small": "CNN on 2% of the data",
+    "mlp_all": "MLP for shifted digits",
+    "shift_accuracy": measure("accuracy under the shift"),
+    "shift_val_errors": measure("validation errors under the shift"),
+    "shift_curve_drop": measure("error drop under the shift over the curve's last step"),
+}
+
+
 @experiment(
     name="decision",
+    words=WORDS,
     day=5,
     step=6,
     config=DecisionConfig,

@@ -56,8 +56,18 @@ class DepthConfig:
         check_batch_fits(self)
 
 
+# The words of this lab's metric labels (biaslab.records): what it means by its names.
+WORDS = {
+    "plain": "plain stack",
+    "residual": "residual stack",
+    "residual_batchnorm": "residual + batch norm",
+    "residual_layernorm": "residual + layer norm",
+}
+
+
 @experiment(
     name="depth",
+    words=WORDS,
     day=2,
     step=5,
     config=DepthConfig,
@@ -73,7 +83,8 @@ def run(ctx) -> None:
     fits = ctx.tasks(fit_stack, [(block, d) for d in depths for block in BLOCKS])
     for (block, d), fit in fits.items():
         slug = block.replace(" + ", "_").replace(" ", "")  # residual_batchnorm
-        ctx.metric(**{f"{slug}_depth{d}_{k}": fit[k] for k in ("train_loss", "val_accuracy")})
+        ctx.metric("loss", fit["train_loss"], model=slug, depth=d, split="train")
+        ctx.metric("accuracy", fit["val_accuracy"], model=slug, depth=d, split="val")
     ctx.table(
         f"Training loss (cross-entropy on all training digits) after {cfg.steps} Adam steps, by depth",
         ["block", *(f"depth {d}" for d in depths)],

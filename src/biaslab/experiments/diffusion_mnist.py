@@ -75,8 +75,13 @@ class DiffusionMnistConfig:
         check_batch_fits(self)
 
 
+# The words of this lab's metric labels (biaslab.records): what it means by its names.
+WORDS = {"samples": "generated samples"}
+
+
 @experiment(
     name="diffusion-mnist",
+    words=WORDS,
     day=3,
     step=4,
     config=DiffusionMnistConfig,

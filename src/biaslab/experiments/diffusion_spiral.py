@@ -106,8 +106,17 @@ def forward_panels(schedule: NoiseSchedule, points: torch.Tensor, seed: int) -> 
     return panels
 
 
+# The words of this lab's metric labels (biaslab.records): what it means by its names.
+WORDS = {
+    "two_spiral_samples": "fresh data samples (the floor)",
+    "ddim_50": "DDIM, 50 steps",
+    "ddim_20": "DDIM, 20 steps",
+}
+
+
 @experiment(
     name="diffusion-spiral",
+    words=WORDS,
     day=3,
     step=3,
     config=SpiralConfig,
@@ -209,7 +218,8 @@ def run(ctx) -> None:
     ctx.metric(final_val_loss=history[-1].get("val_loss"))
     for name, (sliced, mmd_sq, nearest) in quality.items():
         key = name.split(" (")[0].split(" with")[0].lower().replace(" ", "_").replace("-", "_")
-        ctx.metric(**{f"{key}_sliced_w": sliced, f"{key}_mmd": mmd_sq, f"{key}_nearest": nearest})
+        for measured, value in (("sliced_w", sliced), ("mmd", mmd_sq), ("nearest", nearest)):
+            ctx.metric(measured, value, sampler=key)
 
     # The workshop book §3.5.3 (Sampling): "After T steps you have a sample from the model's
     # approximation to p_data. Modern samplers (DDIM, Karras et al.) reduce the number of required

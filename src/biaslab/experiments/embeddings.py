@@ -24,6 +24,7 @@ from biaslab.config import check_batch_fits, check_range
 from biaslab.errors import ConfigError
 from biaslab.evaluate.embeddings import analogy_ranks, cosine_neighbours, cyclic_plane, rotation_analogy_ranks
 from biaslab.nn.embedding import SymbolPairModel
+from biaslab.records import measure
 from biaslab.registry import experiment
 from biaslab.report import plots_distributions
 from biaslab.train.config import ClassifierStepsTraining
@@ -65,8 +66,21 @@ class EmbeddingsConfig:
         return pairs, f"train_share={self.train_share:g} of modulus²={self.modulus**2} pairs"
 
 
+# The words of this lab's metric labels (biaslab.records): what it means by its names.
+WORDS = {
+    "trained": "trained table",
+    "initialisation": "table at initialisation",
+    "neighbours": measure("share of residues whose nearest row is n ± c"),
+    "median_rank": measure("median analogy rank by the vector offset"),
+    "frequency": measure("dominant frequency of the table"),
+    "plane_neighbours": measure("share whose nearest point on the dominant frequency's plane is n ± c"),
+    "rotation_rank": measure("median analogy rank by rotation"),
+}
+
+
 @experiment(
     name="embeddings",
+    words=WORDS,
     day=1,
     step=5,
     config=EmbeddingsConfig,

@@ -34,6 +34,7 @@ from biaslab.evaluate.symmetry import invariance_error, permute, random_isometry
 from biaslab.nn import MLP, DeepSets, count_parameters
 from biaslab.nn.geometric import EGNN, PairDistanceNet
 from biaslab.physics.particles import Morse, pair_energy, random_clusters
+from biaslab.records import measure
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.train.config import LossStepsTraining
@@ -77,8 +78,18 @@ class EquivarianceConfig:
         return smallest_training_set(self.train_sizes)
 
 
+# The words of this lab's metric labels (biaslab.records): what it means by its names.
+WORDS = {
+    "deep_sets": "Deep Sets",
+    "pair_distances": "pair-distance model",
+    "error": measure("error (MSE / variance)"),
+    "seconds": measure("training time (s)"),
+}
+
+
 @experiment(
     name="equivariance",
+    words=WORDS,
     day=4,
     step=8,
     config=EquivarianceConfig,
@@ -94,7 +105,7 @@ def run(ctx) -> None:
     sizes, largest = list(cfg.train_sizes), cfg.train_sizes[-1]
     for (model, n), fit in fits.items():
         slug = model.lower().replace(" ", "_")
-        ctx.metric(**{f"{slug}_n{n}_test_error": fit["test_error"]})
+        ctx.metric("error", fit["test_error"], model=slug, n=n, split="test")
         ctx.timing(**{f"{slug}_n{n}_training": fit["seconds"]})
     ctx.table(
         "Test error (mean squared error over the energy's variance: 1 is predicting the mean) against "

@@ -99,8 +99,23 @@ class FlowsConfig:
         return self.data.training_set()
 
 
+# The words of this lab's metric labels (biaslab.records): what it means by its names.
+WORDS = {
+    "flow_test_nll": "Test NLL of the flow (nats per point)",
+    "gaussian_test_nll": "Test NLL of the best Gaussian (nats per point)",
+    "flow_density_mass": "Mass of the flow's density on the grid",
+    "unfolding_floor": "Noise floor of the distance to the truth",
+    "distance_measured": "Distance to the truth, smeared measurement",
+    "distance_prior": "Distance to the truth, the simulation's spectrum",
+    "distance_ibu": "Distance to the truth, iterative Bayesian unfolding",
+    "distance_cinn_one_pass": "Distance to the truth, cINN after one pass",
+    "distance_cinn": "Distance to the truth, cINN after every pass",
+}
+
+
 @experiment(
     name="flows-unfolding",
+    words=WORDS,
     day=3,
     step=6,
     config=FlowsConfig,

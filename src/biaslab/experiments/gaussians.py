@@ -43,6 +43,7 @@ from biaslab.generative.gaussian import (
     mean_nll,
     sample_gaussian,
 )
+from biaslab.records import measure
 from biaslab.registry import experiment
 from biaslab.report import plots, plots_distributions
 
@@ -352,8 +353,33 @@ def classification(ctx, cfg: GaussiansConfig) -> None:
     )
 
 
+# The words of this lab's metric labels (biaslab.records): what it means by its names.
+WORDS = {
+    "mle": "maximum-likelihood fit",
+    "mle_mean_gap_stderrs": "Largest gap of the fitted mean to the truth, in standard errors",
+    "kl_truth_to_fit": "KL(truth ‖ fit)",
+    "fitted_mean_0": "Fitted mean, x₁",
+    "fitted_mean_1": "Fitted mean, x₂",
+    "fitted_cov_00": "Fitted covariance, (x₁, x₁)",
+    "fitted_cov_01": "Fitted covariance, (x₁, x₂)",
+    "fitted_cov_11": "Fitted covariance, (x₂, x₂)",
+    "kl_mc": "Monte-Carlo KL estimate",
+    "kl_p_q": "KL(P ‖ Q)",
+    "kl_q_p": "KL(Q ‖ P)",
+    "classifier_gap": "Gap between cross-entropy and NLL, classifier",
+    "categorical_identity_gap": "Largest gap of NLL to H + KL, categorical models",
+    "categorical_nll": measure("mean NLL of the categorical draws"),
+    "categorical_entropy": "Entropy of the categorical draws",
+    "uniform": "uniform model",
+    "random": "random model",
+    "smoothed": "smoothed frequencies",
+    "frequencies": "data frequencies (maximum likelihood)",
+}
+
+
 @experiment(
     name="gaussians",
+    words=WORDS,
     day=3,
     step=1,
     config=GaussiansConfig,

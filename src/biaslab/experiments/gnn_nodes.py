@@ -110,8 +110,8 @@ def run(ctx) -> None:
             fit["history"],
             fit["predictions"],
         )
-        ctx.metric(**{f"{tag}_test_accuracy": fit["accuracy"]})
-        ctx.metric(**{f"{tag}_parameters": fit["parameters"]})
+        ctx.metric("accuracy", fit["accuracy"], model=tag, split="test")
+        ctx.metric("parameters", fit["parameters"], model=tag)
     same_class = float((graph.y[graph.edge_index[0]] == graph.y[graph.edge_index[1]]).float().mean())
     ctx.metric(measured_homophily=same_class, edges=int(graph.edge_index.shape[1]) // 2)
     mlp, gcn = accuracy.values()

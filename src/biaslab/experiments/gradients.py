@@ -78,8 +78,30 @@ def notes_z(x):
     return 2 * x[0] + x[0] * sin(x[1]) + x[1] ** 3
 
 
+# The words of this lab's metric labels (biaslab.records): what it means by its names.
+WORDS = {
+    "z": "z = 2·x0 + x0·sin(x1) + x1³ at the notes' point",
+    "forward_tangent_x0": "∂z/∂x0, forward mode",
+    "adjoint_x0": "∂z/∂x0, reverse mode (adjoint)",
+    "adjoint_x1": "∂z/∂x1, reverse mode (adjoint)",
+    "max_diff_to_torch": "Largest difference of the gradient to torch.autograd",
+    "forward_vs_reverse": "Largest difference of forward- and reverse-mode Jacobians",
+    "bowl_gradient": "Gradient of the bowl",
+    "bowl_hessian": "Hessian of the bowl",
+    "bowl_f_before": "Bowl f before the Newton step",
+    "bowl_f_after": "Bowl f after the Newton step",
+    "bowl_forward_gradient": "Gradient of the bowl, forward mode",
+    "softmax_123": "softmax([1, 2, 3])",
+    "softmax_246": "softmax([2, 4, 6])",
+    "softmax_1000": "softmax([1000, 1001, 1002]), stable",
+    "cross_entropy_on_logits": "Cross-entropy on logits",
+    "softmax_then_nll": "Softmax, then negative log-likelihood",
+}
+
+
 @experiment(
     name="gradients",
+    words=WORDS,
     day=2,
     step=1,
     config=GradientsConfig,

@@ -66,8 +66,13 @@ class HiddenPCAConfig:
         )
 
 
+# The words of this lab's metric labels (biaslab.records): what it means by its names.
+WORDS = {"full": "all dimensions"}
+
+
 @experiment(
     name="hidden-pca",
+    words=WORDS,
     day=1,
     step=3,
     config=HiddenPCAConfig,

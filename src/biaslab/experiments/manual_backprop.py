@@ -48,8 +48,17 @@ class ManualBackpropConfig:
         )
 
 
+# The words of this lab's metric labels (biaslab.records): what it means by its names.
+WORDS = {
+    "tensor_engine": "Tensor engine",
+    "torch": "torch.autograd",
+    "finite_differences": "finite differences",
+}
+
+
 @experiment(
     name="manual-backprop",
+    words=WORDS,
     day=2,
     step=2,
     config=ManualBackpropConfig,

@@ -96,8 +96,9 @@ def run(ctx) -> None:
     histories = {name: fit["history"] for name, fit in fits.items()}
     parameters = {name: fit["parameters"] for name, fit in fits.items()}
     for name, per_shift in accuracy.items():
-        ctx.metric(**{f"{name.lower()}_parameters": parameters[name]})
-        ctx.metric(**{f"{name.lower()}_accuracy_shift_{s}": a for s, a in zip(shifts, per_shift)})
+        ctx.metric("parameters", parameters[name], model=name.lower())
+        for s, a in zip(shifts, per_shift):  # a key older than the records: the measure first
+            ctx.metric("accuracy", a, model=name.lower(), shift=s, key=f"{name.lower()}_accuracy_shift_{s}")
     ctx.table(
         "Test accuracy against the shift (mean over left, right, up, down)",
         ["shift (pixels)", *accuracy],

@@ -26,6 +26,7 @@ from biaslab.config import check_batch_fits, check_range, smallest_training_set
 from biaslab.nn import MLP
 from biaslab.physics.constraints import conservation_penalty, dynamics_step
 from biaslab.physics.systems import Pendulum, rollout
+from biaslab.records import measure
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.train.config import LossTraining
@@ -72,8 +73,21 @@ class PhysicsLossConfig:
         return smallest_training_set(self.train_sizes)
 
 
+# The words of this lab's metric labels (biaslab.records): what it means by its names.
+WORDS = {
+    "plain": "plain field",
+    "energy_conserving": "energy-conserving field",
+    "inside_mse": measure("derivative MSE inside the training energies"),
+    "beyond_mse": measure("derivative MSE beyond the training energies"),
+    "beyond_speed": measure("speed beyond the training energies over the true speed (median)"),
+    "drift": measure("energy drift at the rollouts' end"),
+    "rate": measure("mean squared energy rate"),
+}
+
+
 @experiment(
     name="physics-loss",
+    words=WORDS,
     day=4,
     step=7,
     config=PhysicsLossConfig,
@@ -87,7 +101,8 @@ def run(ctx) -> None:
     fits = ctx.tasks(fit_field, keys)
     largest = cfg.train_sizes[-1]
     for (model, n), fit in fits.items():
-        ctx.metric(**{f"{model.replace('-', '_')}_n{n}_{k}": fit[k] for k in SCALARS})
+        for measured in SCALARS:
+            ctx.metric(measured, fit[measured], model=model.replace("-", "_"), n=n)
     rows = [[model, n, *(f"{fit[k]:.4g}" for k in SCALARS)] for (model, n), fit in fits.items()]
     ctx.table(
         "Each field by its training states: derivative MSE on held-out states inside and beyond the "

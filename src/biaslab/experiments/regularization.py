@@ -33,6 +33,7 @@ from biaslab.config import check_batch_fits, check_range
 from biaslab.data.mnist import QUICK_SIZES, MnistSizes, mnist_splits_for
 from biaslab.errors import ConfigError
 from biaslab.nn import MLP
+from biaslab.records import measure
 from biaslab.registry import experiment
 from biaslab.report import plots, plots_training
 from biaslab.train.config import ClassifierTraining
@@ -100,8 +101,25 @@ def trainings(cfg: RegularizationConfig) -> list[tuple[str, float]]:
     ]
 
 
+# The words of this lab's metric labels (biaslab.records): what it means by its names.
+WORDS = {
+    "none": "no regulariser",
+    "l2": "L2",
+    "l1": "L1",
+    "dropout": "dropout",
+    "early_stopping": "early stopping",
+    "augmentation": "augmentation",
+    "gap": measure("gap (training minus validation accuracy)"),
+    "loss_gap": measure("loss gap (validation minus training cross-entropy)"),
+    "zeros_share": measure("share of the weights exactly 0"),
+    "path_median_difference": "median relative difference of early stopping and L2 along the weight path",
+    "path_points": "L2 strengths inside the early-stopping path",
+}
+
+
 @experiment(
     name="regularization",
+    words=WORDS,
     day=5,
     step=7,
     config=RegularizationConfig,
@@ -130,7 +148,10 @@ def run(ctx) -> None:
     for kind, key in chosen.items():
         fit = fits[key]
         slug = kind.replace(" ", "_")
-        ctx.metric(**{f"{slug}_{k}": fit[k] for k in ("test_accuracy", "gap", "loss_gap", "zeros_share")})
+        ctx.metric("accuracy", fit["test_accuracy"], model=slug, split="test")
+        ctx.metric("gap", fit["gap"], model=slug, better="lower")  # training minus validation accuracy
+        ctx.metric("loss_gap", fit["loss_gap"], model=slug)
+        ctx.metric("zeros_share", fit["zeros_share"], model=slug)
     narrower = {
         kind: fits[key]["loss_gap"] < none["loss_gap"] for kind, key in chosen.items() if kind != "none"
     }

@@ -102,7 +102,10 @@ def run(ctx) -> None:
     fits = ctx.tasks(fit_model, ["MLP", "CNN"])  # each model's training a task
     accuracy: dict[str, list[float]] = {name: fit["accuracy"] for name, fit in fits.items()}
     for name, per_angle in accuracy.items():
-        ctx.metric(**{f"{name.lower()}_accuracy_{int(a)}deg": v for a, v in zip(cfg.angles, per_angle)})
+        for a, v in zip(cfg.angles, per_angle):  # a key older than the records: the measure first
+            ctx.metric(
+                "accuracy", v, model=name.lower(), deg=int(a), key=f"{name.lower()}_accuracy_{int(a)}deg"
+            )
     ctx.table(
         "Test accuracy against the rotation of the test digits",
         ["angle (degrees)", *accuracy],

@@ -27,6 +27,7 @@ from biaslab.data.synthetic import teacher_regression
 from biaslab.errors import ConfigError
 from biaslab.evaluate.scaling import fit_power_law
 from biaslab.nn import MLP, count_parameters
+from biaslab.records import measure
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.train.config import LossStepsTraining
@@ -67,8 +68,19 @@ class ScalingConfig:
         return smallest_training_set(self.train_sizes)
 
 
+# The words of this lab's metric labels (biaslab.records): what it means by its names.
+WORDS = {
+    "data": "data sweep",
+    "parameters": "parameter sweep",
+    "loss": measure("loss (MSE)"),
+    "exponent": measure("power-law exponent"),
+    "r_squared": measure("R² of the power law"),
+}
+
+
 @experiment(
     name="scaling-laws",
+    words=WORDS,
     day=4,
     step=10,
     config=ScalingConfig,
@@ -90,10 +102,12 @@ def run(ctx) -> None:
         ),
     }
     for (sweep, value), fit in fits.items():
-        ctx.metric(**{f"{sweep}_{'n' if sweep == 'data' else 'width'}{value}_test_loss": fit["test_loss"]})
+        size = {"n": value} if sweep == "data" else {"width": value}
+        ctx.metric("loss", fit["test_loss"], sweep=sweep, **size, split="test")
     laws = {sweep: fit_power_law(x, y) for sweep, (x, y) in sweeps.items()}
-    ctx.metric(**{f"{s}_exponent": law.exponent for s, law in laws.items()})
-    ctx.metric(**{f"{s}_r_squared": law.r_squared for s, law in laws.items()})
+    for sweep, law in laws.items():
+        ctx.metric("exponent", law.exponent, sweep=sweep)
+        ctx.metric("r_squared", law.r_squared, sweep=sweep)
     ctx.table(
         "Power laws L ≈ a·x^k fitted to the test loss (mean squared error) on log-log axes, beside Kaplan "
         "et al. 2020's exponents for language models",

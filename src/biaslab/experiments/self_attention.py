@@ -104,8 +104,29 @@ def toy_attention(seed: int) -> dict[str, torch.Tensor]:
     return {"all positions": full, "causal mask": causal, "mask": causal_mask(len(TOY_WORDS))}
 
 
+# The words of this lab's metric labels (biaslab.records): what it means by its names.
+WORDS = {
+    "match_head": "Head that selects best (chosen on validation sequences)",
+    "match_weight": "Test weight of the query on its matching key, the selecting head",
+    "match_weight_heads": "Test weight of the query on its matching key, mean over heads",
+    "match_weight_initial": (
+        "Test weight of the query on its matching key, mean over heads, at initialisation"
+    ),
+    "match_weight_any_head": "Test weight of the query on its matching key, the query's best head",
+    "match_weight_any_head_initial": (
+        "Test weight of the query on its matching key, the query's best head, at initialisation"
+    ),
+    "match_selection": "Share of test queries whose most-attended pair (any head) is the matching one",
+    "match_selection_initial": (
+        "Share of test queries whose most-attended pair (any head) is the matching one, at initialisation"
+    ),
+    "uniform_weight": "Uniform attention weight 1/(pairs + 1)",
+}
+
+
 @experiment(
     name="self-attention",
+    words=WORDS,
     day=4,
     step=4,
     config=SelfAttentionConfig,
@@ -160,8 +181,8 @@ def run(ctx) -> None:
         tag = "transformer" if model is transformer else "mlp"
         fit = fit_classifier(model, data, cfg.train, ctx.training(tag))
         results[name], histories[name] = fit.test["accuracy"], fit.history
-        ctx.metric(**{f"{tag}_test_accuracy": fit.test["accuracy"]})
-        ctx.metric(**{f"{tag}_parameters": count_parameters(model)})
+        ctx.metric("accuracy", fit.test["accuracy"], model=tag, split="test")
+        ctx.metric("parameters", count_parameters(model), model=tag)
     attention, baseline = results.values()
     ctx.claim(
         "Attention retrieves the value paired with a query key (content-based lookup)",

@@ -39,6 +39,7 @@ from biaslab.errors import ConfigError
 from biaslab.evaluate.gradient_flow import gradient_by_step
 from biaslab.nn import SequenceClassifier, TransformerConfig, TransformerEncoder, count_parameters
 from biaslab.nn.recurrent import chrono_init
+from biaslab.records import measure
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.train.config import ClassifierTraining
@@ -117,8 +118,13 @@ def fit_model(task, name: str, length: int) -> dict:
     return {"accuracy": fit.test["accuracy"], "parameters": count_parameters(fit.trainer.model)}
 
 
+# The words of this lab's metric labels (biaslab.records): what it means by its names.
+WORDS = {"gradient_first_over_last": measure("gradient at the first step over the last")}
+
+
 @experiment(
     name="sequences",
+    words=WORDS,
     day=4,
     step=6,
     config=SequencesConfig,
@@ -142,9 +148,9 @@ def run(ctx) -> None:
         for name in MODELS:
             fit = fits[name, length]
             accuracy[name].append(fit["accuracy"])
-            ctx.metric(**{f"{name.lower()}_T{length}_accuracy": fit["accuracy"]})
+            ctx.metric("accuracy", fit["accuracy"], model=name.lower(), T=length)
             if length == cfg.lengths[0]:
-                ctx.metric(**{f"{name.lower()}_parameters": fit["parameters"]})
+                ctx.metric("parameters", fit["parameters"], model=name.lower())
     chance = 1 / cfg.vocab
     ctx.table(
         f"Test accuracy recalling the first of T symbols (chance {chance:.3f})",
@@ -170,7 +176,7 @@ def run(ctx) -> None:
         fresh = ctx.init_model(lambda n=name: build(n, cfg, longest), f"{name.lower()}-probe")
         probe_steps = nn.functional.one_hot(probe_tokens, cfg.vocab).float()  # (256, T, vocab)
         norms[name] = gradient_by_step(fresh.model, probe_steps, probe_targets)
-        ctx.metric(**{f"{name.lower()}_gradient_first_over_last": float(norms[name][0] / norms[name][-1])})
+        ctx.metric("gradient_first_over_last", float(norms[name][0] / norms[name][-1]), model=name.lower())
     ratio = {name: float(norms[name][0] / norms[name][-1]) for name in norms}
     ctx.claim(
         f"The gradient reaching the first step of an untrained RNN has vanished at T = {longest}",

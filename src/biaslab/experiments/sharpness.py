@@ -34,6 +34,7 @@ from biaslab.data.mnist import QUICK_SIZES, MnistSizes, mnist_splits_for
 from biaslab.errors import ConfigError
 from biaslab.evaluate.sharpness import sharpness
 from biaslab.nn import MLP
+from biaslab.records import measure
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.train.config import ClassifierTraining, training_without
@@ -81,8 +82,27 @@ class SharpnessConfig:
             )
 
 
+# The words of this lab's metric labels (biaslab.records): what it means by its names.
+WORDS = {
+    "sharpness": measure("largest Hessian eigenvalue of the training loss"),
+    "test_error": measure("test error"),
+    "gap": measure("generalisation gap (training minus test accuracy)"),
+    "rank_sharpness": "Spearman correlation of the batch size and the largest Hessian eigenvalue",
+    "rank_test_error": "Spearman correlation of the batch size and the test error",
+    "rank_gap": "Spearman correlation of the batch size and the generalisation gap",
+    "loss": "trained to the same training loss",
+    "steps": measure("SGD steps to the training loss"),
+    "loss_rank_sharpness": "at the same training loss: Spearman correlation of the batch size and "
+    "the largest Hessian eigenvalue",
+    "loss_rank_gap": "at the same training loss: Spearman correlation of the batch size and the "
+    "generalisation gap",
+    "loss_reached": "batch sizes that reached the training loss",
+}
+
+
 @experiment(
     name="sharpness",
+    words=WORDS,
     day=2,
     step=6,
     config=SharpnessConfig,
@@ -111,7 +131,10 @@ def equal_loss(ctx, cfg: SharpnessConfig, sizes: list[int]) -> None:
     """Each batch size trained to the same training loss: the lectures' claim, judged there."""
     fits = ctx.tasks(fit_to_loss, sizes)
     reached = [b for b in sizes if fits[b]["reached"]]
-    ctx.metric(**{f"loss_batch{b}_{k}": fits[b][k] for b in sizes for k in ("sharpness", "gap", "steps")})
+    for b in sizes:  # trained to the same loss
+        ctx.metric("sharpness", fits[b]["sharpness"], at="loss", batch=b)
+        ctx.metric("gap", fits[b]["gap"], at="loss", batch=b, better="lower")
+        ctx.metric("steps", fits[b]["steps"], at="loss", batch=b)
     ctx.table(
         f"Trained to a training loss of {cfg.target_loss:g} (plain SGD, learning rate {cfg.train.lr:g}, at "
         f"most {cfg.max_examples:,} examples each): the steps and examples it took, the largest Hessian "
@@ -167,7 +190,9 @@ def equal_epochs(ctx, cfg: SharpnessConfig, sizes: list[int]) -> None:
     """Each batch size trained for the same epochs: its own rows, said to be that."""
     fits = ctx.tasks(fit_batch, sizes)
     for b, fit in fits.items():
-        ctx.metric(**{f"batch{b}_{k}": fit[k] for k in ("sharpness", "test_error", "gap")})
+        ctx.metric("sharpness", fit["sharpness"], batch=b)
+        ctx.metric("error", fit["test_error"], batch=b, split="test")
+        ctx.metric("gap", fit["gap"], batch=b, better="lower")
     ctx.table(
         f"Where each training ends ({cfg.train.epochs} epochs of plain SGD, learning rate {cfg.train.lr:g}): "
         "the largest Hessian eigenvalue of the training loss, accuracies and losses, the generalisation "

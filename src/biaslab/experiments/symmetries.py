@@ -237,8 +237,13 @@ def measure(cfg: SymmetriesConfig, seed: int, device: str = "cpu") -> tuple[list
     return cases, errors
 
 
+# The words of this lab's metric labels (biaslab.records): what it means by its names.
+WORDS = {"max_error_where_claimed": "Largest symmetry error where the symmetry is claimed"}
+
+
 @experiment(
     name="symmetries",
+    words=WORDS,
     day=4,
     step=1,
     config=SymmetriesConfig,

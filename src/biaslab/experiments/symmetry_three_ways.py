@@ -39,6 +39,7 @@ from biaslab.errors import ConfigError
 from biaslab.evaluate.symmetry import invariance_error, rotate90
 from biaslab.nn import CNN, count_parameters
 from biaslab.nn.group_conv import C4CNN
+from biaslab.records import Term, measure
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.train.config import ClassifierStepsTraining
@@ -86,8 +87,21 @@ class ThreeWaysConfig:
         return ["plain", "augmented", *(f"penalty λ={w:g}" for w in self.weights), "group CNN"]
 
 
+# The words of this lab's metric labels (biaslab.records): what it means by its names.
+WORDS = {
+    "plain": "plain CNN",
+    "augmented": "CNN with augmentation",
+    "penalty": "CNN with the invariance penalty",
+    "group_cnn": "group CNN",
+    "upright": Term("upright-digit", "modifier"),
+    "turned": Term("turned-digit", "modifier"),
+    "invariance": measure("invariance error of the logits"),
+}
+
+
 @experiment(
     name="symmetry-three-ways",
+    words=WORDS,
     day=4,
     step=9,
     config=ThreeWaysConfig,
@@ -103,7 +117,9 @@ def run(ctx) -> None:
     fits = ctx.tasks(fit_model, [(m, n) for n in sizes for m in models])
     for (model, n), fit in fits.items():
         slug = model.replace("penalty λ=", "penalty_lambda").replace(" ", "_").lower()  # penalty_lambda0.1
-        ctx.metric(**{f"{slug}_n{n}_{k}": fit[k] for k in ("accuracy", "turned_accuracy", "invariance")})
+        ctx.metric("accuracy", fit["accuracy"], model=slug, n=n, split="upright", key=f"{slug}_n{n}_accuracy")
+        ctx.metric("accuracy", fit["turned_accuracy"], model=slug, n=n, split="turned")
+        ctx.metric("invariance", fit["invariance"], model=slug, n=n)
         ctx.timing(**{f"{slug}_n{n}_training": fit["seconds"]})
     chosen = {
         n: max(cfg.weights, key=lambda w: fits[f"penalty λ={w:g}", n]["val_turned_accuracy"]) for n in sizes

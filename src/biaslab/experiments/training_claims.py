@@ -40,6 +40,7 @@ from biaslab.evaluate.timing import backward_operations, time_forward_backward
 from biaslab.nn import CNN, MLP
 from biaslab.nn.attention import scaled_dot_product_attention
 from biaslab.nn.normalization import BatchNorm
+from biaslab.records import measure
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.train.time_to_loss import time_to_loss
@@ -74,8 +75,20 @@ class TrainingClaimsConfig:
         check_range(self, "minibatch", 1, size, f"at most the training set ({description})")
 
 
+# The words of this lab's metric labels (biaslab.records): what it means by its names.
+WORDS = {
+    "mlp": "MLP",
+    "cnn": "CNN",
+    "backward_operations_ratio": measure("backward over forward operations"),
+    "backward_time_ratio": measure("backward over forward time"),
+    "full_batch_examples_ratio": "Full batch over minibatch, examples to the same loss",
+    "full_batch_time_ratio": "Full batch over minibatch, seconds to the same loss",
+}
+
+
 @experiment(
     name="training-claims",
+    words=WORDS,
     day=7,
     step=5,
     config=TrainingClaimsConfig,
@@ -239,7 +252,7 @@ def step_costs(ctx, cfg) -> None:
         forward, backward = backward_operations(model, *batch, nn.functional.cross_entropy)
         seconds = time_forward_backward(model, *batch, nn.functional.cross_entropy, cfg.repeats)
         ratio[name] = backward / forward
-        ctx.metric(**{f"{name.lower()}_backward_operations_ratio": ratio[name]})
+        ctx.metric("backward_operations_ratio", ratio[name], model=name.lower())
         ctx.timing(**{f"{name.lower()}_backward_time_ratio": seconds[1] / seconds[0]})
         rows.append(
             [

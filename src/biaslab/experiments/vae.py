@@ -22,6 +22,7 @@ from biaslab.data.mnist import QUICK_SIZES, MnistSizes, mnist_splits_for
 from biaslab.evaluate.metrics import knn_accuracy
 from biaslab.generative.autoencoder import interpolations
 from biaslab.generative.vae import VAE, importance_weighted_nll, negative_elbo, vae_step
+from biaslab.records import measure
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.train import TrainConfig
@@ -78,8 +79,18 @@ def evaluate_elbo(model: VAE, x: torch.Tensor, seed: int) -> dict[str, float]:
     return {"elbo": total, "reconstruction": reconstruction, "kl": kl}
 
 
+# The words of this lab's metric labels (biaslab.records): what it means by its names.
+WORDS = {
+    "elbo": measure("negative ELBO (nats per image)"),
+    "kl": measure("KL term (nats per image)"),
+    "reconstruction": measure("reconstruction term (nats per image)"),
+    "iw_nll": measure("importance-weighted NLL (nats per image)"),
+}
+
+
 @experiment(
     name="vae",
+    words=WORDS,
     day=3,
     step=2,
     config=VAEConfig,
@@ -107,7 +118,8 @@ def run(ctx) -> None:
     test = evaluate_elbo(model, splits.x_test, ctx.seed_for("elbo"))
     gen = torch.Generator().manual_seed(ctx.seed_for("importance"))
     nll = importance_weighted_nll(model, splits.x_test, cfg.iw_samples, gen).mean().item()
-    ctx.metric(**{f"test_{k}": v for k, v in test.items()}, test_iw_nll=nll)
+    for name, value in {**test, "iw_nll": nll}.items():
+        ctx.metric(name, value, split="test")
     ctx.table(
         f"Test set, {len(splits.x_test)} images, nats per image ({cfg.latent_dim}-D latent)",
         ["quantity", "value"],
@@ -148,9 +160,8 @@ def run(ctx) -> None:
         train_codes = small.encode(splits.x_train[:10_000].to(ctx.device))[0].cpu().numpy()
     labels = splits.y_test.numpy()
     separation = knn_accuracy(train_codes, splits.y_train[:10_000].numpy(), codes, labels)
-    ctx.metric(
-        latent2d_knn_accuracy=separation, latent2d_test_elbo=evaluate_elbo(small, splits.x_test, 0)["elbo"]
-    )
+    ctx.metric("knn_accuracy", separation, latent="latent2d")
+    ctx.metric("elbo", evaluate_elbo(small, splits.x_test, 0)["elbo"], latent="latent2d", split="test")
     # No document says that a VAE's codes cluster by digit. The nearest it comes: the lecture notes
     # §4 (Autoencoders: learning to compress): "The latent space often captures interpretable
     # structure. An autoencoder trained on galaxy images might learn latents corresponding to size,

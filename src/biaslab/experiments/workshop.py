@@ -39,8 +39,13 @@ def _data_of_labs(cfg: WorkshopConfig) -> list[str]:
     return sorted({name for e in _labs(cfg.days) for name in e.required_data(e.config())})
 
 
+# The words of this lab's metric labels (biaslab.records): what it means by its names.
+WORDS = {"labs": "Labs run", "index": "Index page of the labs"}
+
+
 @experiment(
     name="workshop",
+    words=WORDS,
     day=0,
     config=WorkshopConfig,
     requires=_data_of_labs,

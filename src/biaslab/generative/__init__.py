@@ -1,5 +1,8 @@
 """Generative models: autoencoders, the variational autoencoder, Gaussians and the likelihood,
-denoising diffusion."""
+denoising diffusion.
+
+Also normalizing flows (``flows``) and the noise predictors of diffusion (``denoisers``).
+"""
 
 from biaslab.generative.autoencoder import Autoencoder
 from biaslab.generative.denoisers import MLPDenoiser, UNet

@@ -3,6 +3,12 @@
 Trained to minimise the reconstruction error ||x - g(f(x))||² (eq. 3.1). With linear f and g
 (:class:`LinearAutoencoder`) it spans the same subspace as PCA; non-linear maps can bend the code
 around the data manifold.
+
+:class:`Autoencoder` (``encode`` / ``decode``); :func:`interpolations` (decoded straight paths
+between two classes' codes); :func:`corrupt` and :func:`denoising_step` (a Trainer step: noisy in,
+clean target); :func:`reconstruction_error` (an anomaly score). :class:`LinearAutoencoder`
+(x̂ = W_d W_e x, no activation, no bias) has PCA's subspace at its minima (Baldi & Hornik 1989)
+and reaches scikit-learn's PCA reconstruction (tested).
 """
 
 from __future__ import annotations

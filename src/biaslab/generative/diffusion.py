@@ -26,6 +26,11 @@ wrong for every spacing but one.
 Reproducibility: a sampler draws x_T and each step's noise for all ``n`` samples at once from one
 ``torch.Generator`` seeded by ``seed``, and evaluates the network ``batch_size`` rows at a time, so
 the samples do not depend on the batch size.
+
+:class:`NoiseSchedule` (linear or cosine; ``q_sample`` eq. 4, ``forward_step`` eq. 2,
+``timesteps(steps, spacing)`` from T−1 to 0, linearly or quadratically spaced),
+:func:`diffusion_loss` and :func:`diffusion_step` (a Trainer step), :class:`DDPM` (β or β̃
+variance, x̂_0 clipping) and :class:`DDIM` (η), both returning :class:`Sampled`.
 """
 
 from __future__ import annotations

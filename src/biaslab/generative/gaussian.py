@@ -26,6 +26,10 @@ negative log-likelihood of the true labels (:func:`label_nll`).
 Everything Gaussian is computed in float64 NumPy through the Cholesky factor Σ = L Lᵀ
 (log det Σ = 2 Σ log L_ii, Σ⁻¹ applied by triangular solves); randomness comes from an explicit
 seed (``np.random.default_rng``).
+
+Also: :func:`gaussian_log_density`, :func:`gaussian_entropy`, :func:`sample_gaussian` (seeded),
+:func:`confidence_ellipse`, :func:`empirical_distribution`, :func:`mean_nll`; :func:`label_nll`
+(−mean log softmax[y]) equals ``F.cross_entropy``.
 """
 
 from __future__ import annotations

@@ -20,6 +20,10 @@ is tighter and tends to log p(x) as k grows (:func:`importance_weighted_nll`).
 
 Grey-level pixels in [0, 1] are used as the Bernoulli targets, as the PyTorch examples' VAE does,
 so the numbers compare with its reference; a binarised MNIST gives other (lower) values.
+
+The calls: :class:`VAE` (an MLP encoder to μ and log σ², a Bernoulli decoder),
+:func:`reconstruction_nll`, :func:`kl_to_standard_normal`, :func:`negative_elbo`, :func:`vae_step`
+(a Trainer step logging both terms) and :func:`importance_weighted_nll`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,17 @@
 """PyTorch primitives, one inductive bias per file: ``mlp`` (none), ``conv`` (locality and
 translation equivariance), ``recurrent`` (order), ``sets`` and ``graph`` (permutation symmetry),
 ``attention`` / ``transformer`` (learned, content-dependent relevance); ``blocks`` assembles
-models from them; ``normalization`` (batch norm, layer norm) standardises activations."""
+models from them; ``normalization`` (batch norm, layer norm) standardises activations.
+
+Also: ``embedding`` (a learned lookup table), ``residual`` (plain and residual depth),
+``readout`` (Set2Set), ``geometric`` (EGNN, E(n) equivariance), ``group_conv`` (p4 group
+convolution, quarter turns), ``graph_transformer`` and ``molecules`` (the QM9 model zoo, one
+regressor per bias). Most layers are tested equal to their torch or torch-geometric namesakes.
+
+One rule every library function keeps (:func:`~biaslab.nn.mlp.device_of`): inputs follow the
+model (the device of its parameters, else its buffers, else the CPU), and random draws come from
+the caller's generator (the CPU's by default, so a seed draws the same numbers on every device).
+"""
 
 from biaslab.nn.attention import MultiHeadAttention, scaled_dot_product_attention
 from biaslab.nn.blocks import GNN, SequenceClassifier, SequenceTagger

@@ -17,6 +17,9 @@ Mask conventions (one for the whole library):
       mask is added to the scores (it is M itself). The builders below return boolean masks.
     * a key padding mask is True where a key is **padding** (ignored), as in torch.
     * a query whose keys are all masked gets weights 0 and output 0, never NaN.
+
+:class:`MultiHeadAttention` computes what ``torch.nn.MultiheadAttention`` does, given the same
+weights (``from_torch``).
 """
 
 from __future__ import annotations

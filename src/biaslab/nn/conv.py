@@ -22,6 +22,11 @@ and a stack of layers (convolutions or pools) has the receptive field r_L, where
 
 (j_l, the jump, is the distance in input positions between neighbouring outputs of layer l), that
 is r = 1 + Σ_l (k_l − 1)·d_l·Π_{j<l} s_j.
+
+:class:`CNN`: conv → activation → pooling blocks, 1-D or 2-D, a global pool or a flatten, an MLP
+head (``features()``; ``embedding()``, the head's input). The formulas above are
+:func:`conv_output_size`, :func:`receptive_field` and :func:`effective_stride`, with
+:func:`conv_parameter_count` and :func:`conv_operation_count`.
 """
 
 from __future__ import annotations

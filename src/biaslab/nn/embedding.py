@@ -9,6 +9,10 @@ so an embedding is exactly a bias-free linear layer on one-hot inputs, computed 
 V-long multiplication. Its gradient follows: ∂L/∂E = onehot(i)ᵀ · ∂L/∂embed(i), the incoming
 gradient added into row i alone (rows of symbols not in the batch get none). Nothing in E is
 given: what structure the rows show (neighbours, directions, a circle) is learned from the task.
+
+:class:`Embedding` equals its one-hot product (``as_one_hot_product``) in values and gradients,
+and ``torch.nn.Embedding``; :class:`SymbolPairModel` reads two symbols through one table, then an
+MLP. Neighbours by cosine are :func:`biaslab.evaluate.embeddings.cosine_neighbours`.
 """
 
 from __future__ import annotations

@@ -12,6 +12,11 @@ equivariantly (eqs. 3–6 of the paper):
 
 Rotating, reflecting or translating every x_i leaves every ‖x_i − x_j‖² and therefore h' unchanged
 (invariance) and transforms x' the same way (equivariance); permuting the nodes permutes both.
+
+Models of point clouds (B, n, 3) -> (B,): :class:`EGNN` (a learned embedding of identical
+particles, EGNN layers on all pairs, a sum over the particles) and :class:`PairDistanceNet`
+(Σ_{i<j} φ(‖x_i − x_j‖), a learned pair potential); both are E(3)- and permutation-invariant to
+rounding (tested).
 """
 
 from __future__ import annotations

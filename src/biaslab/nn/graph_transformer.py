@@ -12,6 +12,9 @@ learned additive bias on the attention scores, one per head and per *relation* o
 Without the bias the layer is a Transformer on a set of atoms (permutation-equivariant and blind
 to the bonds); with it, it is still permutation-equivariant, since the relation of a pair moves
 with the pair.
+
+:class:`GraphTransformerLayer` is pre-norm; :func:`dense_relations` builds each pair's relation
+(``RELATIONS``).
 """
 
 from __future__ import annotations

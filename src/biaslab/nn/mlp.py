@@ -4,6 +4,11 @@
 
 With ``sizes=(784, 256, 10)`` this is the notes' two-layer MNIST classifier with
 784·256 + 256 + 256·10 + 10 = 203,530 parameters.
+
+:class:`MLP` (``sizes``, ``activation``, ``dropout``; ``MLP.from_numpy([(W, b), ...])``, ``hidden()``
+for a hidden layer's activations); :func:`count_parameters`, :func:`linear_parameter_count`,
+:func:`mlp_memory_bytes` (the estimate configs check against the free memory) and
+:func:`device_of`.
 """
 
 from __future__ import annotations

@@ -21,6 +21,9 @@ model              reads                                  symmetry built in
 A batch is any object with the fields of :class:`biaslab.data.qm9.MoleculeBatch` (``x``,
 ``pos``, ``edge_index``, ``edge_attr``, ``batch``, ``num_graphs``, and ``features`` for the
 tabular model).
+
+:data:`MOLECULE_MODELS` and :func:`build_molecule_model` build them by name;
+:func:`dense_batch` pads a batch's atoms for the graph Transformer, which attends over all pairs.
 """
 
 from __future__ import annotations

@@ -16,6 +16,10 @@ shapes and gate order are torch's (``weight_ih_l0`` of shape (4H, I) with rows i
 LSTM and r, z, n for the GRU; ``..._reverse`` for the backward direction), so
 ``load_state_dict(torch_module.state_dict())`` works; :func:`copy_from_torch` and ``from_torch``
 check the configuration first. ``reset_parameters`` draws what torch draws from the same seed.
+
+:class:`ElmanCell`, :class:`LSTMCell` and :class:`GRUCell` gate by gate; :class:`RNN`,
+:class:`LSTM` and :class:`GRU` (layers, bidirectional, ``lengths``); :func:`chrono_init` sets the
+forget gates near 1 for long memories.
 """
 
 from __future__ import annotations

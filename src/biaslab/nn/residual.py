@@ -15,6 +15,10 @@ residual block carries the gradient to the first layers unchanged plus what the 
 et al. 2016). The sum h grows with depth as every block adds to it; normalising what each block
 reads (batch norm, Ioffe & Szegedy 2015; layer norm, Ba et al. 2016) keeps each block's input at
 one scale whatever the depth: the pre-norm form of Transformers.
+
+:class:`DeepMLP` (``in_dim``, ``width``, ``depth``, ``out_dim``, ``block`` one of ``BLOCKS``);
+``layer_weights()`` gives each layer's weight for the gradient per layer. Each block equals its
+formula written with ``torch.nn.functional``.
 """
 
 from __future__ import annotations

@@ -9,6 +9,11 @@ permuting the input tokens permutes the output tokens. Adding PE[pos] to each to
 symmetry, which is what lets the model use order:
 
     PE[pos, 2i] = sin(pos / 10000^{2i/d}),   PE[pos, 2i+1] = cos(pos / 10000^{2i/d})   (Vaswani et al.)
+
+:class:`TransformerEncoder` (from a :class:`TransformerConfig`: tokens or real values; pooling mean,
+cls, last or none) stacks pre-norm :class:`EncoderBlock` s with sinusoidal or learned positions;
+``attention_weights(x)`` gives every block's weights, (B, L, H, T, T), equal to
+``torch.nn.MultiheadAttention``'s on the same parameters (tested).
 """
 
 from __future__ import annotations

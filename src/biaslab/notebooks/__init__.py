@@ -3,6 +3,16 @@
 Each notebook follows its day's numbered lab steps in short cells that call the library, checks
 the outcomes the notes promise with :class:`~biaslab.notebooks.lab.Lab` (the experiments' claim
 mechanism), and ends by running the day's experiments. ``biaslab notebooks DIR`` copies them out.
+
+The notebooks (``NOTEBOOKS``: ``Day1_LinearAlgebra_ParametricModels.ipynb`` ...
+``Day5_Evaluation_Generalization.ipynb``) are package data, stored without outputs, and copied to
+the repository's ``notebooks/`` folder by ``scripts/sync_notebooks.py`` (a test keeps the two
+equal); :func:`notebook_path` finds one, :func:`copy_notebooks` copies them
+(``biaslab notebooks DIR``). Each writes its formulas in LaTeX, cites the documents as a claim's
+source does, and closes with a ``## Exercises`` section of 3 to 5 exercises, each checked by
+``lab.check`` and followed by its solution folded in a ``<details>`` cell.
+``tests/notebooks/test_teaching.py`` checks that form, and the notebook test runs every solution
+through its check.
 """
 
 from __future__ import annotations

@@ -24,6 +24,10 @@ red in the claims table and the notebook goes on. In *strict* mode (the environm
 
 In the quick profile every figure :meth:`Lab.show` draws carries a "smoke test: tiny data" mark:
 the numbers only prove that the code runs.
+
+:func:`prepare_day` is a notebook's first cell: it fetches the data the day needs when missing
+and names the device. :meth:`Lab.pick` chooses a value by profile; :meth:`Lab.run` runs one
+experiment.
 """
 
 from __future__ import annotations

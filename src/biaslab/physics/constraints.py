@@ -12,6 +12,10 @@ any others: the penalty needs no labels):
     L = (1/N) Σ ||f_θ(x_i) − ẋ_i||² + γ (1/M) Σ (∇H(x_j) · f_θ(x_j))²
 
 ∇H comes from autograd, so any differentiable H works.
+
+:func:`energy_rate` (zero for the true pendulum, c L² ω² for a pushed one: tested),
+:func:`conservation_penalty` (its mean square) and :func:`dynamics_step` (a Trainer step: the MSE
+to dx/dt plus ``weight`` times the penalty; tested to cut a linear field's energy rate).
 """
 
 from __future__ import annotations

@@ -14,6 +14,10 @@ reflecting or translating the cluster) and under permuting the identical particl
 those symmetries built in has to learn only the function of the distances, a model without them
 also has to learn the symmetries from data. ``random_clusters`` draws configurations with no two
 particles closer than a minimum distance (the Morse wall is steep there), seeded.
+
+:class:`Morse`, :func:`pair_distances`, :func:`pair_energy` (equal to scipy's ``pdist`` summed by
+hand, E(3)- and permutation-invariant: tested) and :func:`random_clusters` (seeded, redrawn until
+no two points are closer than ``min_distance``).
 """
 
 from __future__ import annotations

@@ -14,6 +14,11 @@ over a long rollout. Trajectories are integrated by the classic fourth-order Run
 whose energy error per step is O(dt⁵); the same step rolls out a learned vector field.
 
 States are torch tensors (N, 2): θ in radians, ω in radians per second.
+
+:class:`Pendulum` (``derivative``, ``energy``, ``initial_states(n, seed, max_energy)``; its
+dynamics are Hamilton's equations of its energy, tested by autograd), :func:`rk4_step` and
+:func:`rollout` -> (steps + 1, N, 2), for the system or a learned field: fourth order, and an
+energy drift below 1e-6 over 20 s (tested).
 """
 
 from __future__ import annotations

@@ -15,6 +15,10 @@ based on Bayes' theorem", NIM A 362, 487; the EM algorithm of this Poisson probl
 A few iterations stay near the prior (a regularisation); many approach the maximum-likelihood
 solution, R⁻¹ n when it is positive, with its noise: the number of iterations is the
 regularisation strength. Shapes below: T true bins, M measured bins.
+
+:func:`response_matrix` estimates R from simulated (true, measured) pairs (losses lower the
+efficiency); :func:`iterative_bayesian_unfolding` applies eqs. 4-5, equal to the formulas written
+loop by loop (tested).
 """
 
 from __future__ import annotations

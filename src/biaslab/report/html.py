@@ -27,7 +27,7 @@ from biaslab.checks import is_number
 from biaslab.errors import BiaslabError
 from biaslab.fileio import atomic_write_text
 from biaslab.formatting import format_duration, format_value
-from biaslab.report.labels import metric_label, source_notes
+from biaslab.report.labels import labeller, source_notes
 from biaslab.report.navigation import file_links, href, index_link, shorten, written_by_biaslab
 from biaslab.report.overlap import shown_in_tables
 from biaslab.report.runs_table import COLUMNS, runs_groups
@@ -188,7 +188,7 @@ def _count_records(path: Path) -> int:
 
 
 # -- the pages -------------------------------------------------------------------------------
-def _metrics_block(metrics: dict, lab, tables: list[dict]) -> dict | None:
+def _metrics_block(metrics: dict, label, tables: list[dict]) -> dict | None:
     """The Metrics section: every metric no table shows (:mod:`biaslab.report.overlap`), each
     under its label (:mod:`biaslab.report.labels`) with its key as the tooltip, and a note
     naming the tables that show the others."""
@@ -198,7 +198,7 @@ def _metrics_block(metrics: dict, lab, tables: list[dict]) -> dict | None:
     rows = [(k, v) for k, v in metrics.items() if k not in shown]
     table = {
         "columns": ["Metric", "Value"],
-        "rows": [[_cell(metric_label(k, lab), title=str(k)), _cell(v)] for k, v in rows],
+        "rows": [[_cell(label(k), title=str(k)), _cell(v)] for k, v in rows],
     }
     where = sorted(set(shown.values()))
     return {
@@ -208,14 +208,12 @@ def _metrics_block(metrics: dict, lab, tables: list[dict]) -> dict | None:
     }
 
 
-def _timings_block(timings: dict, lab, of_labs: bool) -> dict | None:
+def _timings_block(timings: dict, label, of_labs: bool) -> dict | None:
     """The Timings section: each timing under its label, or, in a run of several labs (which
     times each lab under its name), under its name as it stands."""
     if not timings:
         return None
-    rows = [
-        [_cell(k if of_labs else metric_label(k, lab), title=str(k)), _cell(v)] for k, v in timings.items()
-    ]
+    rows = [[_cell(k if of_labs else label(k), title=str(k)), _cell(v)] for k, v in timings.items()]
     return {"columns": ["Timing", "Seconds"], "rows": rows}
 
 
@@ -254,6 +252,7 @@ def _report_context(run_dir: Path, complete: bool | None, order: Sequence[str] |
     status = rundir.status if complete is None else ("complete" if complete else "unfinished")
     profile = res.get("profile", cfg.get("profile"))
     lab = res.get("experiment") or cfg.get("experiment")
+    label = labeller(res)
     meta = [
         ("Day", res.get("day")),
         ("Experiment", res.get("experiment")),
@@ -284,8 +283,8 @@ def _report_context(run_dir: Path, complete: bool | None, order: Sequence[str] |
         "claims": [_claim(c) for c in claims],
         "sources": source_notes(c.get("source") for c in claims if isinstance(c, dict)),
         "tally": tally(claims).describe(),
-        "metrics": _metrics_block(_as_dict(res.get("metrics")), lab, tables),
-        "timings": _timings_block(timings, lab, labs.is_dir()),
+        "metrics": _metrics_block(_as_dict(res.get("metrics")), label, tables),
+        "timings": _timings_block(timings, label, labs.is_dir()),
         # What the lab marked as its answer (ctx.table / ctx.figure with lead=True) comes first.
         "lead_tables": [t for t in shown_tables if t["lead"]],
         "lead_figures": [f for f in figures if f["lead"]],

@@ -1,15 +1,18 @@
-"""Human labels for metric keys: ``auroc_animal-mnist_msp`` -> "AUROC, Animal-MNIST, max softmax
-probability".
+"""Human labels for metrics: a record's from its dimensions, a flat key's by one rule
+(``auroc_animal-mnist_msp`` -> "AUROC, Animal-MNIST, max softmax probability").
 
-A lab names its metrics with short keys (results.json keeps them as they are); the report and the
-index show a label built from the key by one rule, with the key itself in a tooltip:
+A metric recorded with its dimensions (:mod:`biaslab.records`) is labelled from them
+(:func:`record_label`): its split's word and its measure head the label, every other dimension
+follows after a comma, as the lab's word for a text value or its dimension's template filled
+with a number. A metric recorded by its flat key alone is labelled from the key by one rule
+(:func:`metric_label`), with the key itself in a tooltip:
 
 1. The key is split at ``_`` into words (matched without regard to case).
 2. From the left, the longest run of up to four words that the vocabulary knows becomes one
-   *term* (``max_logit`` -> "max logit"). The vocabulary (:mod:`biaslab.report.vocabulary`) is
-   the lab's own terms (``LAB_TERMS``, consulted first: what only that lab means by a word) and
-   the shared ``MEASURES``, ``MODIFIERS``, ``PARAMETERS`` and ``NAMES``. A lab's name term
-   that covers the whole key is the label, exactly as written.
+   *term* (``max_logit`` -> "max logit"). The vocabulary is the lab's own words (its ``WORDS``,
+   written into its results.json: consulted first) and the shared ``MEASURES``, ``MODIFIERS``,
+   ``PARAMETERS`` and ``NAMES`` (:mod:`biaslab.report.vocabulary`). A lab's name term that
+   covers the whole key is the label, exactly as written.
 3. A word the vocabulary does not know is split into a known prefix and a number (``lr0.1`` ->
    "learning rate 0.1", ``T5`` -> "T = 5", ``epoch1``) or a number and a unit (``0deg`` -> "0°");
    a bare number stays a number.
@@ -32,10 +35,14 @@ for the legend under a report's claims table.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 
-from biaslab.report.vocabulary import LAB_TERMS, MEASURES, MODIFIERS, NAMES, PARAMETERS, Term, measure, param
+from biaslab.records import words_from_json
+from biaslab.report.vocabulary import MEASURES, MODIFIERS, NAMES, PARAMETERS, Term, measure, param
 
-__all__ = ["SOURCE_TERMS", "metric_label", "source_notes", "unknown_words"]
+__all__ = ["SOURCE_TERMS", "labeller", "metric_label", "record_label", "source_notes", "unknown_words"]
+
+Words = Mapping[str, Term | str]
 
 
 _VOCABULARY: dict[str, Term] = {
@@ -74,9 +81,9 @@ def _split_word(word: str) -> tuple[Term | None, str]:
     return None, word
 
 
-def _terms(key: str, lab: str | None) -> tuple[list[Term], list[str]]:
+def _terms(key: str, words: Words | None) -> tuple[list[Term], list[str]]:
     """The terms of ``key`` (rule steps 2 to 4) and the words nothing explained."""
-    lab_terms = {k.lower(): v for k, v in LAB_TERMS.get(lab or "", {}).items()}
+    lab_terms = {k.lower(): v for k, v in (words or {}).items()}
     written = [w for w in key.split("_") if w]  # as written: a word nothing explains shows so
     words = [w.lower() for w in written]
     terms: list[Term] = []
@@ -111,21 +118,22 @@ def _capitalised(text: str) -> str:
     return text if any(c.isupper() for c in first) else text[:1].upper() + text[1:]
 
 
-def metric_label(key: str, lab: str | None = None) -> str:
-    """The label of metric ``key`` of lab ``lab`` (see the module's rule).
+def metric_label(key: str, words: Words | None = None) -> str:
+    """The label of metric ``key`` (see the module's rule).
 
     Args:
         key: the metric's key in results.json.
-        lab: the experiment's name, for its own terms (``vocabulary.LAB_TERMS``); None: shared terms only.
+        words: the lab's own words (its ``WORDS``; results.json's ``"words"`` read by
+            :func:`~biaslab.records.words_from_json`); None: the shared words only.
 
     Returns:
         The label; the key itself only when it is empty.
     """
     key = str(key)
-    whole = {k.lower(): v for k, v in LAB_TERMS.get(lab or "", {}).items()}.get(key.lower())
+    whole = {k.lower(): v for k, v in (words or {}).items()}.get(key.lower())
     if whole is not None and _as_term(whole).kind == "name":
         return _as_term(whole).text
-    terms, _ = _terms(key, lab)
+    terms, _ = _terms(key, words)
     if not terms:
         return key
     first = next((i for i, t in enumerate(terms) if t.kind == "measure"), None)
@@ -139,10 +147,54 @@ def metric_label(key: str, lab: str | None = None) -> str:
     return _capitalised(", ".join([head, *rest]))
 
 
-def unknown_words(key: str, lab: str | None = None) -> list[str]:
+def record_label(record: Mapping, words: Words | None = None) -> str:
+    """The label of a metric recorded with its dimensions (:mod:`biaslab.records`): its measure,
+    after the words of the dimensions that narrow it (the ``split``, and any whose value is a
+    modifier: best, final, mean...), then every other dimension after a comma: a text value as
+    its word, a number filling its dimension's template.
+
+    >>> record_label({"name": "accuracy", "dims": {"model": "cnn", "n": 200, "split": "test"}})
+    'Test accuracy, CNN, n = 200'
+    """
+    lab = {k.lower(): _as_term(v) for k, v in (words or {}).items()}
+
+    def term(text: str, shared: Mapping[str, str], kind: str) -> Term:
+        known = lab.get(text.lower())
+        return known if known is not None else Term(shared.get(text.lower(), text.replace("_", " ")), kind)
+
+    head, rest = [], []
+    for dim, value in (record.get("dims") or {}).items():
+        if isinstance(value, str):
+            modifier = term(value, MODIFIERS, "modifier" if value.lower() in MODIFIERS else "name")
+            if dim == "split" or modifier.kind == "modifier":
+                head.append(modifier.text)
+            else:
+                rest.append(term(value, NAMES, "name").text)
+            continue
+        template = lab[dim.lower()].template if dim.lower() in lab else PARAMETERS.get(dim.lower())
+        rest.append((template or f"{dim} = {{}}").format(value))
+    head.append(term(str(record.get("name", "")), MEASURES, "measure").text)
+    return _capitalised(", ".join([" ".join(head), *rest]))
+
+
+def labeller(results: Mapping) -> Callable[[str], str]:
+    """The labels of one run's metrics: a key recorded with its dimensions by
+    :func:`record_label`, any other by :func:`metric_label`, with the lab's words its
+    results.json holds."""
+    words = words_from_json(results.get("words"))
+    records = results.get("records") if isinstance(results.get("records"), list) else []
+    by_key = {r["key"]: r for r in records if isinstance(r, dict) and isinstance(r.get("key"), str)}
+
+    def label(key: str) -> str:
+        return record_label(by_key[key], words) if key in by_key else metric_label(key, words)
+
+    return label
+
+
+def unknown_words(key: str, words: Words | None = None) -> list[str]:
     """The words of ``key`` that no vocabulary explains (shown as written in its label)."""
-    whole = {k.lower() for k in LAB_TERMS.get(lab or "", {})}
-    return [] if str(key).lower() in whole else _terms(str(key), lab)[1]
+    whole = {k.lower() for k in (words or {})}
+    return [] if str(key).lower() in whole else _terms(str(key), words)[1]
 
 
 # Where a claim's expected value comes from, in the words claims' sources use (first match wins).

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from biaslab.errors import BiaslabError
 from biaslab.formatting import format_duration, format_value
-from biaslab.report.labels import metric_label
+from biaslab.report.labels import labeller
 from biaslab.report.navigation import href
 from biaslab.results import finite_number, mean_std
 from biaslab.runs import VERDICTS, RunDir, tally, verdict_of
@@ -75,6 +75,7 @@ def _read(run: Path, runs_dir: Path, out_dir: Path) -> dict:
         "status": rundir.status,
         "claims": res.get("claims") if isinstance(res.get("claims"), list) else [],
         "metrics": res.get("metrics") if isinstance(res.get("metrics"), dict) else {},
+        "label": labeller(res),
         "elapsed": res.get("elapsed_s"),
         "created": format_value(cfg.get("created") or "").replace("T", " "),
         "error": error,
@@ -113,7 +114,7 @@ def _metric_rows(members: list[dict]) -> list[dict]:
         mean, std = mean_std(values)
         rows.append(
             {
-                "label": metric_label(key, members[0]["experiment"]),
+                "label": members[0]["label"](key),
                 "key": key,
                 "value": f"{format_value(mean)} \u00b1 {format_value(std)}",
                 "n": f"{len(values)} of {len(members)}",

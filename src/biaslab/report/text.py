@@ -8,7 +8,7 @@ from pathlib import Path
 
 from biaslab.errors import BiaslabError
 from biaslab.formatting import format_value, shell_quote
-from biaslab.report.labels import metric_label
+from biaslab.report.labels import labeller
 from biaslab.results import SLIPS, kind_of
 from biaslab.runs import VERDICTS, RunDir, tally, verdict_of
 
@@ -33,8 +33,8 @@ def run_text(path: str | Path) -> str:
         resume = "" if run.is_complete else f"; continue with: biaslab run --resume {shell_quote(run.path)}"
         return "\n".join([*lines, "no results yet" + resume])
     metrics = res.get("metrics") if isinstance(res.get("metrics"), dict) else {}
-    lab = str(cfg.get("experiment") or "")
-    rows = [(metric_label(k, lab), format_value(v), k) for k, v in metrics.items()]
+    label = labeller(res)
+    rows = [(label(k), format_value(v), k) for k, v in metrics.items()]
     if rows:  # the label a person reads, the value, then the key results.json holds
         label_width, value_width = (max(len(row[i]) for row in rows) for i in (0, 1))
         lines += ["", "metrics", *(f"  {a:<{label_width}}  {v:>{value_width}}  {k}" for a, v, k in rows)]

@@ -5,6 +5,11 @@ function receives in a worker) share these three calls, so one function trains a
 ``seed_for(*names)``, ``init_model(build, *names)`` and ``training(tag)``. Each depends only on
 the run's seed, the lab's name and the names given: a model gets the same initial weights and the
 same shuffling in every process and in every order.
+
+:class:`FitContext` holds those three calls (``RunContext`` is one); :class:`TaskContext` keeps its
+trainings' records in a :class:`RecordFile` (one writer per file, rewound on a resume, kept in
+memory on another machine), and :class:`TagLogger` is the trainer's logger of one training, into
+a run's metrics.jsonl or a task's ``RecordFile``.
 """
 
 from __future__ import annotations

@@ -14,6 +14,15 @@ task (killed, out of memory) has the task run again, up to ``max_attempts`` time
 ``ray``      tasks on an existing Ray cluster (:mod:`biaslab.scale.ray_executor`), each asking
              for ``{"CPU": threads}`` and, on CUDA, one GPU
 ===========  ==================================================================================
+
+:class:`LocalExecutor`'s workers start with the run and import the lab and ``torch._dynamo``
+while the driver reads its data; at most ``workers`` tasks are in flight. A worker that dies
+breaks the pool and every task it held: those lost run again, each alone when several were, so
+that a death is charged only to a task lost alone (up to ``MAX_ATTEMPTS``); workers end with
+their driver. :func:`make_executor` caps ``--workers`` at the machine's cores, with a note (more
+processes than cores only slow each other down); :func:`check_executor` checks the options;
+:func:`task_threads` gives each fit's threads (serial: every core; local: the cores divided; Ray: 1
+by default).
 """
 
 from __future__ import annotations

@@ -10,6 +10,11 @@ worker process that dies under a task (a node lost, a SIGKILL) has Ray run it ag
 The cluster is the user's: ``ray start --head`` on one machine, ``ray start --address HEAD:PORT``
 on the others, then ``biaslab run NAME --executor ray --address HEAD:PORT`` (default: the
 ``RAY_ADDRESS`` variable, else a cluster started on this machine). biaslab never starts one.
+
+An address where nothing answers is one line at once (:func:`check_reachable`). Between waits of
+``POLL_S`` seconds the head is probed: a cluster that goes away (its head, its raylet: any Ray
+system error) is a :class:`~biaslab.errors.ClusterLostError`, the finished tasks kept, raised
+before Ray's own core would end the process.
 """
 
 from __future__ import annotations

@@ -17,6 +17,15 @@ on: before ``fn`` runs, every global generator is seeded from the key, and the t
 up are seeded by their tags. On the CPU a task gives the same bits in every process and in every
 order for a given thread count per task (torch splits its sums by thread, so another count gives
 other rounding: the run's config.json records the count, and a resume reuses it).
+
+The pieces: :class:`TaskSpec` (a task, picklable), :func:`run_task` (a worker's side: its threads,
+deterministic kernels, every global generator seeded from the key, the fit, and its outcome or
+its failure as data) and :class:`Study` (the driver's side: finished tasks read back from
+``tasks/<fn>/<key>.json``, the others run by the executor, each outcome saved atomically as it
+arrives and its records appended to metrics.jsonl once). A failed task's traceback is saved as
+``<key>.traceback.txt``; the other tasks finish, then one error is raised: a
+:class:`~biaslab.errors.BiaslabError` when every failure is bad input (exit 2), else
+:class:`TasksFailed` (a bug, exit 1).
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@
 * :class:`TwoLayerMLP` — the notes' MLP with its five hand-written backprop formulas (``mlp.py``);
 * :class:`SGD` (momentum, Nesterov) and :class:`Adam` on NumPy parameters (``optim.py``);
 * ``fit`` — our own training loop (``loop.py``); ``numerical_gradient`` (``gradcheck.py``).
+
+Also ``trace.py`` (Wengert lists), ``TwoLayerMLP.layers()``, and ``LoopConfig`` (``loop.py``), the
+training part of a lab that trains with the NumPy loop.
 """
 
 from biaslab.scratch.autodiff import (

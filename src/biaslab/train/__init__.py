@@ -1,4 +1,9 @@
-"""Training: one loop for every lab, the recipes the labs share, seeding, checkpoints."""
+"""Training: one loop for every lab, the recipes the labs share, seeding, checkpoints.
+
+The callbacks a training runs besides its loop (:mod:`~biaslab.train.callbacks`), training across
+processes (:mod:`~biaslab.train.distributed`), symmetries taught by training
+(:mod:`~biaslab.train.invariance`), explicit penalties (:mod:`~biaslab.train.regularization`).
+"""
 
 from biaslab.train.averaging import WeightAveraging
 from biaslab.train.callbacks import Callback, EarlyStopping, KeepBest, LogRecords, TrainingProgress

@@ -20,6 +20,9 @@ u = (10·d − 1)/(1 − d) updates (about 9,000 for d = 0.999).
 
 Without warm-up, equal to ``torch.optim.swa_utils.AveragedModel`` with
 ``get_ema_multi_avg_fn(d)`` (tested); with it, to the formula above step by step (tested).
+
+:class:`WeightAveraging` (the config's ``ema_decay``) is the callback: updated after each optimizer
+step, the model holds θ̄ for each validation and ends holding it.
 """
 
 from __future__ import annotations

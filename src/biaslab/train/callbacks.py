@@ -30,6 +30,15 @@ trainer lists :class:`~biaslab.train.checkpoint.Checkpointing` first (it saves w
 others have done, and it restores them before they start), then the weight average (validation,
 early stopping and keep-the-best judge the averaged weights), early stopping, keep-the-best,
 then the given callbacks in their order.
+
+The callbacks here: :class:`Best` (one monitored value, its direction by
+:func:`biaslab.better.better`), :class:`EarlyStopping` (sets ``trainer.should_stop``),
+:class:`KeepBest` (the best epoch's weights at the end), :class:`TimeLimit` (stops after the epoch
+that passes a wall-clock budget; added by ``TrainSetup(time_limit_s=)``, which ``biaslab compare
+--time-limit`` sets per training), :class:`LogRecords` (a record per epoch; rewound on a resume)
+and :class:`TrainingProgress` (a tqdm bar over steps with the epoch's running loss and the last
+validation figure, one line per epoch on stderr for a file or a pipe, or nothing).
+:func:`arranged` puts a training's callbacks in that nesting order.
 """
 
 from __future__ import annotations

@@ -3,6 +3,13 @@
 A file is written atomically, loaded with ``torch.load(weights_only=True)`` (plain tensors,
 numbers, strings and containers only), and refused when it is corrupt, belongs to another
 training, or holds a state this training could not have saved.
+
+:class:`TrainingState` is everything a training needs to go on bit for bit; :meth:`TrainingState.from_dict`
+checks it (types, then the counters, sums and history this training could have saved) before
+anything is applied, and :func:`restore` applies it all or nothing. :class:`Checkpointing` is the
+callback that loads at fit start and saves after each epoch, every ``checkpoint_every`` steps and
+at the end; :func:`fingerprint` names the training a file belongs to (tag, model class and
+shapes, config, seed, step function, the run).
 """
 
 from __future__ import annotations

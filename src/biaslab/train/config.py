@@ -6,6 +6,16 @@ ClassifierTraining(epochs=5, lr=3e-3)`` (:mod:`biaslab.config`), so every traini
 declared once here, and the lab hands ``cfg.train`` to its trainings whole (or
 ``dataclasses.replace(cfg.train, epochs=...)`` for a second training with its own epochs). A lab
 that sets a key per training itself leaves it out of its part (:func:`training_without`).
+
+:class:`TrainConfig` declares every training key once, with ``precision`` (fp32, bf16, fp16:
+:func:`autocast_dtype` gives bf16 on CUDA or a CPU with native support, fp16 on CUDA, one
+ConfigError line otherwise). A lab's training part is :class:`ClassifierTraining` (its
+``monitor`` may watch ``val_accuracy``: ``ClassifierMonitor``), :class:`LossTraining` (losses
+only: ``Monitor``), or a subclass of its own narrowing ``monitor`` to the keys its trainings log
+(the vae lab's). ``Optimizer`` and ``Schedule`` are one ``Literal`` each;
+:func:`make_optimizer` uses torch's fused implementation on the CPU and CUDA where every
+parameter allows it, and :func:`make_scheduler` the per-step schedule. ``mlp_memory`` is the
+estimate a config checks against the free memory.
 """
 
 from __future__ import annotations

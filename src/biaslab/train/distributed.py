@@ -27,6 +27,13 @@ Only what torchrun sets up is used (``env://``: ``MASTER_ADDR`` and ``MASTER_POR
 machine, ``--master_addr=127.0.0.1`` keeps the processes' connections on the loopback
 interface (gloo binds where the host name resolves to, or to ``GLOO_SOCKET_IFNAME``); torchrun's
 own rendezvous store listens on every interface at ``--master_port``.
+
+The helpers: :class:`World` and :func:`world` (torchrun's ``RANK``, ``WORLD_SIZE`` and
+``LOCAL_RANK``; rank 0 of 1 without them), :func:`is_main`, :func:`init_process_group`
+(idempotent; NCCL on GPU ``LOCAL_RANK``; one line when ``MASTER_ADDR`` or ``MASTER_PORT`` is
+missing), :func:`joined_world`. The wrapped model is ``trainer.train_model``; ``trainer.model``
+stays the module. Tested with 2 CPU processes: the weights within 1e-5 of one process's, and a
+killed run resumes bit-identical.
 """
 
 from __future__ import annotations

@@ -15,6 +15,13 @@ Both are Trainer steps; each draws g per example from the trainer's generator, s
 the draws and a resumed training repeats them. Neither makes f exactly invariant: they approach
 it where the data are, at the cost of the examples (augmentation) or of a second forward pass
 per step (the penalty).
+
+The calls: :func:`random_quarter_turns` (each image its own k ~ uniform{0..3}),
+:func:`random_shifts` (each image its own whole-pixel offset, by
+:func:`biaslab.data.transforms.translate_each`), :func:`augmented_step` (cross-entropy on
+transformed inputs), :func:`invariance_penalty` (Ω, the mean squared change of the outputs) and
+:func:`invariance_step` (cross-entropy + λ Ω on a transformed copy). Each equals its formula
+written out (tested).
 """
 
 from __future__ import annotations

@@ -5,6 +5,15 @@ Every lab that trains a classifier calls :func:`fit_classifier`; autoencoders ca
 :func:`fit_scratch`. Each takes a :class:`TrainSetup`, which the runner's context makes per tag
 (``ctx.training("mlp")``): where the checkpoint goes, the seed of the shuffling, the metrics
 logger. The test split is evaluated once, after training, and never used for a choice.
+
+Also: :func:`fit_best_of_restarts` (several initialisations, the best on validation kept and
+only it tested; a lab passes ``lambda r: ctx.training(f"{tag}-restart{r}")`` so that each restart
+has its own tag, log and checkpoint), :func:`fit_node_classifier` (batches of training nodes,
+each a forward pass over the whole graph), :func:`fit_learning_curve` -> :class:`LearningCurve`
+(nested subsets, every point at the same step budget, errors on extra held-out sets; the test
+split for the largest only), :func:`predict` (a model method in eval mode, in batches) and
+:func:`for_steps` (a set of any size repeated whole to epochs of at least ``epoch_rows`` rows, and
+the epochs that make ``steps`` steps: learning curves at an equal step budget).
 """
 
 from __future__ import annotations

@@ -21,6 +21,11 @@ initial weights it is the penalty the equivalence of early stopping and L2 is st
 the step's learning rate; it is exact proximal gradient descent for plain SGD and refuses other
 optimizers. :class:`WeightNorms` logs ‖w‖ and ‖w − w₀‖ at every epoch, the coordinates of the
 regularisation paths.
+
+:func:`soft_threshold` equals torch's softshrink, and :func:`shrink_toward` is the L2 map; proximal
+descent reaches scikit-learn's Lasso, its exact zeros included, and the closed-form ridge
+solution around an anchor (tested). :func:`weights_of` (the matrices and kernels a penalty acts
+on), :func:`exact_zeros` and :func:`weight_norms` measure the weights.
 """
 
 from __future__ import annotations

@@ -1,4 +1,9 @@
-"""Seeding and RNG state capture: a seed fully fixes a CPU run, and a checkpoint restores it."""
+"""Seeding and RNG state capture: a seed fully fixes a CPU run, and a checkpoint restores it.
+
+:func:`seed_everything`, :func:`derive_seed` (a seed for a named part, independent of call order)
+and the capture and restore of every global RNG state, in a form a checkpoint holds with
+``weights_only=True`` (NumPy's and Python's states as JSON strings).
+"""
 
 from __future__ import annotations
 

@@ -5,6 +5,10 @@ model's random timesteps, a graph model's node masks) passes ``step(model, batch
 instead. It returns the loss alone, ``(loss, terms)`` or a :class:`StepOutput`; this module
 normalises that answer and says how many examples a collated batch holds (its weight in the
 epoch means).
+
+:class:`StepOutput` holds ``loss``, ``terms``, ``outputs`` and ``targets``; :func:`batch_size_of`
+counts a batch's examples, and :func:`move_to` moves a batch to a device (tensors, tuples, named
+tuples, dicts, objects with ``.to``).
 """
 
 from __future__ import annotations

@@ -29,6 +29,12 @@ error is not a mean over batches); the loss is the batch-size-weighted mean of b
 
 Under ``torchrun``, in a joined process group, it is one training across the processes
 (DistributedDataParallel, each process a shard of every batch: :mod:`biaslab.train.distributed`).
+
+The loop is about a hundred lines: ``fit`` → ``_train_one_epoch`` → ``_forward`` → ``_validate``,
+with ``_call`` running one hook of every callback. A divergence raises a
+:class:`~biaslab.errors.DivergenceError` or stops the training (``on_divergence``);
+``trainer.callback(kind)`` finds a callback, and ``state()`` / ``load_state()`` are what a
+checkpoint holds and restores.
 """
 
 from __future__ import annotations
