@@ -21,12 +21,12 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from biaslab import registry
-from biaslab.config import check_seed, field_types, flat_values, from_dict
+from biaslab.config import check_seed, field_types, from_dict
 from biaslab.data.availability import require_data
 from biaslab.errors import BiaslabError, CheckpointError, ConfigError, OptionError, literal
 from biaslab.formatting import shell_quote
 from biaslab.hardware import resolve_device, resolve_threads
-from biaslab.inputs import changed_input
+from biaslab.inputs import changed_input, input_digests
 from biaslab.loggers import check_loggers
 from biaslab.runs import CONFIG, RunDir
 from biaslab.scale.executors import check_executor, task_threads
@@ -112,6 +112,7 @@ class Plan:
     runs_dir: Path = Path("runs")
     resume: Path | None = None  # the unfinished run to go on with
     saved: dict | None = field(default=None, repr=False)  # its config.json, as inspected
+    inputs: dict = field(default_factory=dict)  # a new run's input files, by their contents
 
 
 def check(request: RunRequest) -> Plan:
@@ -126,20 +127,26 @@ def check(request: RunRequest) -> Plan:
     profile = "default" if request.profile is None else request.profile
     if not isinstance(profile, str):
         raise BiaslabError(f"profile must be one of {', '.join(registry.PROFILES)}, not {profile!r}")
-    seed = 0 if request.seed is None else request.seed
-    check_seed(seed)
     exp = registry.get(request.experiment)
     cfg = exp.make_config(profile, overrides)
+    seed = 0 if request.seed is None else request.seed
+    check_seed(seed)
     require_data(exp.required_data(cfg))
     machine = check_machine(
         request.executor, request.workers, request.address, request.threads, request.device
     )
-    _check_precision(cfg, machine.device)
+    from biaslab.train.config import check_precision  # torch: imported once a run is asked for
+
+    check_precision(cfg, machine.device)
+    log = check_loggers(request.log)
+    inputs = input_digests(cfg)  # the files it reads, by their contents (a resume compares them)
+    # The command line that makes the same run, recorded in config.json.
+    sets = "".join(f" --set {shell_quote(f'{k}={v}')}" for k, v in overrides.items())
+    flag = "" if profile == "default" else f" --{profile}"
+    command = request.command or f"biaslab run {shell_quote(exp.name)}{flag} --seed {seed}{sets}"
     return Plan(
-        exp, cfg, profile, seed, machine, check_loggers(request.log),
-        request.command or _python_command(exp.name, profile, seed, overrides),
-        request.progress, request.echo,
-        None if request.out is None else Path(request.out), Path(request.runs_dir),
+        exp, cfg, profile, seed, machine, log, command, request.progress, request.echo,
+        None if request.out is None else Path(request.out), Path(request.runs_dir), inputs=inputs,
     )  # fmt: skip
 
 
@@ -174,7 +181,9 @@ def _resume_plan(request: RunRequest, overrides: dict[str, Any]) -> Plan:
         if recorded == "auto":
             raise ConfigError("device='auto' (a run records the device it resolved to)")
         device = resolve_device(recorded)
-        _check_precision(cfg, device)
+        from biaslab.train.config import check_precision
+
+        check_precision(cfg, device)
         log = check_loggers(saved.get("log"))
     except BiaslabError as exc:
         raise CheckpointError(f"{config}: {exc}; cannot resume") from None
@@ -264,19 +273,3 @@ def _check_arguments(request: RunRequest) -> None:
             )
     if request.progress not in PROGRESS_MODES:
         raise BiaslabError(f"progress must be True, False, None or 'lines', not {request.progress!r}")
-
-
-def _check_precision(cfg, device: str) -> None:
-    """A config's ``precision`` (where it has one) must run on ``device``: one line if not."""
-    precision = flat_values(cfg).get("precision")  # its own, or its training part's
-    if precision is not None:
-        from biaslab.train.config import autocast_dtype
-
-        autocast_dtype(precision, device)
-
-
-def _python_command(name: str, profile: str, seed: int, overrides: dict) -> str:
-    """The command line that makes the same run (recorded in config.json)."""
-    sets = "".join(f" --set {shell_quote(f'{k}={v}')}" for k, v in overrides.items())
-    flag = "" if profile == "default" else f" --{profile}"
-    return f"biaslab run {shell_quote(name)}{flag} --seed {seed}{sets}"

@@ -23,7 +23,6 @@ from biaslab.errors import BiaslabError, ClusterLostError, StorageError
 from biaslab.fileio import write_traceback
 from biaslab.formatting import printable
 from biaslab.hardware import make_deterministic, use_threads
-from biaslab.inputs import input_digests
 from biaslab.loggers import make_sinks
 from biaslab.records import every_record, words_to_json
 from biaslab.report.display import Result
@@ -152,7 +151,7 @@ def _started(rundir: RunDir, plan: Plan, warming: threading.Thread) -> Result:
                 to_dict(plan.config),
                 plan.command,
                 log=plan.log,
-                inputs=input_digests(plan.config),
+                inputs=plan.inputs,
                 threads=machine.threads,
                 device=machine.device,
                 executor=machine.executor_record,

@@ -138,8 +138,9 @@ def cmd_run(args, argv: list[str]) -> int:
     overrides = parse_set_args(args.sets)
     if _is_sweep(args, overrides):
         return cmd_sweep(args, argv, overrides)
+    request = run_request_of(args, argv, overrides)
     try:
-        result = run_request(run_request_of(args, argv, overrides))
+        result = run_request(request)
     except KeyboardInterrupt as exc:
         run_dir = getattr(exc, "run_dir", None)
         if run_dir is None:

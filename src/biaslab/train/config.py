@@ -29,7 +29,7 @@ from typing import Literal
 
 import torch
 
-from biaslab.config import check_choices, check_range, shown_value
+from biaslab.config import check_choices, check_range, flat_values, shown_value
 from biaslab.errors import ConfigError
 from biaslab.nn.mlp import mlp_memory_bytes
 
@@ -234,6 +234,14 @@ def autocast_dtype(precision: str, device: str) -> torch.dtype | None:
         return torch.float16
     where = "CUDA" if precision == "fp16" else "CUDA or a CPU with native bfloat16 support"
     raise ConfigError(f"precision={precision}: runs on {where}, not on this {device}; use precision=fp32")
+
+
+def check_precision(cfg, device: str) -> None:
+    """A lab's config's ``precision`` (its own, or its training part's) must run on ``device``:
+    a one-line ConfigError if not (checked before a run writes anything)."""
+    precision = flat_values(cfg).get("precision")
+    if precision is not None:
+        autocast_dtype(precision, device)
 
 
 def make_optimizer(cfg: TrainConfig, params) -> torch.optim.Optimizer:
