@@ -107,16 +107,20 @@ def run(ctx) -> None:
     adam_history, adam_test = fits["torch-adam"]["history"], fits["torch-adam"]["test"]
     runs = {"SGD (NumPy, ours)": sgd_history, "Adam (PyTorch)": adam_history}
     e_sgd, e_adam = (epochs_to(h, "val_accuracy", 0.97) for h in runs.values())
-    ctx.metric(
-        sgd_test_accuracy=sgd_test,
-        adam_test_accuracy=adam_test,
-        sgd_val_accuracy_epoch1=sgd_history[0]["val_accuracy"],
-        adam_val_accuracy_epoch1=adam_history[0]["val_accuracy"],
-        sgd_final_val_loss=sgd_history[-1]["val_loss"],
-        adam_final_val_loss=adam_history[-1]["val_loss"],
-        sgd_epochs_to_97=e_sgd,
-        adam_epochs_to_97=e_adam,
-    )
+    measured = {"sgd": (sgd_test, sgd_history, e_sgd), "adam": (adam_test, adam_history, e_adam)}
+    for optimizer, (test, history, epochs) in measured.items():
+        ctx.metric("accuracy", test, optimizer=optimizer, split="test")
+        first = history[0]["val_accuracy"]  # a key older than the records: the epoch last
+        ctx.metric(
+            "accuracy",
+            first,
+            optimizer=optimizer,
+            split="val",
+            epoch=1,
+            key=f"{optimizer}_val_accuracy_epoch1",
+        )
+        ctx.metric("loss", history[-1]["val_loss"], optimizer=optimizer, stat="final", split="val")
+        ctx.metric("epochs_to_97", epochs, optimizer=optimizer, better="lower")
     ctx.figure(
         "curves",
         plots.learning_curves(

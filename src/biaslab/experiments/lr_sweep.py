@@ -122,12 +122,11 @@ def run(ctx) -> None:
         rows.append(
             [f"{lr:g}", reading.shape, expected or "-", train[-1], val[-1] if val else None, reading.reason]
         )
+        rate = {"lr": float(lr)}  # the key spells the rate as the tag does: lr0.1, lr1
+        ctx.metric("shape", reading.shape, **rate, key=f"{tag}_shape")
+        ctx.metric("loss", train[-1], **rate, stat="final", split="train", key=f"{tag}_final_train_loss")
         ctx.metric(
-            **{
-                f"{tag}_shape": reading.shape,
-                f"{tag}_final_train_loss": train[-1],
-                f"{tag}_final_val_loss": val[-1] if val else None,
-            }
+            "loss", val[-1] if val else None, **rate, stat="final", split="val", key=f"{tag}_final_val_loss"
         )
         if expected is not None:
             ctx.claim(

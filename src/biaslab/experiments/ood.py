@@ -133,12 +133,10 @@ def run(ctx) -> None:
     detectors = list(dict.fromkeys(d for _, d in reports["CNN"]))
     auroc = {model: {key: r["auroc"] for key, r in reports[model].items()} for model in FEATURES}
     for set_name in sets:
-        ctx.metric(
-            **{
-                f"auroc_{set_name}_{d.replace(' ', '_').lower()}": auroc["CNN"][set_name, d]
-                for d in detectors
-            }
-        )
+        for d in detectors:  # a key older than the records: the measure first
+            detector = d.replace(" ", "_").lower()
+            key = f"auroc_{set_name}_{detector}"
+            ctx.metric("auroc", auroc["CNN"][set_name, d], ood_set=set_name, detector=detector, key=key)
     ctx.metric(test_accuracy=accuracy["CNN"])
     ctx.table(
         f"MNIST test digits (in) against each set (out), {cfg.n_ood} images each, higher score = more OOD: "

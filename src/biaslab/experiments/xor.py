@@ -102,13 +102,11 @@ def run(ctx) -> None:
             pred = model(torch.from_numpy(CORNERS).to(ctx.device)).argmax(1).cpu().numpy()
         corner_acc[name] = float((pred == CORNER_LABELS).mean())
 
-    ctx.metric(
-        perceptron_test_accuracy=acc["perceptron"],
-        mlp_test_accuracy=acc["mlp"],
-        perceptron_corner_accuracy=corner_acc["perceptron"],
-        mlp_corner_accuracy=corner_acc["mlp"],
-        mlp_parameters=sum(p.numel() for p in models["mlp"].parameters()),
-    )
+    for model in ("perceptron", "mlp"):
+        ctx.metric("accuracy", acc[model], model=model, split="test")
+    for model in ("perceptron", "mlp"):
+        ctx.metric("accuracy", corner_acc[model], model=model, split="corner")
+    ctx.metric("parameters", sum(p.numel() for p in models["mlp"].parameters()), model="mlp")
     ctx.claim(
         "A single perceptron cannot separate XOR",
         source=f"{BOOK_XOR}; {NOTES_XOR}, eq. 2.6; biaslab's target (0.75: 3 of the 4 corners)",
