@@ -205,6 +205,10 @@ def judge_situation(task, name: str) -> dict:
     }
 
 
+# The measures recorded with their split (the rest by their own names).
+SPLIT_MEASURES = {"test_accuracy": ("accuracy", "test"), "val_errors": ("errors", "val")}
+
+
 # The words of this lab's metric labels (biaslab.records): what it means by its names.
 WORDS = {
     "cnn_all": "good CNN",
@@ -288,7 +292,11 @@ def run(ctx) -> None:
             verdict=decision.verdict,
             rule=decision.rule,
         )
-        ctx.metric(**{f"{tag.replace('-', '_')}_{k}": v for k, v in recorded.items()})
+        situation = tag.replace("-", "_")
+        for measured, value in recorded.items():
+            name, split = SPLIT_MEASURES.get(measured, (measured, None))
+            dims = {"situation": situation, **({"split": split} if split else {})}
+            ctx.metric(name, value, **dims, better="lower" if measured.endswith("errors") else None)
 
     ctx.table(
         f"The evidence and the verdict (use: digits off-centre by up to {cfg.use_shift} px, "

@@ -122,8 +122,10 @@ def run(ctx) -> None:
         "at initialisation": _structure(initial, questions, p),
     }
     shown = ("neighbours", "median_rank", "frequency", "plane_neighbours", "rotation_rank")
-    ctx.metric(test_accuracy=test_accuracy)
-    ctx.metric(**{f"{k.split()[-1]}_{m}": s[m] for k, s in measured.items() for m in shown})  # trained_...
+    ctx.metric("accuracy", test_accuracy, split="test")
+    for k, s in measured.items():
+        for m in shown:
+            ctx.metric(m, s[m], table=k.split()[-1])  # trained_neighbours, initialisation_frequency, ...
     ctx.table(
         f"The table's structure, trained and at initialisation (p = {p}). Whole table: the share of "
         "residues whose nearest row (cosine) is n ± c, and the median rank of the answer to "

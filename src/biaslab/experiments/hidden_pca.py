@@ -105,15 +105,15 @@ def run(ctx) -> None:
     s_hidden_full = cluster_separation(h_test, labels, cfg.silhouette_points, s_seed)
     s_pixels_full = cluster_separation(splits.x_test.numpy(), labels, cfg.silhouette_points, s_seed)
 
-    ctx.metric(
-        test_accuracy=fit.test["accuracy"],
-        silhouette_hidden_pca2=s_hidden,
-        silhouette_pixels_pca2=s_pixels,
-        silhouette_hidden_full=s_hidden_full,
-        silhouette_pixels_full=s_pixels_full,
-        knn5_accuracy_hidden_pca2=knn_hidden,
-        knn5_accuracy_pixels_pca2=knn_pixels,
-    )
+    ctx.metric("accuracy", fit.test["accuracy"], split="test")
+    silhouettes = {("hidden", "pca2"): s_hidden, ("pixels", "pca2"): s_pixels,
+                   ("hidden", "full"): s_hidden_full, ("pixels", "full"): s_pixels_full}  # fmt: skip
+    for (space, projection), value in silhouettes.items():  # keys older than the records: measure first
+        ctx.metric(
+            "silhouette", value, space=space, projection=projection, key=f"silhouette_{space}_{projection}"
+        )
+    for space, value in (("hidden", knn_hidden), ("pixels", knn_pixels)):
+        ctx.metric("knn5_accuracy", value, space=space, projection="pca2", key=f"knn5_accuracy_{space}_pca2")
     ctx.claim(
         "Hidden activations, projected to 2-D, separate the digits better than raw pixels",
         source="workshop book, Day 1 lab step 3; biaslab's target (the comparison with PCA of the "
