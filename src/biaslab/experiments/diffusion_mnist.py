@@ -136,11 +136,11 @@ def run(ctx) -> None:
             torch.softmax(predict(classifier, splits.x_test[: cfg.n_samples]).cpu(), 1), CONFIDENCE
         ),
     }
-    ctx.metric(
-        classifier_test_accuracy=fit.test["accuracy"],
-        final_val_loss=history[-1].get("val_loss"),
-        **{f"{k.split()[0]}_{name}": v for k, s in scores.items() for name, v in s.items()},
-    )
+    ctx.metric("accuracy", fit.test["accuracy"], model="classifier", split="test")
+    ctx.metric("loss", history[-1].get("val_loss"), stat="final", split="val")
+    for k, s in scores.items():  # samples_confident, real_entropy, ...
+        for name, v in s.items():
+            ctx.metric(name, v, images=k.split()[0])
     ctx.table(
         f"{cfg.n_samples} DDIM-{cfg.sample_steps} samples and {cfg.n_samples} real test digits, read by "
         f"a CNN (test accuracy {fit.test['accuracy']:.4f})",
