@@ -25,7 +25,7 @@ PACKAGE = Path(biaslab.__file__).resolve().parent
 NOT_USES = {  # files whose reads only check, copy or record a config
     PACKAGE / "config.py",
     PACKAGE / "runner.py",
-    PACKAGE / "runs.py",
+    PACKAGE / "request.py",
     Path(dataclasses.__file__).resolve(),
 }
 CHECKING = {"__post_init__", "training_set", "__repr__", "__eq__", "__hash__", "mlp_memory"}
