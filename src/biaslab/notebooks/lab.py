@@ -15,7 +15,8 @@ shows each run; :meth:`Lab.finish` shows every claim of the notebook with a summ
 Each day ends with exercises. A question's answer goes into a variable of a code cell, and
 :meth:`Lab.check` says whether it is right ("not answered yet", "correct" or "not yet: ..."): a
 student's answer is never an error, so it never raises, and it is kept in :attr:`Lab.answers`, apart
-from the claims.
+from the claims. A coding cell's function is checked against the library's own by
+:meth:`Lab.check_code` (:mod:`biaslab.notebooks.coding`) the same way.
 
 A failed claim is a result a student may well cause by changing a cell, not an error: it shows in
 red in the claims table and the notebook goes on. In *strict* mode (the environment variable
@@ -43,6 +44,7 @@ import torch
 from biaslab import registry
 from biaslab.errors import BiaslabError
 from biaslab.hardware import resolve_device
+from biaslab.notebooks.coding import NOT_WRITTEN, code_mismatch
 from biaslab.report.display import FigureImage, Result, present
 from biaslab.report.html import render_claims
 from biaslab.report.text import claim_lines
@@ -50,7 +52,15 @@ from biaslab.results import Claim, verdict_of
 from biaslab.runner import run
 from biaslab.train.recipes import TrainSetup
 
-__all__ = ["PROFILE_VARIABLE", "SMOKE_MARK", "STRICT_VARIABLE", "ClaimFailed", "Lab", "prepare_day"]
+__all__ = [
+    "PROFILE_VARIABLE",
+    "SMOKE_MARK",
+    "STRICT_VARIABLE",
+    "ClaimFailed",
+    "CodeNotYet",
+    "Lab",
+    "prepare_day",
+]
 
 PROFILE_VARIABLE = "BIASLAB_PROFILE"  # the environment's choice of profile for every notebook
 STRICT_VARIABLE = "BIASLAB_STRICT"  # "1": a failed judged claim raises in finish() (the tests)
@@ -94,6 +104,10 @@ def _describe(device: str) -> str:
 
 class ClaimFailed(AssertionError):
     """A claim that this profile judges failed: the notebook (and its CI test) fails."""
+
+
+class CodeNotYet(AssertionError):
+    """In strict mode, a coding cell's function that is not written or not right."""
 
 
 class Claims:
@@ -202,6 +216,26 @@ class Lab:
             verdict, says = ("correct", "correct") if why is None else ("not yet", f"not yet: {why}")
         self.answers[name] = verdict
         print(f"{name}: {says}")
+
+    def check_code(self, name: str, student, reference, inputs, *, tolerance: float = 1e-6) -> None:
+        """Say whether the student's function ``student`` computes what the library's
+        ``reference`` does on ``inputs`` (a list of argument tuples; :mod:`biaslab.notebooks.coding`),
+        and remember it in :attr:`answers`: "unanswered" while the stub raises
+        NotImplementedError, "correct", or "not yet" with what differs (which output and entry,
+        the library's value against theirs). A student's mistake never raises; in strict mode
+        (``BIASLAB_STRICT=1``, as the tests run the notebooks with the solutions filled in) a
+        function not written or not right raises :class:`CodeNotYet`."""
+        why = code_mismatch(student, reference, inputs, tolerance=tolerance)
+        if why is None:
+            verdict, says = "correct", "correct"
+        elif why.startswith(NOT_WRITTEN):
+            verdict, says = "unanswered", why
+        else:
+            verdict, says = "not yet", f"not yet: {why}"
+        self.answers[name] = verdict
+        print(f"{name}: {says}")
+        if self.strict and verdict != "correct":
+            raise CodeNotYet(f"{name}: {says}")
 
     def setup(self, tag: str) -> TrainSetup:
         """What a cell's training needs besides its model and config: its tag, this notebook's
