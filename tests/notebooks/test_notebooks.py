@@ -16,7 +16,7 @@ from nbclient import NotebookClient
 
 from biaslab.notebooks import NOTEBOOKS, notebook_path
 from biaslab.notebooks.lab import PROFILE_VARIABLE, STRICT_VARIABLE
-from tests.notebooks.test_teaching import fill_in_the_solutions
+from tests.notebooks.test_teaching import coding_cells, fill_in_the_solutions, fill_in_the_stubs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -102,6 +102,7 @@ def test_executes_in_the_quick_profile(name, tmp_path, monkeypatch):
     parameters = next(c for c in notebook.cells if "parameters" in c.metadata.get("tags", []))
     parameters.source = parameters.source.replace("RUN_EXPERIMENTS = False", f"RUN_EXPERIMENTS = {run_day}")
     checks = fill_in_the_solutions(notebook)  # {answer cell id: "Exercise k"}
+    coded = fill_in_the_stubs(notebook)  # {check cell id: the names of its checks}
     NotebookClient(
         notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
     ).execute()  # raises CellExecutionError on any error, a failed judged claim included
@@ -111,4 +112,25 @@ def test_executes_in_the_quick_profile(name, tmp_path, monkeypatch):
     ]
     for cell_id, exercise in checks.items():  # the solutions are right, and the checks know it
         assert f"{exercise}: correct" in said[cell_id], said[cell_id]
+    for cell_id, names in coded.items():  # the coding cells' solutions equal the library
+        assert all(f"{name}: correct" in said[cell_id] for name in names), said[cell_id]
     assert (tmp_path / "runs").is_dir() == run_day  # the day's experiments ran inside its folder
+
+
+@pytest.mark.parametrize("name", [n for n in NOTEBOOKS if coding_cells(read(n))])
+def test_a_student_who_writes_nothing_still_sees_the_whole_day(name, tmp_path, monkeypatch):
+    """The stubs left as they are: each check says "not written yet" and the notebook runs to its
+    end (a student's code is never an error outside strict mode)."""
+    monkeypatch.setenv(PROFILE_VARIABLE, "quick")
+    monkeypatch.delenv(STRICT_VARIABLE, raising=False)
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    notebook = read(name)
+    checks = {check.id: check.source for _, check, _ in coding_cells(notebook)}
+    NotebookClient(
+        notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+    said = {cell.id: output_text(cell) for cell in notebook.cells if cell.cell_type == "code"}
+    for cell_id, source in checks.items():
+        names = re.findall(r'lab\.check_code\(\s*"([^"]+)"', source)
+        assert names and all(f"{n}: not written yet (write " in said[cell_id] for n in names), said[cell_id]
+    assert re.search(r"(findings|checks) \d+ of \d+ hold", said[notebook.cells[-1].id])

@@ -280,6 +280,41 @@ def fill_in_the_solutions(notebook) -> dict[str, str]:
     return checks
 
 
+def coding_cells(notebook) -> list[tuple]:
+    """Each coding cell of ``notebook``: (its stub, tagged "stub"; its check; its folded solution)."""
+    cells = notebook.cells
+    return [
+        (cell, cells[i + 1], cells[i + 2])
+        for i, cell in enumerate(cells)
+        if "stub" in cell.metadata.get("tags", [])
+    ]
+
+
+def fill_in_the_stubs(notebook) -> dict[str, list[str]]:
+    """Write every coding cell's solution into its stub (in memory); returns {check cell id: the
+    names its checks give}, each of which must then say "correct"."""
+    checks = {}
+    for stub, check, solution in coding_cells(notebook):
+        stub.source = solution_code(solution)
+        checks[check.id] = re.findall(r'lab\.check_code\(\s*"([^"]+)"', check.source)
+    return checks
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_coding_cells_are_a_stub_its_check_and_its_folded_solution(name):
+    """The student writes the functions a stub names (each raises NotImplementedError with what to
+    write); the next cell checks each against the library's own; the solution folds under it."""
+    for stub, check, solution in coding_cells(read(name)):
+        defined = re.findall(r"^def (\w+)\(", stub.source, re.MULTILINE)
+        assert defined and stub.source.count('raise NotImplementedError("write ') == len(defined)
+        assert check.cell_type == "code" and check.source.count("lab.check_code(") == len(defined)
+        assert all(re.search(rf"\b{n}\b", check.source) for n in defined)
+        assert solution.source.startswith(SOLUTION_OPEN) and solution.source.endswith(SOLUTION_CLOSE)
+        assert re.findall(r"^def (\w+)\(", solution_code(solution), re.MULTILINE) == defined
+    if name == NOTEBOOKS[0]:
+        assert len(coding_cells(read(name))) >= 1
+
+
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_each_day_ends_with_three_to_five_exercises_each_followed_by_its_solution(name):
     notebook = read(name)
