@@ -11,8 +11,13 @@ equal); :func:`notebook_path` finds one, :func:`copy_notebooks` copies them
 (``biaslab notebooks DIR``). Each writes its formulas in LaTeX, cites the documents as a claim's
 source does, and closes with a ``## Exercises`` section of 3 to 5 exercises, each checked by
 ``lab.check`` and followed by its solution folded in a ``<details>`` cell.
-``tests/notebooks/test_teaching.py`` checks that form, and the notebook test runs every solution
-through its check.
+Inside the steps, *coding cells* ask the student to write what the workshop book asks for: a cell
+tagged ``stub`` whose functions raise ``NotImplementedError("write ...")``, a check cell that
+compares them with the library's own on fixed inputs (:meth:`~biaslab.notebooks.lab.Lab.check_code`,
+:mod:`biaslab.notebooks.coding`), and the solution folded under it.
+``tests/notebooks/test_teaching.py`` checks that form; the notebook test runs every solution
+through its check (each exercise's and each coding cell's must say "correct"), and runs the day
+with the stubs unfilled (each check says "not written yet", the day goes on).
 """
 
 from __future__ import annotations
