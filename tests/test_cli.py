@@ -497,8 +497,8 @@ def test_list_and_help_do_not_import_torch(tmp_path):
     probe = (
         "import sys, contextlib, io\n"
         "from biaslab.cli import main\n"
-        "for argv in (['list'], ['--help']):\n"
-        "    with contextlib.redirect_stdout(io.StringIO()):\n"
+        "for argv in (['list'], ['--help'], ['list', '--bogus']):  # an error's line too\n"
+        "    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
         "        try:\n"
         "            main(argv)\n"
         "        except SystemExit:\n"

@@ -172,7 +172,8 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "notebooks":
             cmd_notebooks(args.dir, args.force)
     except BiaslabError as exc:  # one line, always, and no control character reaches the terminal
-        print(f"biaslab: error: {printable(error_line(exc, flag_names(args)))}", file=sys.stderr)
+        flags = flag_names(args) if isinstance(exc, OptionError) else None  # (imports the request)
+        print(f"biaslab: error: {printable(error_line(exc, flags))}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `biaslab list | head`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
