@@ -108,7 +108,7 @@ class Plan:
     command: str
     progress: bool | str | None = None
     echo: TextIO | None = None
-    out: Path | None = None
+    out: Path | None = None  # a new run's folder (None: one named under runs_dir)
     runs_dir: Path = Path("runs")
     resume: Path | None = None  # the unfinished run to go on with
     saved: dict | None = field(default=None, repr=False)  # its config.json, as inspected
@@ -198,7 +198,7 @@ def _resume_plan(request: RunRequest, overrides: dict[str, Any]) -> Plan:
     machine = Machine(threads, device, executor, workers, address)
     return Plan(
         exp, cfg, saved["profile"], saved["seed"], machine, log, str(saved.get("command", "")),
-        request.progress, request.echo, path, Path(request.runs_dir), resume=path, saved=saved,
+        request.progress, request.echo, resume=path, saved=saved,  # a resume writes into its own folder
     )  # fmt: skip
 
 
