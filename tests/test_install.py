@@ -38,3 +38,28 @@ def test_a_tag_builds_and_publishes_the_sdist_and_the_wheel():
     publish = workflow["jobs"]["publish"]
     assert publish["needs"] == "build" and publish["permissions"] == {"id-token": "write"}
     assert any(step.get("uses", "").startswith("pypa/gh-action-pypi-publish") for step in publish["steps"])
+
+
+def test_no_source_or_test_file_is_ignored_by_git():
+    """A pattern meant for run output (`runs/`) once also ignored the package `biaslab/runs`: the
+    working copy passed and a clean clone could not import it. Every file under src/ and tests/
+    must be one a commit can carry."""
+    import shutil
+    import subprocess
+
+    import pytest
+
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    files = [
+        str(p.relative_to(ROOT))
+        for folder in ("src", "tests")
+        for p in (ROOT / folder).rglob("*")
+        if p.is_file()
+        and not any(part == "__pycache__" or part.endswith(".egg-info") for part in p.parts)
+        and not p.name.endswith(".pyc")
+    ]
+    ignored = subprocess.run(
+        ["git", "check-ignore", "--stdin"], cwd=ROOT, input="\n".join(files), capture_output=True, text=True
+    ).stdout.split()
+    assert ignored == [], f"git ignores these project files: {ignored}"
