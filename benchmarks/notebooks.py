@@ -1,6 +1,6 @@
 """Benchmark: the five workshop notebooks executed top to bottom in a Jupyter kernel.
 
-    python benchmarks/notebooks.py [--profile quick] [--only Day4 ...] [--steps-only]
+    python benchmarks/notebooks.py [--profile quick] [--only Day4 ...] [--steps-only] [--solved]
                                    [--keep DIR] [--json out.json]
 
 Each notebook runs in a fresh ``python3`` kernel (nbclient), in its own temporary folder, with
@@ -13,6 +13,10 @@ average shows a busy machine (absolute figures then mean little).
 ``--steps-only`` leaves out the cell that runs the day's registered experiments
 (``lab.run_day()``): the notebook's own steps and their claims, which in the default profile take
 minutes, apart from the experiments, whose default runs are measured by ``biaslab run``.
+``--solved`` fills every question and coding cell with its folded solution first
+(:func:`biaslab.notebooks.solutions.solve`): the day as a student who writes everything runs it,
+the heaviest case (Day 2's SGD loop, once right, trains Step 4's MLP again). Without it the stubs
+stay as they are, as a student who writes nothing runs the day.
 ``--keep DIR`` writes each executed notebook, outputs included, into DIR.
 """
 
@@ -31,6 +35,7 @@ from nbclient.exceptions import CellExecutionError
 from biaslab.hardware import busy_warning
 from biaslab.notebooks import NOTEBOOKS, notebook_path
 from biaslab.notebooks.lab import PROFILE_VARIABLE
+from biaslab.notebooks.solutions import solve
 
 BUDGET_S = 300  # the issue's budget for all five in the quick profile
 
@@ -38,10 +43,14 @@ BUDGET_S = 300  # the issue's budget for all five in the quick profile
 RUN_DAY = "lab.run_day()"
 
 
-def execute(name: str, steps_only: bool = False, keep: str | None = None) -> tuple[float, list, str]:
+def execute(
+    name: str, steps_only: bool = False, keep: str | None = None, solved: bool = False
+) -> tuple[float, list, str]:
     """Seconds to run notebook ``name``, (seconds, index, first line) of every code cell, and the
     error's last lines ("" when every cell ran)."""
     notebook = nbformat.read(notebook_path(name), as_version=4)
+    if solved:
+        solve(notebook)
     if steps_only:
         notebook.cells = [c for c in notebook.cells if RUN_DAY not in c.source]
     cells, clock = [], {}
@@ -75,6 +84,7 @@ def main() -> None:
     parser.add_argument("--profile", default="quick", choices=("quick", "default"))
     parser.add_argument("--only", nargs="+", metavar="DAY", help="these notebooks only, e.g. Day1 Day4")
     parser.add_argument("--steps-only", action="store_true", help="leave out the day's experiments cell")
+    parser.add_argument("--solved", action="store_true", help="answer and fill in every solution first")
     parser.add_argument("--keep", metavar="DIR", help="write the executed notebooks into DIR")
     parser.add_argument("--json", help="also write the figures to this JSON file")
     args = parser.parse_args()
@@ -89,7 +99,7 @@ def main() -> None:
         print(warning)
     figures, failed = {}, []
     for name in names:
-        seconds, cells, error = execute(name, args.steps_only, args.keep)
+        seconds, cells, error = execute(name, args.steps_only, args.keep, args.solved)
         figures[name.split("_")[0]] = round(seconds, 1)
         slowest = ", ".join(f"cell {i} {s:.1f} s ({line})" for s, i, line in sorted(cells, reverse=True)[:3])
         print(f"{name:45s} {seconds:6.1f} s; slowest: {slowest}", flush=True)
@@ -102,10 +112,12 @@ def main() -> None:
     )
     each = "; ".join(f"{k} = {v} s" for k, v in figures.items())
     scope = " (steps only)" if args.steps_only else ""
+    scope += " (solved)" if args.solved else ""
     print(f"summary{scope}: {each}; total = {total:.1f} s{budget}; failed: {', '.join(failed) or 'none'}")
     if args.json:
         with open(args.json, "w") as handle:
-            record = {"profile": args.profile, "steps_only": args.steps_only, "seconds": figures}
+            record = {"profile": args.profile, "steps_only": args.steps_only, "solved": args.solved}
+            record["seconds"] = figures
             json.dump({**record, "total": total, "failed": failed}, handle, indent=1)
     if failed:
         raise SystemExit(1)

@@ -112,3 +112,28 @@ def test_the_teacher_is_fixed_by_its_seed_and_the_data_by_theirs():
     np.testing.assert_allclose(y, by_hand, rtol=1e-5, atol=1e-6)
     x2, _ = teacher_regression(50, seed=2, teacher_seed=7, inputs=4, hidden=3)
     assert not np.allclose(x, x2) and x.shape == (50, 4) and y.dtype == np.float32
+
+
+def test_repeated_measurements_leak_through_a_split_by_measurement():
+    """Each subject's measurements share its class and lie close together, so a 1-nearest-
+    neighbour model looks far better on a split by measurement than on new subjects."""
+    from sklearn.model_selection import GroupShuffleSplit, ShuffleSplit
+    from sklearn.neighbors import KNeighborsClassifier
+
+    from biaslab.data.synthetic import repeated_measurements
+
+    x, y, groups = repeated_measurements(subjects=60, per_subject=8, seed=1)
+    assert x.shape == (480, 10) and x.dtype == np.float32 and y.dtype == groups.dtype == np.int64
+    assert all(len(set(y[groups == s])) == 1 for s in range(60)) and y.sum() == 240
+    np.testing.assert_array_equal(repeated_measurements(subjects=60, per_subject=8, seed=1)[0], x)
+    scores = {}
+    splits = {
+        "by measurement": ShuffleSplit(n_splits=1, test_size=0.25, random_state=0).split(x),
+        "by subject": GroupShuffleSplit(n_splits=1, test_size=0.25, random_state=0).split(x, y, groups),
+    }
+    for name, split in splits.items():
+        train, test = next(split)
+        scores[name] = KNeighborsClassifier(1).fit(x[train], y[train]).score(x[test], y[test])
+    assert scores["by measurement"] > 0.95 and scores["by subject"] < 0.75, scores
+    with pytest.raises(BiaslabError, match="n must be an integer >= 2"):
+        repeated_measurements(subjects=1)

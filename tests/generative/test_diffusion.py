@@ -134,6 +134,18 @@ def test_ddpm_update_equals_algorithm_2_without_clipping():
     assert posterior == pytest.approx(float(s.betas[10]) * (1 - s.alpha_bar(9)) / (1 - s.alpha_bar(10)))
 
 
+def test_one_reverse_step_is_algorithm_2s_line_4():
+    """x_{t-1} = (x_t − β_t/√(1 − ᾱ_t) ε_θ)/√α_t + σ_t z, with z unused at the last step (t = 0)."""
+    s = NoiseSchedule.linear(100)
+    x, eps, z = torch.randn(3, 5, 2, dtype=torch.float64)
+    for t in (99, 50, 1, 0):
+        a, beta = s.alpha_bar(t), float(s.betas[t])
+        sigma = math.sqrt(beta) if t > 0 else 0.0
+        line_4 = (x - beta / math.sqrt(1 - a) * eps) / math.sqrt(1 - beta) + sigma * z
+        torch.testing.assert_close(DDPM(s).step(x, eps, t, t - 1, z), line_4, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(DDPM(s).step(x, eps, 0, -1, None), DDPM(s).step(x, eps, 0, -1, z))
+
+
 def test_ddim_with_eta_one_over_all_steps_is_ddpm_with_the_posterior_variance():
     s = NoiseSchedule.linear(60)
     model = small_mlp()

@@ -79,6 +79,21 @@ def test_the_student_cannot_change_the_librarys_inputs():
     assert np.array_equal(x, X)
 
 
+def test_a_dict_of_parameters_changed_in_place_is_each_function_s_own():
+    """An optimizer loop updates the parameter dict it is given in place: the library's run must
+    not hand the student parameters it has already trained (nor the other way round)."""
+
+    def step(params, lr):
+        for name in params:
+            params[name] -= lr * np.ones_like(params[name])
+        return params
+
+    params = {"W": W.copy(), "b": np.zeros(4)}
+    assert code_mismatch(step, step, [(params, 0.5)]) is None
+    assert np.array_equal(params["W"], W) and not params["b"].any()  # the caller's dict untouched
+    assert code_mismatch(lambda p, lr: step(p, 2 * lr), step, [(params, 0.5)]).startswith("output 'W' entry")
+
+
 def test_check_code_says_it_in_one_line_and_remembers_it(capsys, monkeypatch):
     monkeypatch.delenv(STRICT_VARIABLE, raising=False)
     lab = Lab(day=1, profile="quick")
@@ -102,3 +117,10 @@ def test_strict_mode_raises_for_a_function_not_right(monkeypatch, capsys):
     for student in (stub, lambda x, w: x @ w):
         with pytest.raises(CodeNotYet, match="forward"):
             lab.check_code("forward", student, reference, [(X, W)])
+
+
+def test_a_near_miss_shows_the_digits_where_the_two_part():
+    """Within six digits but outside the tolerance: the message must not read "0.10557 where the
+    library's is 0.10557"."""
+    why = code_mismatch(lambda: 0.105571234, lambda: 0.105571, [()], tolerance=1e-9)
+    assert why == "output is 0.105571234 where the library's is 0.105571"

@@ -115,6 +115,9 @@ class Unreadable:
         (" Healthy ", "healthy", None, "correct", "correct"),  # text: case and spaces ignored
         ("overfitting", "healthy", None, "not yet", "'overfitting' is not the answer"),
         ([1.0, 2.0], np.array([1.0, 2.5]), 1e-6, "not yet", "1 of 2 entries are off"),
+        (("a", " C ", "b"), ("A", "C", "B"), None, "correct", "correct"),  # a matching: letters in order
+        (("A", "B", "B"), ("A", "C", "B"), None, "not yet", "1 of 3 entries are off"),
+        (("A", "C"), ("A", "C", "B"), None, "not yet", "the answer has 3 entries"),
         ([1, 2], 3, None, "not yet", "the answer has shape ()"),
         ("ten", 10, None, "not yet", "'ten' is not a number"),
         (float("nan"), 1.0, 0.1, "not yet", "nan is not a number"),
@@ -142,3 +145,41 @@ def test_answers_are_kept_apart_from_the_claims(capsys, monkeypatch):
     assert len(lab.claims) == 1 and lab.answers == {"Exercise 1": "not yet", "Exercise 2": "unanswered"}
     lab.finish()  # strict, and nothing raised
     assert "Exercise" not in capsys.readouterr().out.split("claims:")[-1]
+
+
+@pytest.mark.parametrize("online", [True, False])
+def test_day_5_fetches_fashion_mnist_when_it_can_and_says_so_in_one_line_when_not(
+    online, monkeypatch, capsys
+):
+    """The workshop book's OOD set is fetched with the day's data when online; offline the day runs
+    without it and one line says why and how to add it."""
+    import biaslab.data.fetch as fetching
+    import biaslab.data.ood as ood
+    from biaslab.errors import DataMissingError
+    from biaslab.notebooks.lab import prepare_day
+
+    asked = []
+
+    def fetch(name, *args, **kwargs):
+        asked.append(name)
+        if not online:
+            raise DataMissingError("Fashion-MNIST: cannot download (Name or service not known)\nmore")
+
+    monkeypatch.setattr(fetching, "fetch", fetch)
+    monkeypatch.setattr(ood, "fashion_mnist_fetched", lambda: False)
+    prepare_day(5)
+    lines = capsys.readouterr().out.splitlines()
+    assert asked[-1] == "fashion-mnist"
+    absent = [line for line in lines if "Fashion-MNIST" in line]
+    if online:
+        assert absent == []
+    else:
+        assert absent == [
+            "Fashion-MNIST is not here and could not be fetched, so the day runs without it "
+            "(Fashion-MNIST: cannot download (Name or service not known)); "
+            "`biaslab data fetch fashion-mnist` adds it"
+        ]
+    monkeypatch.setattr(ood, "fashion_mnist_fetched", lambda: True)
+    asked.clear()
+    prepare_day(5)
+    assert "fashion-mnist" not in asked  # here already: nothing fetched

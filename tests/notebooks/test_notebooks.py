@@ -1,6 +1,7 @@
 """The workshop notebooks: stored clean, shaped alike, and executed top to bottom in a real
 Jupyter kernel in the quick profile (any error, or a failed claim the quick profile judges,
-fails the test), with every exercise answered by its solution (each check must say "correct")."""
+fails the test), with every question answered and every coding cell filled by its solution (each
+check must say "correct"), and once with the coding cells left as they are."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from nbclient import NotebookClient
 
 from biaslab.notebooks import NOTEBOOKS, notebook_path
 from biaslab.notebooks.lab import PROFILE_VARIABLE, STRICT_VARIABLE
-from tests.notebooks.test_teaching import coding_cells, fill_in_the_solutions, fill_in_the_stubs
+from biaslab.notebooks.solutions import coding_cells, solve
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -101,8 +102,7 @@ def test_executes_in_the_quick_profile(name, tmp_path, monkeypatch):
     run_day = name == NOTEBOOKS[0]  # the opt-in last cell, once: it trains the day's labs again
     parameters = next(c for c in notebook.cells if "parameters" in c.metadata.get("tags", []))
     parameters.source = parameters.source.replace("RUN_EXPERIMENTS = False", f"RUN_EXPERIMENTS = {run_day}")
-    checks = fill_in_the_solutions(notebook)  # {answer cell id: "Exercise k"}
-    coded = fill_in_the_stubs(notebook)  # {check cell id: the names of its checks}
+    checks = solve(notebook)  # {checking cell id: the names its checks print}
     NotebookClient(
         notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
     ).execute()  # raises CellExecutionError on any error, a failed judged claim included
@@ -110,10 +110,8 @@ def test_executes_in_the_quick_profile(name, tmp_path, monkeypatch):
     assert re.search(r"(findings|checks) \d+ of \d+ hold", said[notebook.cells[-1].id]), said[
         notebook.cells[-1].id
     ]
-    for cell_id, exercise in checks.items():  # the solutions are right, and the checks know it
-        assert f"{exercise}: correct" in said[cell_id], said[cell_id]
-    for cell_id, names in coded.items():  # the coding cells' solutions equal the library
-        assert all(f"{name}: correct" in said[cell_id] for name in names), said[cell_id]
+    for cell_id, names in checks.items():  # the solutions are right (the coding cells' equal the
+        assert all(f"{name}: correct" in said[cell_id] for name in names), said[cell_id]  # library's)
     assert (tmp_path / "runs").is_dir() == run_day  # the day's experiments ran inside its folder
 
 

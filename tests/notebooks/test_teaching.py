@@ -3,8 +3,8 @@
 by a folded solution, and cells that train on the lab's device.
 
 The solutions are checked too: the notebook test (test_notebooks.py) executes every notebook with
-each question answered by its solution's code (:func:`fill_in_the_solutions`), and each check must
-say "correct".
+each question answered and each stub filled by its solution's code
+(:func:`biaslab.notebooks.solutions.solve`), and each check must say "correct".
 """
 
 from __future__ import annotations
@@ -17,9 +17,14 @@ import pytest
 
 from biaslab.documents import place_problem, printed_problem, seeds_folder, source_problem
 from biaslab.notebooks import NOTEBOOKS, notebook_path
-
-SOLUTION_OPEN = "<details><summary>Solution</summary>\n\n"  # folds in Jupyter, Colab and GitHub
-SOLUTION_CLOSE = "\n\n</details>"  # the blank lines let the markdown inside render
+from biaslab.notebooks.solutions import (
+    SOLUTION_CLOSE,
+    SOLUTION_OPEN,
+    coding_cells,
+    questions,
+    solution_code,
+    solve,
+)
 
 
 def read(name: str):
@@ -46,7 +51,7 @@ COMMANDS = set(
     """
     alpha beta gamma delta epsilon eta theta kappa lambda mu pi rho sigma phi omega psi Pi Sigma Omega bmod
     approx cdot cdots det dot exp frac hat in infty le ldots leftarrow ln log mapsto max mid min nabla odot
-    partial pm prod sim sin cos sqrt star sum tanh times to top bar
+    partial pm prod sim sin cos sqrt star sum tanh times to top bar tfrac lfloor rfloor tilde oplus
     mathbb mathbf mathcal mathrm text underbrace left right big Big lVert rVert Vert quad qquad
     """.split()
 )
@@ -263,43 +268,6 @@ def is_solution(cell) -> bool:
     return cell.cell_type == "markdown" and "<details>" in cell.source
 
 
-def solution_code(solution) -> str:
-    """The Python a solution gives for its question's answer (its ```python block)."""
-    found = re.search(r"```python\n(.*?)```", solution.source, re.DOTALL)
-    return found.group(1).strip() if found else ""
-
-
-def fill_in_the_solutions(notebook) -> dict[str, str]:
-    """Answer every question of ``notebook`` (in memory) with its solution's code; returns
-    {answer cell id: the exercise's name} for the checks that must then say "correct"."""
-    checks = {}
-    for k, (_, *middle, solution) in enumerate(exercises_of(notebook)[1], 1):
-        for cell in middle:
-            cell.source = cell.source.replace(f"answer_{k} = None", solution_code(solution), 1)
-            checks[cell.id] = f"Exercise {k}"
-    return checks
-
-
-def coding_cells(notebook) -> list[tuple]:
-    """Each coding cell of ``notebook``: (its stub, tagged "stub"; its check; its folded solution)."""
-    cells = notebook.cells
-    return [
-        (cell, cells[i + 1], cells[i + 2])
-        for i, cell in enumerate(cells)
-        if "stub" in cell.metadata.get("tags", [])
-    ]
-
-
-def fill_in_the_stubs(notebook) -> dict[str, list[str]]:
-    """Write every coding cell's solution into its stub (in memory); returns {check cell id: the
-    names its checks give}, each of which must then say "correct"."""
-    checks = {}
-    for stub, check, solution in coding_cells(notebook):
-        stub.source = solution_code(solution)
-        checks[check.id] = re.findall(r'lab\.check_code\(\s*"([^"]+)"', check.source)
-    return checks
-
-
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_coding_cells_are_a_stub_its_check_and_its_folded_solution(name):
     """The student writes the functions a stub names (each raises NotImplementedError with what to
@@ -311,8 +279,25 @@ def test_coding_cells_are_a_stub_its_check_and_its_folded_solution(name):
         assert all(re.search(rf"\b{n}\b", check.source) for n in defined)
         assert solution.source.startswith(SOLUTION_OPEN) and solution.source.endswith(SOLUTION_CLOSE)
         assert re.findall(r"^def (\w+)\(", solution_code(solution), re.MULTILINE) == defined
-    if name == NOTEBOOKS[0]:
-        assert len(coding_cells(read(name))) >= 1
+    assert len(coding_cells(read(name))) >= 3  # at least three things to write each day
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_what_a_student_writes_never_overwrites_a_name_the_day_uses(name):
+    """A stub's function named like a variable of the steps (``ece``, Step 4's dict of ECEs) would
+    break every later cell that reads the variable once the student runs the stub."""
+    notebook = read(name)
+    own = {c.id for stub, check, solution in coding_cells(notebook) for c in (stub, check, solution)}
+    elsewhere = "\n".join(c.source for c in notebook.cells if c.cell_type == "code" and c.id not in own)
+    assigned = {
+        target.id
+        for node in ast.walk(ast.parse(elsewhere))
+        for target in (node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)])
+        if isinstance(target, ast.Name)
+    } | {node.name for node in ast.walk(ast.parse(elsewhere)) if isinstance(node, ast.FunctionDef)}
+    for stub, _, _ in coding_cells(notebook):
+        written = set(re.findall(r"^def (\w+)\(", stub.source, re.MULTILINE))
+        assert not written & assigned, written & assigned
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
@@ -341,13 +326,20 @@ def test_each_day_ends_with_three_to_five_exercises_each_followed_by_its_solutio
             assert re.search(r"(?i)\b(?:set|run)\s+`", heading.source), heading.source
 
 
-def test_filling_in_the_solutions_answers_every_question():
-    notebook = read(NOTEBOOKS[0])
-    checks = fill_in_the_solutions(notebook)
-    assert checks and all(name.startswith("Exercise ") for name in checks.values())
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_solving_a_day_answers_every_question_and_fills_every_stub(name):
+    notebook = read(name)
+    exercises = sum(1 for _, *middle, _ in exercises_of(notebook)[1] if middle)
+    asked, stubs = len(questions(notebook)), len(coding_cells(notebook))
+    checks = solve(notebook)
+    assert asked >= exercises and len(checks) == asked + stubs and all(checks.values())
+    for variable, _, solution in questions(read(name)):  # a question's solution sets its variable
+        assert solution_code(solution).splitlines()[-1].startswith(f"{variable} = ")
     for cell in notebook.cells:
         if cell.id in checks:
-            assert "= None" not in cell.source.splitlines()[0]
+            assert "= None  # " not in cell.source.splitlines()[0]
+            assert "NotImplementedError" not in cell.source
+    assert not [c for c in notebook.cells if 'raise NotImplementedError("write ' in c.source]
 
 
 # Device ------------------------------------------------------------------------------------------

@@ -175,3 +175,20 @@ def test_memory_bytes_formula():
         10 * (784 + 2 * 256 + 3 * 10) * 4
     )
     assert TwoLayerMLP.memory_bytes(784, 10**9, 10, 64) > 2**40  # a terabyte: refused before building
+
+
+def test_a_model_over_given_arrays_shares_them():
+    """from_params: the same forward and gradients as the model the arrays came from, and a step on
+    the arrays is a step of the model (the notebooks' SGD loop updates a dict of arrays)."""
+    original = TwoLayerMLP(12, 5, 3, seed=1, dtype=np.float64)
+    shared = TwoLayerMLP.from_params(original.params)
+    X, y = np.random.default_rng(0).normal(size=(7, 12)), np.array([0, 1, 2, 0, 1, 2, 0])
+    assert shared.loss(X, y) == original.loss(X, y) and shared.dtype == np.float64
+    for name, g in shared.backward(y).items():
+        np.testing.assert_array_equal(g, original.backward(y)[name])
+    original.params["b2"] += 1.0
+    np.testing.assert_array_equal(shared.forward(X), original.forward(X))
+    with pytest.raises(KeyError, match="expected keys"):
+        TwoLayerMLP.from_params({"W1": original.params["W1"]})
+    with pytest.raises(ValueError, match="D -> H -> C"):
+        TwoLayerMLP.from_params({**original.params, "b1": np.zeros(4)})

@@ -6,7 +6,8 @@ arguments always give the same data. Features are float32 numpy arrays, class la
 The sets: :func:`xor`, :func:`two_spirals`, :func:`spiral` (one spiral: diffusion's 2-D data),
 :func:`noisy_polynomial` (with :func:`polynomial_features`) and :func:`teacher_regression`
 (x ~ N(0, I), y a fixed random two-layer tanh teacher, noise-free: the scaling-laws task; equal
-to the teacher written out, tested).
+to the teacher written out, tested) and :func:`repeated_measurements` (several measurements of
+each subject, labelled by the subject: the set-up in which a split by measurement leaks).
 """
 
 from __future__ import annotations
@@ -15,7 +16,15 @@ import numpy as np
 
 from biaslab.errors import BiaslabError
 
-__all__ = ["noisy_polynomial", "polynomial_features", "spiral", "teacher_regression", "two_spirals", "xor"]
+__all__ = [
+    "noisy_polynomial",
+    "polynomial_features",
+    "repeated_measurements",
+    "spiral",
+    "teacher_regression",
+    "two_spirals",
+    "xor",
+]
 
 
 def _check_n(n: int, minimum: int = 1) -> None:
@@ -189,3 +198,40 @@ def teacher_regression(
     x = np.random.default_rng(seed).normal(size=(n, inputs))
     y = np.tanh(x @ w.T / np.sqrt(inputs)) @ v / np.sqrt(hidden)  # (n, hidden) -> (n,)
     return x.astype(np.float32), y.astype(np.float32)
+
+
+def repeated_measurements(
+    subjects: int = 100,
+    per_subject: int = 10,
+    features: int = 10,
+    signal: float = 2.0,
+    identity: float = 3.0,
+    seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Several noisy measurements of each subject (a patient's scans), labelled by the subject's
+    class: the set-up in which a split by measurement leaks (workshop book §4.8, "Inputs").
+
+    Subject s has a class y_s (half the subjects each) and an identity u_s ~ N(0, identity² I),
+    what makes its measurements recognisable whatever its class; measurement m of s is
+
+        x_sm = u_s + signal · (2 y_s − 1) · e_1 + ε_sm,      ε_sm ~ N(0, I),
+
+    so the class shows only as a weak shift along the first feature, while measurements of one
+    subject lie close together. A model that recognises the subject scores well on a test split
+    that holds other measurements of its training subjects, and only as well as the class signal
+    allows on new subjects.
+
+    Shapes:
+        -> x (subjects · per_subject, features) float32, y (same,) int64, groups (same,) int64:
+        the subject of each measurement, in subject order.
+    """
+    _check_n(subjects, 2)
+    _check_n(per_subject)
+    _check_n(features)
+    rng = np.random.default_rng(seed)
+    classes = rng.permutation(np.arange(subjects) % 2)  # (S,): half the subjects each
+    ids = identity * rng.normal(size=(subjects, features))  # (S, F): u_s
+    ids[:, 0] += signal * (2 * classes - 1)  # the class's shift along e_1
+    groups = np.repeat(np.arange(subjects), per_subject)  # (S·M,)
+    x = ids[groups] + rng.normal(size=(len(groups), features))  # (S·M, F)
+    return x.astype(np.float32), classes[groups].astype(np.int64), groups.astype(np.int64)

@@ -197,6 +197,18 @@ class _Sampler:
         x0 = (x - math.sqrt(1 - a) * eps) / math.sqrt(a)
         return x0 if self.clip is None else x0.clamp(-self.clip, self.clip)
 
+    def step(
+        self, x: torch.Tensor, eps: torch.Tensor, t: int, t_prev: int, noise: torch.Tensor | None
+    ) -> torch.Tensor:
+        """One reverse step: x_{t_prev} from x_t and the predicted ε, the update's mean plus σ times
+        ``noise`` (a fresh N(0, I) draw; unused, and may be None, where σ = 0, as at the last step).
+
+        Shapes: x, eps, noise (N, ...) -> (N, ...); t, t_prev timestep indices (t_prev = -1: the data).
+        """
+        mean = self._update(x, eps, t, t_prev)
+        sigma = self._sigma(t, t_prev)
+        return mean + sigma * noise if sigma > 0 else mean
+
     @torch.no_grad()
     def sample(
         self,
@@ -235,9 +247,8 @@ class _Sampler:
                     for chunk in x.split(batch_size)
                 ]
             )  # (n, ...): ε_θ(x_t, t)
-            mean = self._update(x, eps, t, t_prev)
-            sigma = self._sigma(t, t_prev)
-            x = mean + sigma * torch.randn(x.shape, generator=generator).to(device) if sigma > 0 else mean
+            fresh = torch.randn(x.shape, generator=generator) if self._sigma(t, t_prev) > 0 else None
+            x = self.step(x, eps, t, t_prev, None if fresh is None else fresh.to(device))
         if -1 in keep:
             kept[-1] = x.clone()
         return Sampled(x, kept, len(self.timesteps))

@@ -11,12 +11,15 @@ equal); :func:`notebook_path` finds one, :func:`copy_notebooks` copies them
 (``biaslab notebooks DIR``). Each writes its formulas in LaTeX, cites the documents as a claim's
 source does, and closes with a ``## Exercises`` section of 3 to 5 exercises, each checked by
 ``lab.check`` and followed by its solution folded in a ``<details>`` cell.
-Inside the steps, *coding cells* ask the student to write what the workshop book asks for: a cell
-tagged ``stub`` whose functions raise ``NotImplementedError("write ...")``, a check cell that
-compares them with the library's own on fixed inputs (:meth:`~biaslab.notebooks.lab.Lab.check_code`,
-:mod:`biaslab.notebooks.coding`), and the solution folded under it.
+Inside the steps, at least three *coding cells* a day ask the student to write what the workshop
+book asks for: a cell tagged ``stub`` whose functions raise ``NotImplementedError("write ...")``,
+a check cell that compares them with the library's own on fixed inputs
+(:meth:`~biaslab.notebooks.lab.Lab.check_code`, :mod:`biaslab.notebooks.coding`), and the solution
+folded under it. A step may also pose a *question* (``name = None  # ...`` checked by
+``lab.check``, its solution folded under it), as Day 4's matching exercise does.
+:mod:`biaslab.notebooks.solutions` puts every solution in place.
 ``tests/notebooks/test_teaching.py`` checks that form; the notebook test runs every solution
-through its check (each exercise's and each coding cell's must say "correct"), and runs the day
+through its check (each question's and each coding cell's must say "correct"), and runs the day
 with the stubs unfilled (each check says "not written yet", the day goes on).
 """
 

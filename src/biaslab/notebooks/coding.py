@@ -68,10 +68,16 @@ def _copies(arguments: tuple) -> tuple:
 
 
 def _copy(value: Any) -> Any:
+    """A copy of an argument deep enough that a function changing it in place (an optimizer step
+    on a dict of parameter arrays) leaves the other function's copy untouched."""
     if isinstance(value, torch.Tensor):
         return value.detach().clone().requires_grad_(value.requires_grad)
     if isinstance(value, np.ndarray):
         return value.copy()
+    if isinstance(value, dict):
+        return {key: _copy(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_copy(item) for item in value)
     return value
 
 
@@ -117,7 +123,10 @@ def _difference(got: Any, expected: Any, what: str, tolerance: float) -> str | N
     index = tuple(int(i) for i in np.argwhere(~close)[0])
     entry = f" entry {index if len(index) > 1 else index[0]}" if index else ""
     mine, theirs = have[index] if index else have, want[index] if index else want
-    return f"{what}{entry} is {_short(mine)} where the library's is {_short(theirs)}"
+    shown = _short(mine), _short(theirs)
+    if shown[0] == shown[1]:  # close but not within the tolerance: the digits where they part
+        shown = repr(float(mine)), repr(float(theirs))
+    return f"{what}{entry} is {shown[0]} where the library's is {shown[1]}"
 
 
 def _short(value: Any) -> str:

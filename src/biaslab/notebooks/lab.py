@@ -67,11 +67,18 @@ STRICT_VARIABLE = "BIASLAB_STRICT"  # "1": a failed judged claim raises in finis
 SMOKE_MARK = "smoke test: tiny data"  # on every figure of the quick profile
 
 
+# Data sets a day uses when it can have them and runs without: Fashion-MNIST, the workshop book's
+# out-of-distribution set (§5.6; Day 5 lab step 4). Day -> data set names.
+OPTIONAL_DATA = {5: ("fashion-mnist",)}
+
+
 def prepare_day(day: int) -> str:
     """What a notebook's first cell does once biaslab is installed: fetch each data set the day's
     experiments need and this machine lacks (``biaslab data fetch``: a one-time, checksummed
-    download; an installed data package counts as present), and print the device the cells will
-    use. Returns that device's name (``"cuda"``, ``"mps"`` or ``"cpu"``)."""
+    download; an installed data package counts as present), try to fetch the day's optional ones
+    (``OPTIONAL_DATA``; one line says so when one cannot be had, and the day runs without it), and
+    print the device the cells will use. Returns that device's name (``"cuda"``, ``"mps"`` or
+    ``"cpu"``)."""
     from biaslab.data.availability import CHECKS
     from biaslab.errors import DataMissingError
 
@@ -86,9 +93,30 @@ def prepare_day(day: int) -> str:
             if name not in SOURCES:
                 raise  # a library (torch-geometric, rdkit): its message names the pip command
             fetch(name)
+    for name in OPTIONAL_DATA.get(day, ()):
+        _fetch_optional(name)
     device = resolve_device("auto")
     print(f"biaslab ready for day {day}: computing on {_describe(device)}")
     return device
+
+
+def _fetch_optional(name: str) -> None:
+    """Fetch ``name`` unless it is here; when it cannot be had (offline, a source down), say so in
+    one line instead of stopping the day."""
+    from biaslab.data.fetch import SOURCES, fetch
+    from biaslab.data.ood import fashion_mnist_fetched
+
+    here = {"fashion-mnist": fashion_mnist_fetched}[name]
+    if here():
+        return
+    try:
+        fetch(name)
+    except BiaslabError as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        print(
+            f"{SOURCES[name].title} is not here and could not be fetched, so the day runs without it "
+            f"({reason}); `biaslab data fetch {name}` adds it"
+        )
 
 
 def _describe(device: str) -> str:
@@ -296,8 +324,10 @@ def _mismatch(answer: Any, expected: Any, tolerance: float | None) -> str | None
         return None if same else f"{answer!r} is not the answer"
     got, want = np.asarray(answer), np.asarray(expected)
     if want.dtype.kind not in "biuf":  # not numbers (a tuple of words, ...): equal entry by entry
-        same = got.shape == want.shape and bool(np.all(got == want))
-        return None if same else f"{answer!r} is not the answer"
+        if got.shape != want.shape:
+            return f"the answer has {want.size} entries" if want.ndim else f"{answer!r} is not the answer"
+        wrong = [_words(g) != _words(w) for g, w in zip(got.flat, want.flat)]
+        return None if not any(wrong) else f"{sum(wrong)} of {len(wrong)} entries are off"
     if got.dtype.kind not in "biuf":
         return f"{answer!r} is not a number"
     if got.shape != want.shape:
@@ -312,3 +342,8 @@ def _mismatch(answer: Any, expected: Any, tolerance: float | None) -> str | None
         return f"{answer!r} is not a number"
     beyond = "" if tolerance is None else f" (by more than {tolerance:g})"
     return f"{answer!r} is too {'high' if error > 0 else 'low'}{beyond}"
+
+
+def _words(value: Any) -> Any:
+    """Text as :meth:`Lab.check` compares it: case and surrounding spaces ignored."""
+    return value.strip().casefold() if isinstance(value, str) else value

@@ -95,6 +95,24 @@ class TwoLayerMLP:
         }
         self._cache: dict[str, np.ndarray] = {}
 
+    @classmethod
+    def from_params(cls, params: dict[str, np.ndarray]) -> TwoLayerMLP:
+        """A model over existing parameter arrays, shared, not copied: its forward and backward
+        passes read them, and an optimizer stepping ``params`` steps the model.
+
+        Shapes:
+            params: as :attr:`params`, ``W1`` (H, D), ``b1`` (H,), ``W2`` (C, H), ``b2`` (C,).
+        """
+        if set(params) != {"W1", "b1", "W2", "b2"}:
+            raise KeyError(f"expected keys ['W1', 'W2', 'b1', 'b2'], got {sorted(params)}")
+        n_hidden, (n_out, n_hidden_2) = params["W1"].shape[0], params["W2"].shape
+        if params["b1"].shape != (n_hidden,) or params["b2"].shape != (n_out,) or n_hidden_2 != n_hidden:
+            shapes = {name: tuple(p.shape) for name, p in params.items()}
+            raise ValueError(f"parameter shapes do not form an MLP D -> H -> C: {shapes}")
+        model = cls.__new__(cls)
+        model.dtype, model.params, model._cache = params["W1"].dtype, params, {}
+        return model
+
     # ------------------------------------------------------------------------------- forward
 
     def forward(self, X: np.ndarray) -> np.ndarray:
