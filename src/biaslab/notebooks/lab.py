@@ -109,14 +109,17 @@ def _fetch_optional(name: str) -> None:
     here = {"fashion-mnist": fashion_mnist_fetched}[name]
     if here():
         return
+    title = SOURCES[name].title
     try:
-        fetch(name)
+        fetch(name, progress=False)  # one line either way, not a progress bar that then fails
     except BiaslabError as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(
-            f"{SOURCES[name].title} is not here and could not be fetched, so the day runs without it "
+            f"{title} is not here and could not be fetched, so the day runs without it "
             f"({reason}); `biaslab data fetch {name}` adds it"
         )
+    else:
+        print(f"{title} fetched (a one-time download, checksummed)")
 
 
 def _describe(device: str) -> str:
