@@ -93,7 +93,6 @@ def test_the_first_cell_installs_biaslab_from_the_repository_when_it_is_missing(
     assert namespace["DEVICE"] == "cpu" and "computing on cpu" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("name", NOTEBOOKS)
 def data_folder(folder: Path, fashion: bool) -> Path:
     """A data folder holding every data set this machine has, and Fashion-MNIST only as a stand-in
     (MNIST's test images transposed) when ``fashion``: Day 5 solved takes the path it takes once
@@ -122,6 +121,7 @@ def day_5_data(monkeypatch, folder: Path, fashion: bool) -> None:
     monkeypatch.setenv("BIASLAB_MIRROR", (folder / "no-mirror" / "{name}").as_uri())
 
 
+@pytest.mark.parametrize("name", NOTEBOOKS)
 def test_executes_in_the_quick_profile(name, tmp_path, monkeypatch):
     monkeypatch.setenv(PROFILE_VARIABLE, "quick")
     if name.startswith("Day5"):
