@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from biaslab.checks import is_integer
+from biaslab.comparison.batched import fit_together, small_enough
 from biaslab.comparison.fitting import Fitted, Trial, errors, fit
 from biaslab.comparison.prepared import Prepared
 from biaslab.errors import ConfigError
@@ -128,7 +129,10 @@ def learning_curve(
     A torch candidate's subset is repeated to the N rows of the whole training set, so every
     point trains for the same number of steps (as :func:`~biaslab.train.recipes.fit_learning_curve`
     does): only the amount of data differs, not the optimisation. The epoch is chosen on
-    validation as in :func:`fit_candidate`; the test rows are never read.
+    validation as in :func:`fit_candidate`; the test rows are never read. Those trainings are of
+    one architecture on data of one shape: where every subset fits in memory at once they are
+    fitted together (:func:`~biaslab.comparison.batched.fit_together`: a batched ensemble, each
+    training equal to its own fit up to float rounding).
 
     Args:
         setup_for: ``setup_for(size, seed)`` returns the :class:`TrainSetup` of one training
@@ -147,13 +151,22 @@ def learning_curve(
     orders = [nested_order(y, task, seed) for seed in seeds]
     sizes, notes = _curve_sizes(n, points, orders, y, task)
     repeat_to = n if candidate.engine == "torch" else None  # trees take no steps
-    per_seed: list[list[float]] = []
-    for size in sizes:
-        per_seed.append([])
-        for seed, order in zip(seeds, orders):
-            subset = prepared.train_subset(order[:size], repeat_to=repeat_to)
-            fitted = fit(replace(trial, prepared=subset, setup=setup_for(size, seed)))
-            per_seed[-1].append(_validation_error(fitted, subset))
+    points_trials = [(size, seed, order) for size in sizes for seed, order in zip(seeds, orders)]
+    together = repeat_to is not None and small_enough(len(points_trials), n, prepared.input_shape)
+
+    def trial_at(size, seed, order) -> Trial:
+        subset = prepared.train_subset(order[:size], repeat_to=repeat_to)
+        return replace(trial, prepared=subset, setup=setup_for(size, seed))
+
+    if together:  # every point the same rows and steps: one batched training when it can be
+        trials = [trial_at(*point) for point in points_trials]
+        errors_at = [_validation_error(f, t.prepared) for f, t in zip(fit_together(trials), trials)]
+    else:  # one at a time (an estimator; data too large to hold every subset at once)
+        errors_at = []
+        for point in points_trials:
+            one = trial_at(*point)
+            errors_at.append(_validation_error(fit(one), one.prepared))
+    per_seed = [errors_at[k : k + len(seeds)] for k in range(0, len(errors_at), len(seeds))]
     return curve_of(sizes, per_seed, (2 * n, 4 * n), notes)
 
 

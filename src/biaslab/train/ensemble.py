@@ -43,7 +43,7 @@ import torch
 from torch import nn
 from torch.func import functional_call, stack_module_state
 
-from biaslab.errors import ConfigError
+from biaslab.errors import ConfigError, DivergenceError
 from biaslab.train.callbacks import Best
 from biaslab.train.config import TrainConfig, make_optimizer, make_scheduler
 from biaslab.train.seed import derive_seed
@@ -70,8 +70,8 @@ class EnsembleFit:
     Attributes:
         models: the trained members, each a module of the given architecture (with its best
             epoch's weights under ``keep_best``).
-        histories: per member, one record per epoch: ``epoch``, ``step``, ``train_loss``, and
-            ``val_loss`` and each metric as ``val_<name>`` when validation sets are given.
+        histories: per member, one record per epoch: ``epoch``, ``step``, ``train_loss``, ``lr``,
+            and ``val_loss`` and each metric as ``val_<name>`` when validation sets are given.
         best_epochs: per member, the epoch whose weights it holds (1-based; 0: its initial weights,
             when no epoch had a finite value of ``keep_best``).
         seconds: the wall-clock seconds of the whole fit, validation included.
@@ -93,6 +93,7 @@ def fit_ensemble(
     loss_fn: Callable = nn.functional.cross_entropy,
     metrics: dict[str, Callable] | None = None,
     keep_best: str | None = None,
+    augment: Callable | None = None,
 ) -> EnsembleFit:
     """Train ``models`` (one architecture, N initial weights) as one batched model, member m on
     ``train[m]`` with the shuffles of ``(seeds[m], tags[m])``.
@@ -109,6 +110,12 @@ def fit_ensemble(
         keep_best: a validation key (``"val_accuracy"``, ``"val_loss"``): each member ends with
             the weights of its best epoch by it, as the Trainer with a ``KeepBest(keep_best,
             config.min_delta)`` callback; None (default): the last epoch's.
+        augment: ``augment(x, generator)`` applied to each member's training batch (never to
+            validation), drawing from the member's own step generator, seeded as the Trainer
+            seeds its step generator (``derive_seed(seed, tag, "step")``).
+
+    Raises:
+        DivergenceError: a member's training loss is not finite (as the Trainer raises it).
 
     Shapes:
         ``train[m]``: inputs ``(n, ...)``, targets ``(n, ...)``; the ensemble's forward pass takes
@@ -135,6 +142,7 @@ def fit_ensemble(
     batched = torch.vmap(forward, in_dims=(0, 0, 0))  # (N, B, ...) -> (N, B, ...)
     per_member_loss = torch.vmap(loss_fn)  # (N, B, ...) outputs and targets -> (N,)
     shuffles = [torch.Generator().manual_seed(derive_seed(s, t, "shuffle")) for s, t in zip(seeds, tags)]
+    steppers = [torch.Generator().manual_seed(derive_seed(s, t, "step")) for s, t in zip(seeds, tags)]
     bests = [Best(keep_best or "val_loss", config.min_delta) for _ in range(count)]
     kept = {name: p.detach().clone() for name, p in params.items()}  # each member's best epoch
     histories: list[list[dict]] = [[] for _ in range(count)]
@@ -145,7 +153,13 @@ def fit_ensemble(
         for first in range(0, n, bs):
             rows = orders[:, first : first + bs]  # (N, B)
             x, y = x_all[members, rows], y_all[members, rows]  # (N, B, ...)
+            if augment is not None:  # each member's batch with its own draws
+                x = torch.stack([augment(x[m], steppers[m]) for m in range(count)])
             losses = per_member_loss(batched(params, buffers, x), y)  # (N,)
+            if not bool(torch.isfinite(losses).all()):
+                m = int((~torch.isfinite(losses)).nonzero()[0])
+                where = f"epoch {epoch}, step {step + 1}"
+                raise DivergenceError.at(tags[m], float(losses[m]), where, optimizer.param_groups[0]["lr"])
             optimizer.zero_grad(set_to_none=True)
             losses.sum().backward()  # each member's gradient is its own loss's
             if config.max_grad_norm:
@@ -155,7 +169,8 @@ def fit_ensemble(
                 scheduler.step()
             sums += losses.detach() * rows.shape[1]
             step += 1
-        records = [{"epoch": epoch, "step": step, "train_loss": float(s) / n} for s in sums]
+        lr = optimizer.param_groups[0]["lr"]
+        records = [{"epoch": epoch, "step": step, "train_loss": float(s) / n, "lr": lr} for s in sums]
         if val is not None:
             for record, scores in zip(records, _validate(batched, params, buffers, val, loss_fn, metrics)):
                 record.update(scores)
