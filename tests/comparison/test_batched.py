@@ -79,3 +79,12 @@ def test_what_cannot_be_batched_is_fitted_one_by_one_exactly(case):
             for p, q in zip(a.model.state_dict().values(), b.model.state_dict().values()):
                 assert torch.equal(p, q)
         assert a.best_epoch == b.best_epoch
+
+
+def test_the_members_shifts_at_once_are_each_member_s_own_call():
+    x = torch.randn(3, 5, 1, 8, 8, generator=torch.Generator().manual_seed(0))  # 3 members' batches
+    seeds = (7, 8, 9)
+    at_once = models.random_shifts_of_members(x, [torch.Generator().manual_seed(s) for s in seeds])
+    one_by_one = [models.random_shifts(x[m], torch.Generator().manual_seed(s)) for m, s in enumerate(seeds)]
+    assert torch.equal(at_once, torch.stack(one_by_one))
+    assert not torch.equal(at_once, x)  # something moved

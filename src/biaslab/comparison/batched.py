@@ -22,6 +22,7 @@ from collections.abc import Sequence
 import torch
 
 from biaslab.comparison.fitting import MONITORS, Fitted, Trial, fit, init_seed, kept_best
+from biaslab.comparison.models import FOR_MEMBERS
 from biaslab.errors import ConfigError
 from biaslab.train.ensemble import fit_ensemble
 from biaslab.train.trainer import accuracy
@@ -60,6 +61,7 @@ def fit_together(trials: Sequence[Trial]) -> list[Fitted]:
             metrics={"accuracy": accuracy},
             keep_best=monitor,
             augment=candidate.augment,
+            augment_members=FOR_MEMBERS.get(candidate.augment),
         )
     except ConfigError:  # a layer a batch cannot hold (dropout, batch norm): one by one
         return [fit(trial) for trial in trials]

@@ -42,6 +42,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from biaslab.data.transforms import translate_each
 from biaslab.nn import CNN, MLP, DeepSets, SequenceClassifier, TransformerConfig, TransformerEncoder
 from biaslab.train.invariance import random_shifts as shifted_each
 
@@ -176,6 +177,29 @@ def random_shifts(x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
     shift = max(1, min(x.shape[-2:]) // 8)
     padded = F.pad(x, (shift, shift, shift, shift), mode="replicate")  # (N, C, H + 2s, W + 2s)
     return shifted_each(padded, generator, max_shift=shift)[..., shift:-shift, shift:-shift]
+
+
+def random_shifts_of_members(x: torch.Tensor, generators: Sequence[torch.Generator]) -> torch.Tensor:
+    """:func:`random_shifts` of each member's batch of a batched ensemble, member m's offsets
+    drawn from ``generators[m]`` exactly as its own call draws them, the shifting done once for
+    all members (a call per member per step cost 1 ms each on digits' CNN).
+
+    Shapes:
+        ``(M, N, C, H, W)`` (M members) -> the same shape.
+    """
+    if x.dim() != 5 or len(generators) != len(x):
+        raise ValueError(f"expected (members, N, C, H, W) and one generator per member, got {tuple(x.shape)}")
+    shift = max(1, min(x.shape[-2:]) // 8)
+    flat = F.pad(x.flatten(0, 1), (shift, shift, shift, shift), mode="replicate")  # (M·N, C, H + 2s, W + 2s)
+    offsets = torch.cat(
+        [torch.randint(-shift, shift + 1, (x.shape[1], 2), generator=g, device=g.device) for g in generators]
+    )  # (M·N, 2): as each member's random_shifts draws its own
+    moved = translate_each(flat, offsets.to(x.device))[..., shift:-shift, shift:-shift]
+    return moved.unflatten(0, x.shape[:2])  # (M, N, C, H, W)
+
+
+# Augmentations with a form for all members of a batched ensemble at once (train.ensemble).
+FOR_MEMBERS = {random_shifts: random_shifts_of_members}
 
 
 class ChannelsFirst(nn.Module):

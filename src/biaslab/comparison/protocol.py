@@ -40,12 +40,14 @@ test rows and OOD inputs.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
+from biaslab.comparison.batched import fit_together
 from biaslab.comparison.curves import Curve, learning_curve, nested_order
 from biaslab.comparison.fitting import Fitted, Trial, errors, fit
 from biaslab.comparison.preparation import (
@@ -78,11 +80,13 @@ __all__ = [
     "Prepared",
     "Trial",
     "fit_candidate",
+    "fit_candidates_together",
     "learning_curve",
     "nested_order",
     "ood_auroc",
     "prepare",
     "prepared_rows",
+    "scored",
 ]
 
 ECE_BINS = 15  # equal-width confidence bins of the expected calibration error
@@ -274,8 +278,20 @@ def fit_candidate(trial: Trial) -> CandidateResult:
         trial: the candidate, the data as :func:`prepare` returned them, the training's config,
             setup and regression loss (:class:`~biaslab.comparison.fitting.Trial`).
     """
+    return scored(trial, fit(trial))
+
+
+def fit_candidates_together(trials: Sequence[Trial]) -> list[CandidateResult]:
+    """:func:`fit_candidate` for each of ``trials``, their trainings fitted together where they
+    can be (:func:`~biaslab.comparison.batched.fit_together`: one candidate on data of one shape,
+    as the validation splits of :mod:`~biaslab.comparison.resampling` are)."""
+    return [scored(trial, fitted) for trial, fitted in zip(trials, fit_together(trials))]
+
+
+def scored(trial: Trial, fitted: Fitted) -> CandidateResult:
+    """``trial``'s candidate, trained as ``fitted``, scored by the protocol: validation first, the
+    test rows once."""
     candidate, prepared, task = trial.candidate, trial.prepared, trial.task
-    fitted = fit(trial)
     val_out = fitted.outputs_on(prepared, "val")
     test_out = fitted.outputs_on(prepared, "test")  # the test rows' one reading, after every choice
     reliability = temperature = None

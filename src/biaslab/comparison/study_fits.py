@@ -10,8 +10,9 @@ its key, its result plain data:
                    under each probe, its predict time, a table's permutation importance, and its
                    fitted state as files (:func:`~biaslab.comparison.saving.fitted_files`,
                    written under ``models/`` when its result arrives)
-    fit_split      a candidate trained and validated on another draw of the training and
-                   validation rows (:mod:`~biaslab.comparison.resampling`): how sure the ranking is
+    fit_splits     a candidate trained and validated on each other draw of the training and
+                   validation rows (:mod:`~biaslab.comparison.resampling`): how sure the ranking
+                   is (the draws' trainings fitted together where they can be)
     fit_reference  the symmetry probes' MLP as is, when it is no candidate
     fit_augmented  that MLP trained with one probe as augmentation, from the same initial weights
 
@@ -39,6 +40,7 @@ from biaslab.comparison.protocol import (
     CandidateResult,
     Trial,
     fit_candidate,
+    fit_candidates_together,
     learning_curve,
     ood_auroc,
     prepare,
@@ -57,7 +59,7 @@ __all__ = [
     "fit_augmented",
     "fit_compare",
     "fit_reference",
-    "fit_split",
+    "fit_splits",
     "judged_of",
     "read",
     "read_ood",
@@ -214,15 +216,21 @@ def resplit_of(cfg, split_seed: int, repeat: int):
     return resplit(data, prepared, repeat)
 
 
-def fit_split(task, _: str, name: str, repeat: int) -> dict:
-    """One candidate trained and validated on another draw of the training and validation rows
-    (:mod:`~biaslab.comparison.resampling`): its validation scores, for how sure the ranking is."""
+def fit_splits(task, _: str, name: str) -> dict:
+    """One candidate trained and validated on each other draw of the training and validation rows
+    (:mod:`~biaslab.comparison.resampling`; repeats 1 .. splits − 1, the first split being the
+    protocol's own): its validation scores, for how sure the ranking is. The draws' trainings are
+    of one candidate on data of one shape: fitted together where they can be
+    (:func:`~biaslab.comparison.protocol.fit_candidates_together`)."""
     cfg = task.cfg
     data, _, chosen = study(cfg, task.seed_for("split"))
-    prepared = resplit_of(cfg, task.seed_for("split"), repeat)
-    setup = limited(task.training(f"{slug(name)}-split{repeat}"), fit_share(cfg, data, prepared, chosen))
+    trials = []
+    for repeat in range(1, cfg.val_splits_of()):
+        prepared = resplit_of(cfg, task.seed_for("split"), repeat)
+        setup = limited(task.training(f"{slug(name)}-split{repeat}"), fit_share(cfg, data, prepared, chosen))
+        trials.append(Trial(chosen[name], prepared, cfg.train.training(), setup))
     try:
-        return {"val": fit_candidate(Trial(chosen[name], prepared, cfg.train.training(), setup)).val}
+        return {"vals": [result.val for result in fit_candidates_together(trials)]}
     except DivergenceError as exc:
         return {"diverged": str(exc)}
 
@@ -261,8 +269,8 @@ def judged_of(cfg, task: str, chosen: dict, outcomes: dict, splits: int) -> dict
             continue
         result, curve = CandidateResult.from_scores(out["scores"]), Curve.from_dict(out["curve"])
         decision = decide(evidence_of(task, result, curve, out["ood_auroc"]), **cfg.require.for_task(task))
-        others = [outcomes["split", name, r] for r in range(1, splits)]
-        vals = (result.val, *(o["val"] for o in others if "val" in o)) if splits > 1 else ()
+        others = outcomes["splits", name].get("vals", []) if splits > 1 else []  # [] if diverged
+        vals = (result.val, *others) if splits > 1 else ()
         judged[name] = Judged(
             candidate, result, curve, decision, ood_auroc=out["ood_auroc"], val_scores=vals,
             predict_seconds=out.get("predict_seconds_per_1000"),

@@ -151,7 +151,7 @@ def run(ctx) -> None:
     jobs = {
         fits.fit_compare: list(chosen),
         fits.fit_augmented: [("augmented", p.name) for p in probes],
-        fits.fit_split: [("split", name, r) for name in chosen for r in range(1, splits)],
+        fits.fit_splits: [("splits", name) for name in chosen] if splits > 1 else [],
     }
     if probes and not reused:
         jobs[fits.fit_reference] = [("reference",)]

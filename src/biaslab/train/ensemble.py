@@ -94,6 +94,7 @@ def fit_ensemble(
     metrics: dict[str, Callable] | None = None,
     keep_best: str | None = None,
     augment: Callable | None = None,
+    augment_members: Callable | None = None,
 ) -> EnsembleFit:
     """Train ``models`` (one architecture, N initial weights) as one batched model, member m on
     ``train[m]`` with the shuffles of ``(seeds[m], tags[m])``.
@@ -113,6 +114,9 @@ def fit_ensemble(
         augment: ``augment(x, generator)`` applied to each member's training batch (never to
             validation), drawing from the member's own step generator, seeded as the Trainer
             seeds its step generator (``derive_seed(seed, tag, "step")``).
+        augment_members: ``augment_members(x, generators)``, the same augmentation of all members'
+            batches ``(N, B, ...)`` at once, drawing member m's from ``generators[m]`` as
+            ``augment`` would (faster than a call per member); used instead of ``augment``.
 
     Raises:
         DivergenceError: a member's training loss is not finite (as the Trainer raises it).
@@ -153,7 +157,9 @@ def fit_ensemble(
         for first in range(0, n, bs):
             rows = orders[:, first : first + bs]  # (N, B)
             x, y = x_all[members, rows], y_all[members, rows]  # (N, B, ...)
-            if augment is not None:  # each member's batch with its own draws
+            if augment_members is not None:  # each member's batch with its own draws, at once
+                x = augment_members(x, steppers)
+            elif augment is not None:
                 x = torch.stack([augment(x[m], steppers[m]) for m in range(count)])
             losses = per_member_loss(batched(params, buffers, x), y)  # (N,)
             if not bool(torch.isfinite(losses).all()):
