@@ -88,3 +88,21 @@ def test_the_members_shifts_at_once_are_each_member_s_own_call():
     one_by_one = [models.random_shifts(x[m], torch.Generator().manual_seed(s)) for m, s in enumerate(seeds)]
     assert torch.equal(at_once, torch.stack(one_by_one))
     assert not torch.equal(at_once, x)  # something moved
+
+
+def test_a_candidate_s_own_fit_trains_with_its_curve_and_equals_it_trained_apart():
+    from biaslab.comparison.curves import fit_with_curve, learning_curve
+
+    prepared = prepare(images(), seed=0)
+    own = Trial(MLP, prepared, CONFIG, TrainSetup(tag="mlp", seed=5, progress=False))
+
+    def setup_for(size, seed):
+        return TrainSetup(tag=f"mlp-{size}-{seed}", seed=seed, progress=False)
+
+    fitted, curve = fit_with_curve(own, setup_for, points=2, seeds=(0, 1))
+    apart = fit(own)
+    assert fitted.best_epoch == apart.best_epoch
+    for p, q in zip(fitted.model.state_dict().values(), apart.model.state_dict().values()):
+        torch.testing.assert_close(p, q, rtol=1e-4, atol=1e-4)
+    alone = learning_curve(own, setup_for, points=2, seeds=(0, 1))
+    assert curve.sizes == alone.sizes and curve.val_errors == pytest.approx(alone.val_errors)

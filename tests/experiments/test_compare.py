@@ -412,9 +412,14 @@ def test_a_users_model_joins_the_leaderboard(capsys, tmp_path):
 SCRIPT = Path(sys.executable).parent / "biaslab"
 
 
-def test_a_compare_killed_mid_run_resumes_to_the_same_results(capsys, tmp_path):
+@pytest.mark.parametrize("batched", [False, True], ids=["from a checkpoint", "a batch again"])
+def test_a_compare_killed_mid_run_resumes_to_the_same_results(batched, capsys, tmp_path):
+    """Killed inside a training: one by one (a time limit keeps each fit apart, a Trainer with its
+    checkpoint), the resume goes on from the checkpoint; batched (a curve's trainings as one
+    ensemble, which writes no checkpoint), it trains the batch again. Both to the same results."""
     data = sequence_npz(tmp_path / "spikes.npz", n=200)
-    args = ["compare", str(data), "--models", "MLP,GRU", "--quick", "--set", "epochs=30"]
+    limit = [] if batched else ["--time-limit", "1h"]
+    args = ["compare", str(data), "--models", "MLP,GRU", "--quick", "--set", "epochs=30", *limit]
     run = tmp_path / "killed"
     proc = subprocess.Popen(
         [str(SCRIPT), *args, "--out", str(run), "--no-progress"],
@@ -423,8 +428,10 @@ def test_a_compare_killed_mid_run_resumes_to_the_same_results(capsys, tmp_path):
         text=True,
         cwd=tmp_path,
     )
-    # Kill it during the first training, once its checkpoint is on disk.
-    kill_when(proc, lambda: (run / "checkpoints" / "mlp.pt").exists() and records_of(run, "mlp") >= 3)
+    # Kill it during the first training: once its checkpoint is on disk, or (batched) once the
+    # batch's records are logged and the task has not yet handed in its result.
+    checkpointed = lambda: batched or (run / "checkpoints" / "mlp.pt").exists()
+    kill_when(proc, lambda: checkpointed() and records_of(run, "mlp") >= 3)
     assert proc.returncode == -signal.SIGKILL
     assert not (run / "results.json").exists() and not (run / "COMPLETE").exists()
 
@@ -437,7 +444,7 @@ def test_a_compare_killed_mid_run_resumes_to_the_same_results(capsys, tmp_path):
 
     ref = biaslab.compare(
         str(data), models=("MLP", "GRU"), profile="quick", out=tmp_path / "reference",
-        overrides={"epochs": 30},
+        overrides={"epochs": 30}, time_limit=None if batched else "1h",
     ).run_dir  # fmt: skip
     assert reproducible(read_json(run / "results.json")) == reproducible(read_json(ref / "results.json"))
 

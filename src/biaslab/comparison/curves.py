@@ -29,7 +29,7 @@ from biaslab.train.seed import derive_seed
 if TYPE_CHECKING:
     from biaslab.train.recipes import TrainSetup
 
-__all__ = ["Curve", "curve_of", "learning_curve", "nested_order"]
+__all__ = ["Curve", "curve_of", "fit_with_curve", "learning_curve", "nested_order"]
 
 
 @dataclass(frozen=True)
@@ -141,6 +141,25 @@ def learning_curve(
             a class (said in ``notes``).
         seeds: each draws its own subsets and trainings (default (0, 1)).
     """
+    return _curve(trial, setup_for, points, seeds, with_fit=False)[1]
+
+
+def fit_with_curve(
+    trial: Trial,
+    setup_for: Callable[[int, int], TrainSetup],
+    *,
+    points: int = 4,
+    seeds: Sequence[int] = (0, 1),
+) -> tuple[Fitted, Curve]:
+    """``trial`` fitted as :func:`~biaslab.comparison.fitting.fit` fits it, and its
+    :func:`learning_curve`: the candidate's own training (the whole training set, its own setup)
+    is one more of the curve's shape, fitted together with them where they are."""
+    fitted, curve = _curve(trial, setup_for, points, seeds, with_fit=True)
+    return fitted, curve
+
+
+def _curve(trial, setup_for, points, seeds, with_fit: bool) -> tuple[Fitted | None, Curve]:
+    """The curve of :func:`learning_curve`, and ``trial``'s own fit when ``with_fit``."""
     if not is_integer(points) or points < 1:
         raise ConfigError(f"points={points!r}: the number of sizes on the curve, an integer >= 1")
     seeds = list(seeds)
@@ -152,22 +171,27 @@ def learning_curve(
     sizes, notes = _curve_sizes(n, points, orders, y, task)
     repeat_to = n if candidate.engine == "torch" else None  # trees take no steps
     points_trials = [(size, seed, order) for size in sizes for seed, order in zip(seeds, orders)]
-    together = repeat_to is not None and small_enough(len(points_trials), n, prepared.input_shape)
+    count = len(points_trials) + int(with_fit)
+    together = repeat_to is not None and small_enough(count, n, prepared.input_shape)
 
     def trial_at(size, seed, order) -> Trial:
         subset = prepared.train_subset(order[:size], repeat_to=repeat_to)
         return replace(trial, prepared=subset, setup=setup_for(size, seed))
 
-    if together:  # every point the same rows and steps: one batched training when it can be
+    own = None
+    if together:  # every training the same rows and steps: one batched training when it can be
         trials = [trial_at(*point) for point in points_trials]
-        errors_at = [_validation_error(f, t.prepared) for f, t in zip(fit_together(trials), trials)]
+        fits = fit_together([trial, *trials] if with_fit else trials)
+        own, fits = (fits[0], fits[1:]) if with_fit else (None, fits)
+        errors_at = [_validation_error(f, t.prepared) for f, t in zip(fits, trials)]
     else:  # one at a time (an estimator; data too large to hold every subset at once)
+        own = fit(trial) if with_fit else None
         errors_at = []
         for point in points_trials:
             one = trial_at(*point)
             errors_at.append(_validation_error(fit(one), one.prepared))
     per_seed = [errors_at[k : k + len(seeds)] for k in range(0, len(errors_at), len(seeds))]
-    return curve_of(sizes, per_seed, (2 * n, 4 * n), notes)
+    return own, curve_of(sizes, per_seed, (2 * n, 4 * n), notes)
 
 
 def curve_of(

@@ -34,16 +34,16 @@ from dataclasses import replace
 
 from biaslab.caches import run_cache
 from biaslab.comparison.candidates import slug
-from biaslab.comparison.curves import Curve
+from biaslab.comparison.curves import Curve, fit_with_curve
 from biaslab.comparison.judged import Judged, evidence_of
 from biaslab.comparison.protocol import (
     CandidateResult,
     Trial,
     fit_candidate,
     fit_candidates_together,
-    learning_curve,
     ood_auroc,
     prepare,
+    scored,
 )
 from biaslab.comparison.saving import fitted_files, preparation_files
 from biaslab.comparison.symmetry_probes import invariances, survival, with_probe
@@ -172,13 +172,13 @@ def fit_compare(task, name: str) -> dict:
     share = fit_share(cfg, data, prepared, chosen)
     curve_share = None if share is None else share / (cfg.curve_points * cfg.curve_seeds)
     try:
-        setup = limited(task.training(tag), share)
-        result = fit_candidate(Trial(candidate, prepared, config, setup))
-        curve = learning_curve(
-            Trial(candidate, prepared, config),
+        own = Trial(candidate, prepared, config, limited(task.training(tag), share))
+        fitted, curve = fit_with_curve(  # its fit and its curve's, together where they can be
+            own,
             lambda size, seed: limited(task.training(f"{tag}-{size}-{seed}"), curve_share),
             points=cfg.curve_points, seeds=tuple(range(cfg.curve_seeds)),
         )  # fmt: skip
+        result = scored(own, fitted)
     except DivergenceError as exc:
         return {"diverged": str(exc)}
     ood = ood_inputs(cfg, task.seed_for("split"))
