@@ -24,7 +24,7 @@ import torch
 from biaslab.comparison.fitting import MONITORS, Fitted, Trial, fit, init_seed, kept_best
 from biaslab.comparison.models import FOR_MEMBERS
 from biaslab.errors import ConfigError
-from biaslab.train.ensemble import fit_ensemble
+from biaslab.train.ensemble import each_member, fit_ensemble
 from biaslab.train.trainer import accuracy
 
 __all__ = ["MAX_BATCHED_VALUES", "fit_together", "small_enough"]
@@ -60,10 +60,9 @@ def fit_together(trials: Sequence[Trial]) -> list[Fitted]:
             val=[trial.prepared.trainer_batches("val", False) for trial in trials],
             metrics={"accuracy": accuracy},
             keep_best=monitor,
-            augment=candidate.augment,
-            augment_members=FOR_MEMBERS.get(candidate.augment),
+            augment=None if candidate.augment is None else _for_members(candidate.augment),
         )
-    except ConfigError:  # a layer a batch cannot hold (dropout, batch norm): one by one
+    except ConfigError:  # what a batch cannot hold (dropout, early stopping, ...): one by one
         return [fit(trial) for trial in trials]
     seconds = together.seconds / len(trials)
     parameters = sum(p.numel() for p in together.models[0].parameters())
@@ -80,19 +79,24 @@ def fit_together(trials: Sequence[Trial]) -> list[Fitted]:
     ]
 
 
+def _for_members(augment):
+    """``augment`` (of one batch) of all members' batches at once: its batched form where
+    :data:`~biaslab.comparison.models.FOR_MEMBERS` has one, else a call per member."""
+    return FOR_MEMBERS.get(augment) or each_member(augment)
+
+
 def _batchable(trials: list[Trial]) -> bool:
-    """Whether ``trials`` are trainings ``fit_ensemble`` does as ``fit`` would."""
+    """Whether ``trials`` are trainings of one candidate that ``fit`` would make with the protocol's
+    plain step on arrays (what ``fit_ensemble`` refuses itself, its ConfigError sends back to one
+    by one: layers, early stopping, weight averages, precision, differing shapes)."""
     if len(trials) < 2:
         return False
     first = trials[0]
     candidate, config = first.candidate, first.config
     if candidate.engine != "torch" or candidate.takes_mask or getattr(candidate, "reads", "x") != "x":
         return False
-    if first.task != "classify" or config.patience or config.ema_decay or config.precision != "fp32":
+    if first.task != "classify" or first.prepared.kind in ("graph", "molecule"):
         return False
-    if first.prepared.kind in ("graph", "molecule"):
-        return False
-    shapes = {(t.prepared.kind, tuple(t.prepared.tensors("train")[0].shape)) for t in trials}
-    same = all(t.candidate is candidate and t.config == config for t in trials) and len(shapes) == 1
+    same = all(t.candidate is candidate and t.config == config for t in trials)
     setups_plain = all(t.setup.time_limit_s is None and t.setup.device == "cpu" for t in trials)
     return same and setups_plain

@@ -154,8 +154,7 @@ def fit_with_curve(
     """``trial`` fitted as :func:`~biaslab.comparison.fitting.fit` fits it, and its
     :func:`learning_curve`: the candidate's own training (the whole training set, its own setup)
     is one more of the curve's shape, fitted together with them where they are."""
-    fitted, curve = _curve(trial, setup_for, points, seeds, with_fit=True)
-    return fitted, curve
+    return _curve(trial, setup_for, points, seeds, with_fit=True)
 
 
 def _curve(trial, setup_for, points, seeds, with_fit: bool) -> tuple[Fitted | None, Curve]:

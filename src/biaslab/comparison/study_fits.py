@@ -222,10 +222,12 @@ def fit_splits(task, _: str, name: str) -> dict:
     protocol's own): its validation scores, for how sure the ranking is. The draws' trainings are
     of one candidate on data of one shape: fitted together where they can be
     (:func:`~biaslab.comparison.protocol.fit_candidates_together`)."""
+    from biaslab.comparison.resampling import repeats_for
+
     cfg = task.cfg
     data, _, chosen = study(cfg, task.seed_for("split"))
     trials = []
-    for repeat in range(1, cfg.val_splits_of()):
+    for repeat in range(1, repeats_for(len(data), data.kind, cfg.val_splits)):  # the study's data, read once
         prepared = resplit_of(cfg, task.seed_for("split"), repeat)
         setup = limited(task.training(f"{slug(name)}-split{repeat}"), fit_share(cfg, data, prepared, chosen))
         trials.append(Trial(chosen[name], prepared, cfg.train.training(), setup))

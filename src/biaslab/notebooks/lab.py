@@ -323,7 +323,7 @@ def _mismatch(answer: Any, expected: Any, tolerance: float | None) -> str | None
     if isinstance(answer, torch.Tensor):
         answer = answer.detach().cpu().numpy()
     if isinstance(expected, str):
-        same = isinstance(answer, str) and answer.strip().casefold() == expected.strip().casefold()
+        same = isinstance(answer, str) and _words(answer) == _words(expected)
         return None if same else f"{answer!r} is not the answer"
     got, want = np.asarray(answer), np.asarray(expected)
     if want.dtype.kind not in "biuf":  # not numbers (a tuple of words, ...): equal entry by entry

@@ -48,7 +48,7 @@ from biaslab.train.callbacks import Best
 from biaslab.train.config import TrainConfig, make_optimizer, make_scheduler
 from biaslab.train.seed import derive_seed
 
-__all__ = ["EnsembleFit", "fit_ensemble"]
+__all__ = ["EnsembleFit", "each_member", "fit_ensemble"]
 
 Batch = tuple[torch.Tensor, torch.Tensor]  # (inputs (n, ...), targets (n, ...)) of one member
 
@@ -94,7 +94,6 @@ def fit_ensemble(
     metrics: dict[str, Callable] | None = None,
     keep_best: str | None = None,
     augment: Callable | None = None,
-    augment_members: Callable | None = None,
 ) -> EnsembleFit:
     """Train ``models`` (one architecture, N initial weights) as one batched model, member m on
     ``train[m]`` with the shuffles of ``(seeds[m], tags[m])``.
@@ -111,12 +110,11 @@ def fit_ensemble(
         keep_best: a validation key (``"val_accuracy"``, ``"val_loss"``): each member ends with
             the weights of its best epoch by it, as the Trainer with a ``KeepBest(keep_best,
             config.min_delta)`` callback; None (default): the last epoch's.
-        augment: ``augment(x, generator)`` applied to each member's training batch (never to
-            validation), drawing from the member's own step generator, seeded as the Trainer
-            seeds its step generator (``derive_seed(seed, tag, "step")``).
-        augment_members: ``augment_members(x, generators)``, the same augmentation of all members'
-            batches ``(N, B, ...)`` at once, drawing member m's from ``generators[m]`` as
-            ``augment`` would (faster than a call per member); used instead of ``augment``.
+        augment: ``augment(x, generators)`` of all members' training batches ``(N, B, ...)``
+            (never of validation), member m's drawing from ``generators[m]``, its own step
+            generator, seeded as the Trainer seeds its step generator
+            (``derive_seed(seed, tag, "step")``); :func:`each_member` makes one from an
+            augmentation of one batch.
 
     Raises:
         DivergenceError: a member's training loss is not finite (as the Trainer raises it).
@@ -157,10 +155,8 @@ def fit_ensemble(
         for first in range(0, n, bs):
             rows = orders[:, first : first + bs]  # (N, B)
             x, y = x_all[members, rows], y_all[members, rows]  # (N, B, ...)
-            if augment_members is not None:  # each member's batch with its own draws, at once
-                x = augment_members(x, steppers)
-            elif augment is not None:
-                x = torch.stack([augment(x[m], steppers[m]) for m in range(count)])
+            if augment is not None:  # each member's batch with its own draws
+                x = augment(x, steppers)
             losses = per_member_loss(batched(params, buffers, x), y)  # (N,)
             if not bool(torch.isfinite(losses).all()):
                 m = int((~torch.isfinite(losses)).nonzero()[0])
@@ -194,6 +190,16 @@ def fit_ensemble(
         trained.append(member)
     best_epochs = [b.epoch if keep_best is not None else len(h) for b, h in zip(bests, histories)]
     return EnsembleFit(trained, histories, best_epochs, time.perf_counter() - start)
+
+
+def each_member(augment: Callable) -> Callable:
+    """An augmentation of one batch, ``augment(x, generator)``, as ``fit_ensemble`` takes it: of
+    every member's batch ``(N, B, ...)``, member m's drawing from ``generators[m]``, one call each."""
+
+    def of_members(x: torch.Tensor, generators: Sequence[torch.Generator]) -> torch.Tensor:
+        return torch.stack([augment(x[m], generator) for m, generator in enumerate(generators)])
+
+    return of_members
 
 
 @torch.no_grad()
