@@ -46,3 +46,31 @@ def test_every_name_a_benchmark_imports_exists(path):
         except ImportError:
             missing.append(f"{module_name}.{name}")
     assert not missing, f"{path.name} imports what the library no longer has: {missing}"
+
+
+def test_the_compare_benchmark_judges_its_target_on_the_means_over_splits():
+    """``benchmarks/compare.py --seeds N``: the target is judged on the mean test scores, not on the
+    mean of per-split verdicts, and the gap's standard error is std / sqrt(N)."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("compare_benchmark", BENCHMARKS[0].parent / "compare.py")
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bench  # its dataclasses look their module up
+    try:
+        spec.loader.exec_module(bench)
+    finally:
+        del sys.modules[spec.name]
+    rows = [
+        {"metric": "accuracy", "kind": "table", "pick": pick, "ours": ours, "theirs": theirs,
+         "gap": 100 * (ours - theirs), "configs": 10, "seconds": 1.0, "search_seconds": 1.0}
+        for pick, ours, theirs in (("MLP", 0.95, 0.97), ("linear model", 0.99, 0.98))
+    ]  # fmt: skip
+    summary = bench.over_seeds(rows)
+    assert summary["ours"] == pytest.approx(0.97) and summary["theirs"] == pytest.approx(0.975)
+    assert summary["gap"] == pytest.approx(-0.5) and summary["holds"]  # the first split alone misses
+    assert summary["gap_error"] == pytest.approx(abs(-2.0 - 1.0) / 2)  # std(ddof=1) / sqrt(2)
+    assert summary["pick"] == "MLP, linear model" and summary["seeds"] == 2
+    assert bench.judge("accuracy", False, 0.95, 0.97) == (pytest.approx(-2.0), False)
+    assert bench.judge("accuracy", True, 0.98, 0.98)[1] is False  # images must be ahead
+    assert bench.judge("mae", False, 10.4, 10.0) == (pytest.approx(4.0), True)
