@@ -8,6 +8,7 @@ import biaslab
 from biaslab import registry
 from biaslab.data.availability import require_data
 from biaslab.errors import BiaslabError
+from tests.conftest import workshop_collected
 from tests.experiments.key_reads import recording
 
 
@@ -23,11 +24,17 @@ def mnist_available():
 
 
 @pytest.fixture(scope="session")
-def quick_run(tmp_path_factory):
+def quick_run(request, tmp_path_factory):
     """``quick_run(name)``: the lab's --quick run with seed 0 on the CPU (the device given
-    explicitly: the whole device path is exercised), made once per test session."""
+    explicitly: the whole device path is exercised), made once per test session: the quick
+    workshop's run of the lab where this session runs the workshop anyway (``tests/conftest.py``),
+    else a run of its own."""
     root = tmp_path_factory.mktemp("quick")
     done, reads = {}, {}
+    if workshop_collected(request.config):
+        _, in_workshop, workshop_reads = request.getfixturevalue("quick_workshop_labs")
+        done.update(in_workshop)
+        reads.update(workshop_reads)
 
     def get(name):
         if name not in done:
