@@ -107,6 +107,17 @@ CASES = [
         ["batch_size=128", "the smallest of train_sizes=64,128,256"],
     ),
     ("scaling-laws", ["steps=0"], ["steps=0", "1..10000000"]),
+    # -- bayesian-view: the linear study, the polynomial degrees, the dropout network's masks
+    ("bayesian-view", ["noise=0"], ["noise=0.0", "the noise's standard deviation"]),
+    ("bayesian-view", ["prior_std=-1"], ["prior_std=-1.0", "the weights' standard deviation"]),
+    ("bayesian-view", ["lambdas=1,0.1,10"], ["lambdas=(1.0, 0.1, 10.0)", "increasing"]),
+    ("bayesian-view", ["lambdas=0,1,10"], ["lambdas=", "ridge strengths"]),
+    ("bayesian-view", ["degrees=1,2"], ["degrees=(1, 2)", "3 or more"]),
+    ("bayesian-view", ["ridge_train=1"], ["ridge_train=1", "2..1000000"]),
+    ("bayesian-view", ["repeats=0"], ["repeats=0", "1..100000"]),
+    ("bayesian-view", ["dropout=1"], ["dropout=1.0", "a probability"]),
+    ("bayesian-view", ["mc_samples=5,1"], ["mc_samples=(5, 1)", "increasing"]),
+    ("bayesian-view", ["mc_samples=0,5"], ["mc_samples=", "1..100000"]),
     # -- training-claims: the minibatch against the training set, the target loss
     ("training-claims", ["minibatch=20000"], ["minibatch=20000", "at most the training set"]),
     ("training-claims", ["target_loss=3"], ["target_loss=3.0", "chance"]),

@@ -128,3 +128,19 @@ def test_decision_verdicts_follow_from_the_recorded_evidence(quick_run):
     res = read_json(result.run_dir / "results.json")
     (why,) = [t for t in res["tables"] if t["title"].startswith("Why")]
     assert [row[0] for row in why["rows"]] == [c["claim"].split(":")[0] for c in result.claims]
+
+
+def test_bayesian_view_quick_measures_the_identity_and_the_evidences_choices(quick_run):
+    result = quick_run("bayesian-view")
+    m = result.metrics
+    assert m["map_minus_ridge"] <= 1e-9 < 1e-3 < m["map_minus_ridge_tenfold"]  # exact at σ²/τ² only
+    assert m["true_lambda"] == pytest.approx(0.25)  # σ = 0.5, τ = 1
+    assert m["evidence_degree"] in range(1, 12) and m["degree12_train_mse"] < m["degree0_train_mse"]
+    by_claim = {c["claim"].split(":")[0]: c for c in result.claims}
+    assert by_claim["L2 weight decay is the MAP estimate under a Gaussian prior"]["passed"] is True
+    assert by_claim["Dropout trains an ensemble"]["passed"] is None  # judged in the default profile
+    records = {
+        (r["name"], tuple(sorted(r["dims"].items())))
+        for r in read_json(result.run_dir / "results.json")["records"]
+    }
+    assert ("accuracy", (("inference", "mc_dropout"), ("samples", 20))) in records

@@ -3,11 +3,13 @@ the symmetry verifier (``equivariance_error``), robustness curves (``accuracy_un
 ``accuracy_under_attack``) and the vanishing-gradient probe (``gradient_by_step``).
 
 Also calibration, OOD detection, adversarial attacks, distribution shift, sample quality,
-sharpness, conformal intervals, the bias-variance decomposition, timings, power-law fits, and
-the ship / collect-more-data / redesign decision (``decide``) with its evidence.
+sharpness, conformal intervals, the bias-variance decomposition, timings, power-law fits,
+Bayesian linear regression with its evidence, dropout read as an ensemble (Monte-Carlo
+dropout), and the ship / collect-more-data / redesign decision (``decide``) with its evidence.
 """
 
 from biaslab.evaluate.adversarial import accuracy_under_attack, fgsm, pgd, pgd_attack
+from biaslab.evaluate.bayes_linear import BayesianLinearRegression, log_evidence, posterior
 from biaslab.evaluate.bias_variance import BiasVariance, bias_variance, double_descent, polynomial_fit
 from biaslab.evaluate.calibration import (
     ReliabilityDiagram,
@@ -19,6 +21,7 @@ from biaslab.evaluate.calibration import (
 from biaslab.evaluate.curves import SHAPES, CurveReading, classify_curve
 from biaslab.evaluate.decision import Decision, Evidence, RegressionEvidence, decide
 from biaslab.evaluate.gradient_flow import gradient_by_step
+from biaslab.evaluate.mc_dropout import mc_dropout_probs, weight_scaled_probs
 from biaslab.evaluate.metrics import (
     accuracy_score,
     cluster_separation,
@@ -54,6 +57,7 @@ __all__ = [
     "MSP",
     "SHAPES",
     "SHIFT_KINDS",
+    "BayesianLinearRegression",
     "BiasVariance",
     "CurveReading",
     "Decision",
@@ -87,8 +91,10 @@ __all__ = [
     "invariance_error",
     "k_fold",
     "knn_accuracy",
+    "log_evidence",
     "log_loss",
     "maximum_calibration_error",
+    "mc_dropout_probs",
     "ood_report",
     "ood_scores",
     "pca_project",
@@ -96,6 +102,7 @@ __all__ = [
     "pgd",
     "pgd_attack",
     "polynomial_fit",
+    "posterior",
     "precision_recall_f1",
     "predicted_label_shift",
     "reliability_bins",
@@ -104,4 +111,5 @@ __all__ = [
     "shift_scenario",
     "stratified_split",
     "top_hessian_eigenvalue",
+    "weight_scaled_probs",
 ]
