@@ -40,3 +40,17 @@ def test_the_table_covers_the_issue_cases():
     assert ("self-attention, no positions", "permutation") in claimed
     assert ("EGNN layer (features, coordinates)", "3-D rotation + translation") in claimed
     assert not [t for c in CASES if c.name.startswith("MLP") for t in c.claimed]  # an MLP has none
+
+
+def test_each_layer_written_as_its_attention_pattern_equals_the_layer():
+    from biaslab.experiments.symmetries import SAME, attention_patterns
+
+    rows = attention_patterns(seed=0)
+    assert [row[2] for row in rows] == [
+        "torch's conv1d",
+        "GCNConv",
+        "DeepSets",
+        "a Conv2d of kernel and stride 7",
+    ]
+    assert all(0 <= row[3] <= SAME for row in rows), rows
+    assert attention_patterns(seed=0) == rows  # the seed fixes the weights (no global generator read)

@@ -8,6 +8,11 @@ layer's coordinates: its features stay put, its new coordinates move with the po
 ``evaluate.equivariance_error`` measures
 |f(T x) − T f(x)| / |f(x)| (or |f(T x) − f(x)| for a model with one output per input): rounding
 level (~1e-7) where the architecture has the symmetry, order 1 where it does not.
+
+Then the lecture notes §6, "Attention as a unifying primitive", checked the same way: a
+convolution, a GCN layer and Deep Sets each written as the one weighted sum Σ_j α_ij v_j with its
+own attention pattern α (``nn.attention_patterns``), and an image as a Vision Transformer's patch
+tokens, each against the layer itself to rounding (float64).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from biaslab.config import check_range
@@ -42,6 +48,12 @@ from biaslab.nn import (
     MPNNConv,
     TransformerConfig,
     TransformerEncoder,
+)
+from biaslab.nn.attention_patterns import (
+    convolution_as_attention,
+    deep_sets_as_gnn,
+    gcn_as_attention,
+    patch_tokens,
 )
 from biaslab.nn.geometric import EGNNConv, complete_graph_edges
 from biaslab.nn.recurrent import GRU
@@ -237,8 +249,81 @@ def measure(cfg: SymmetriesConfig, seed: int, device: str = "cpu") -> tuple[list
     return cases, errors
 
 
+PATTERNS_SOURCE = "lecture notes §6 (Attention as a unifying primitive, Fig. 13 and its table)"
+SAME = 1e-10  # float64: two ways of computing one sum agree to rounding
+PATTERN_SOURCES = (  # per row of attention_patterns: where the documents (or a paper) say it
+    "lecture notes §6 (Attention as a unifying primitive), eq. 6.2",
+    "lecture notes §5 (Matching architecture to data structure), eq. 5.11; lecture notes §6 "
+    "(Attention as a unifying primitive), eq. 6.3",
+    "lecture notes §5 (Matching architecture to data structure), eq. 5.12",
+    "inductive-bias slides, 'Anything can be tokenized'; workshop book §4.6 (Attention and Transformers); "
+    "Dosovitskiy et al. 2021",
+)
+
+
+def gap(ours: torch.Tensor, theirs: torch.Tensor) -> float:
+    """The largest difference relative to the largest value: ``max |a − b| / max |b|``."""
+    return float((ours - theirs).abs().max() / theirs.abs().max())
+
+
+@torch.no_grad()
+def attention_patterns(seed: int) -> list[list]:
+    """Each layer of the lecture notes' table as the one weighted sum Σ_j α_ij v_j with its own
+    α (``nn.attention_patterns``), against the layer itself, random weights, float64: rows of
+    (layer, α, the layer compared with, largest difference)."""
+    g = torch.Generator().manual_seed(seed)
+
+    def randn(*shape):
+        return torch.randn(*shape, generator=g, dtype=torch.float64)
+
+    x, weight, bias = randn(4, 3, 16), randn(8, 3, 5), randn(8)
+    conv = gap(convolution_as_attention(x, weight, bias), F.conv1d(x, weight, bias, padding=2))
+    nodes, edges = randn(12, 5), torch.randint(12, (2, 30), generator=g)
+    edges = edges[:, edges[0] != edges[1]]
+    edges = torch.unique(torch.cat([edges, edges.flip(0)], dim=1), dim=1)  # undirected
+    gcn, sets = GCNConv(5, 4).double(), DeepSets(3, 16, 2).double()
+    embed = nn.Conv2d(1, 16, kernel_size=7, stride=7).double()
+    for p in [*gcn.parameters(), *sets.parameters(), *embed.parameters()]:
+        p.copy_(randn(*p.shape))  # the generator's weights, not torch's global ones
+    graph = gap(gcn_as_attention(nodes, edges, gcn.lin.weight, gcn.bias), gcn(nodes, edges))
+    elements = randn(6, 7, 3)
+    deep = gap(deep_sets_as_gnn(sets, elements), sets(elements))
+    images = randn(2, 1, 28, 28)
+    tokens = patch_tokens(images, 7) @ embed.weight.reshape(16, -1).T + embed.bias  # (2, 16, 16)
+    patches = gap(tokens, embed(images).flatten(2).transpose(1, 2))
+    return [
+        [
+            "A 1-D convolution (kernel 5)",
+            "fixed local attention: one shift pattern α per kernel offset",
+            "torch's conv1d",
+            conv,
+        ],
+        [
+            "A GCN layer",
+            "attention restricted to the edges, with fixed weights α = Ã = D^-1/2 (A + I) D^-1/2",
+            "GCNConv",
+            graph,
+        ],
+        [
+            "Deep Sets",
+            "a graph network on a graph without edges (α = I), summed over the set",
+            "DeepSets",
+            deep,
+        ],
+        [
+            "A 28×28 image",
+            "7×7 patch tokens, each mapped linearly (a Vision Transformer's input)",
+            "a Conv2d of kernel and stride 7",
+            patches,
+        ],
+    ]
+
+
 # The words of this lab's metric labels (biaslab.records): what it means by its names.
-WORDS = {"max_error_where_claimed": "Largest symmetry error where the symmetry is claimed"}
+WORDS = {
+    "max_error_where_claimed": "Largest symmetry error where the symmetry is claimed",
+    "pattern_difference": "Largest relative difference, an attention pattern against its layer",
+}
 
 
 @experiment(
@@ -248,7 +333,8 @@ WORDS = {"max_error_where_claimed": "Largest symmetry error where the symmetry i
     step=1,
     config=SymmetriesConfig,
     title="Architectures as priors: the symmetries, measured",
-    summary="equivariance error of each primitive under shift, rotation, permutation and reversal",
+    summary="equivariance error of each primitive under shift, rotation, permutation and reversal; "
+    "convolution, GCN and Deep Sets as attention patterns",
 )
 def run(ctx) -> None:
     cfg: SymmetriesConfig = ctx.cfg
@@ -279,6 +365,23 @@ def run(ctx) -> None:
             )
         }
     )
+    rows = attention_patterns(ctx.seed_for("patterns"))
+    ctx.table(
+        "Attention as the unifying primitive: each layer as Σ_j α_ij v_j with its own α (float64, random "
+        "weights), against the layer itself",
+        ["layer", "written as", "compared with", "largest relative difference"],
+        [[*row[:3], float(f"{row[3]:.3g}")] for row in rows],
+    )
+    for (layer, pattern, other, difference), source in zip(rows, PATTERN_SOURCES):
+        ctx.claim(  # an identity: two ways of computing one sum
+            f"{layer}, written as {pattern}, equals {other}",
+            source=f"{source}; biaslab's target (the tolerance {SAME:g}, float64)",
+            kind="check",
+            expected=f"largest relative difference <= {SAME:g}",
+            measured=float(f"{difference:.3g}"),
+            passed=difference <= SAME,
+        )
+    ctx.metric(pattern_difference=max(row[3] for row in rows))
     ctx.figure(
         "symmetry_errors",
         plots.heatmap(errors, [c.name for c in cases], TRANSFORMS, log=True, fmt="{:.0e}"),
