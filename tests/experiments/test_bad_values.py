@@ -107,6 +107,13 @@ CASES = [
         ["batch_size=128", "the smallest of train_sizes=64,128,256"],
     ),
     ("scaling-laws", ["steps=0"], ["steps=0", "1..10000000"]),
+    # -- adam-vs-sgd's learning-rate window
+    ("adam-vs-sgd", ["sweep_lrs=0.1,0.01"], ["sweep_lrs=(0.1, 0.01)", "increasing"]),
+    ("adam-vs-sgd", ["sweep_lrs=0.1"], ["sweep_lrs=(0.1,)", "2 or more"]),
+    ("adam-vs-sgd", ["sweep_lrs=0,0.1"], ["sweep_lrs=", "learning rates"]),
+    ("adam-vs-sgd", ["sweep_n_train=10"], ["sweep_n_train=10", "at least a batch"]),
+    ("adam-vs-sgd", ["sweep_epochs=0"], ["sweep_epochs=0", "1..10000"]),
+    ("adam-vs-sgd", ["sweep_target=0"], ["sweep_target=0.0", "a cross-entropy"]),
     # -- bayesian-view: the linear study, the polynomial degrees, the dropout network's masks
     ("bayesian-view", ["noise=0"], ["noise=0.0", "the noise's standard deviation"]),
     ("bayesian-view", ["prior_std=-1"], ["prior_std=-1.0", "the weights' standard deviation"]),
