@@ -114,6 +114,9 @@ CASES = [
     ("adam-vs-sgd", ["sweep_n_train=10"], ["sweep_n_train=10", "at least a batch"]),
     ("adam-vs-sgd", ["sweep_epochs=0"], ["sweep_epochs=0", "1..10000"]),
     ("adam-vs-sgd", ["sweep_target=0"], ["sweep_target=0.0", "a cross-entropy"]),
+    # -- sequences' spectral radii
+    ("sequences", ["radii=1.5,0.5"], ["radii=(1.5, 0.5)", "increasing"]),
+    ("sequences", ["radii=0,1"], ["radii=", "spectral radii"]),
     # -- bayesian-view: the linear study, the polynomial degrees, the dropout network's masks
     ("bayesian-view", ["noise=0"], ["noise=0.0", "the noise's standard deviation"]),
     ("bayesian-view", ["prior_std=-1"], ["prior_std=-1.0", "the weights' standard deviation"]),
