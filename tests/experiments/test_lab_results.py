@@ -144,3 +144,13 @@ def test_bayesian_view_quick_measures_the_identity_and_the_evidences_choices(qui
         for r in read_json(result.run_dir / "results.json")["records"]
     }
     assert ("accuracy", (("inference", "mc_dropout"), ("samples", 20))) in records
+
+
+def test_test_set_quick_measures_the_spread_and_the_choice(quick_run):
+    result = quick_run("test-set")
+    m = result.metrics
+    assert m["size100_sigma"] > m["size1000_sigma"] > 0  # a larger test set moves less
+    assert m["size100_sigma_theory"] == pytest.approx(m["size100_sigma"], rel=0.3)
+    assert "tried8_optimism" in m and "tried1_optimism" in m
+    by_claim = {c["claim"].split(":")[0]: c for c in result.claims}
+    assert by_claim["The spread follows the sampling law σ(n) = sqrt(p(1 − p)/n · (P − n)/(P − 1))"]["passed"]

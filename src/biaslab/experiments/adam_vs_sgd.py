@@ -57,13 +57,7 @@ class AdamVsSGDConfig:
         check_range(self, "sweep_lrs", 0, 100, "learning rates", open_low=True)
         if len(self.sweep_lrs) < 2 or sorted(set(self.sweep_lrs)) != list(self.sweep_lrs):
             raise ConfigError(f"sweep_lrs={self.sweep_lrs}: give 2 or more, increasing")
-        check_range(  # the first this many training digits, or all of them when there are fewer
-            self,
-            "sweep_n_train",
-            self.train.batch_size,
-            55_000,
-            "the sweep's training digits, at least a batch",
-        )
+        check_range(self, "sweep_n_train", 1, 55_000, "the sweep's training digits")
         check_range(self, "sweep_epochs", 1, 10_000)
         check_range(self, "sweep_target", 0, 100, "a cross-entropy", open_low=True)
         check_batch_fits(self)
@@ -124,9 +118,12 @@ def fit_at_rate(task, optimizer: str, lr: float) -> dict:
     )
     initial = TwoLayerMLP(784, cfg.hidden, 10, seed=task.seed_for("init"))
     config = TrainConfig(
-        epochs=cfg.sweep_epochs, batch_size=cfg.train.batch_size, lr=lr, optimizer=optimizer,
+        epochs=cfg.sweep_epochs,
+        batch_size=min(cfg.train.batch_size, len(few.y_train)),  # no larger than its training set
+        lr=lr,
+        optimizer=optimizer,
         momentum=0.9 if optimizer == "sgd" else 0.0,
-    )  # fmt: skip
+    )
     setup = task.training(f"{optimizer}-lr{lr:g}", lr_key="sweep_lrs")
     fit = fit_classifier(MLP.from_numpy(initial.layers()), few, config, setup, on_divergence="stop")
     losses = [r["val_loss"] for r in fit.history if math.isfinite(r.get("val_loss", math.nan))]

@@ -22,7 +22,6 @@ import torch
 
 from biaslab.config import check_batch_fits, check_range
 from biaslab.data.mnist import QUICK_SIZES, MnistSizes, mnist_splits_for
-from biaslab.errors import ConfigError
 from biaslab.evaluate.calibration import TemperatureScaling, expected_calibration_error, reliability_bins
 from biaslab.nn import MLP
 from biaslab.registry import experiment
@@ -56,11 +55,6 @@ class CalibrationConfig:
         check_range(self, "overfit_epochs", 1, 100_000)
         n_train = self.data.n_train or 55_000  # None: every training image not held out
         check_range(self, "overfit_n_train", 1, n_train, f"some of the {n_train} training digits")
-        if self.train.batch_size > self.overfit_n_train:
-            raise ConfigError(
-                f"batch_size={self.train.batch_size}: must be <= overfit_n_train={self.overfit_n_train}, "
-                "the over-fitted network's training set"
-            )
         check_batch_fits(self)
 
 
@@ -191,7 +185,9 @@ def overconfident(ctx, cfg: CalibrationConfig, splits) -> None:
         splits, x_train=splits.x_train[: cfg.overfit_n_train], y_train=splits.y_train[: cfg.overfit_n_train]
     )
     model = ctx.init_model(lambda: MLP((784, cfg.overfit_hidden, cfg.overfit_hidden, 10)), "overfit")
-    fit = fit_classifier(model, few, replace(cfg.train, epochs=cfg.overfit_epochs), ctx.training("overfit"))
+    batch = min(cfg.train.batch_size, cfg.overfit_n_train)  # a batch no larger than its training set
+    training = replace(cfg.train, epochs=cfg.overfit_epochs, batch_size=batch)
+    fit = fit_classifier(model, few, training, ctx.training("overfit"))
     scaler = TemperatureScaling().fit(predict(model, few.x_val).cpu(), few.y_val)
     test_logits = predict(model, few.x_test).cpu()  # (N, 10)
     stages = {"before": torch.softmax(test_logits, dim=1), "after": scaler.predict_proba(test_logits)}
