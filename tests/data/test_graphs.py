@@ -40,3 +40,20 @@ def test_split_masks_partition_the_nodes():
 def test_bad_parameters_are_refused(kwargs):
     with pytest.raises(BiaslabError):
         contextual_sbm(**kwargs)
+
+
+def test_relay_paths_put_each_label_hops_away_from_where_it_is_read():
+    from biaslab.data.graphs import relay_paths
+
+    graph = relay_paths(paths=12, hops=3, classes=4, seed=1)
+    assert graph.x.shape == (48, 5) and graph.edge_index.shape == (2, 2 * 12 * 3)
+    sources = graph.position == 0
+    assert torch.equal(graph.x[sources, :4].argmax(1), graph.y[sources])  # the class, one-hot at the source
+    assert graph.x[~sources, :4].abs().sum() == 0 and (graph.x[:, 4] == 1).all()  # nothing elsewhere
+    assert torch.bincount(graph.y[sources]).tolist() == [3, 3, 3, 3]  # balanced classes
+    # the far end is exactly `hops` edges from its source: a breadth-first search over edge_index
+    reach, frontier = {0}, {0}
+    for _ in range(3):
+        frontier = {int(t) for s, t in graph.edge_index.T.tolist() if s in frontier} - reach
+        reach |= frontier
+    assert 3 in frontier and 4 not in reach  # node 3 (far end of path 0) at distance 3; path 1 apart

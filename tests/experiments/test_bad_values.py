@@ -125,6 +125,9 @@ CASES = [
     ("test-set", ["select=0"], ["select=0", "the reused test set"]),
     ("test-set", ["fresh=50000"], ["fresh=50000", "the fresh test set"]),
     ("test-set", ["n_train=10"], ["batch_size=64", "n_train=10"]),
+    # -- gnn-nodes' relay paths
+    ("gnn-nodes", ["relay_hops=0"], ["relay_hops=0", "1..20"]),
+    ("gnn-nodes", ["relay_paths=4"], ["relay_paths=4", "8..100000"]),
     # -- bayesian-view: the linear study, the polynomial degrees, the dropout network's masks
     ("bayesian-view", ["noise=0"], ["noise=0.0", "the noise's standard deviation"]),
     ("bayesian-view", ["prior_std=-1"], ["prior_std=-1.0", "the weights' standard deviation"]),

@@ -8,7 +8,8 @@ that averages over neighbours (message passing) denoises the features with the g
 inductive bias that labels are smooth over the graph.
 
 :func:`contextual_sbm` returns a torch-geometric ``Data``; :func:`split_masks` draws the node
-masks of the training, validation and test nodes.
+masks of the training, validation and test nodes. :func:`relay_paths` is a graph whose labels
+need a known number of hops: k rounds of message passing see exactly k hops.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import torch
 from biaslab.checks import is_integer
 from biaslab.errors import BiaslabError
 
-__all__ = ["contextual_sbm", "split_masks"]
+__all__ = ["contextual_sbm", "relay_paths", "split_masks"]
 
 
 def contextual_sbm(
@@ -90,3 +91,36 @@ def split_masks(n: int, train: float = 0.5, val: float = 0.25, seed: int = 0):
         mask[torch.from_numpy(part)] = True
         masks.append(mask)
     return tuple(masks)
+
+
+def relay_paths(paths: int, hops: int, classes: int, seed: int = 0):
+    """``paths`` disjoint paths of ``hops + 1`` nodes; node 0 of each (the source) carries its
+    path's class as a one-hot feature, every node a constant 1, and every node is labelled with
+    its path's class: the node at the far end can only learn it from ``hops`` steps away.
+
+    Returns:
+        ``Data(x, y, edge_index, position)``: x float32 (N, classes + 1), y int64 (N,),
+        edge_index int64 (2, E) with both directions, position int64 (N,) the distance from the
+        source, N = ``paths * (hops + 1)``; classes balanced, shuffled by ``seed``.
+    """
+    from torch_geometric.data import Data
+
+    for name, value, low in (("paths", paths, 1), ("hops", hops, 1), ("classes", classes, 2)):
+        if not is_integer(value) or value < low:
+            raise BiaslabError(f"{name}={value!r}: give a whole number >= {low}")
+    length = hops + 1
+    label = np.random.default_rng(seed).permutation(np.arange(paths) % classes)  # (paths,)
+    y = np.repeat(label, length)  # (N,): every node its path's class
+    position = np.tile(np.arange(length), paths)  # (N,)
+    x = np.zeros((paths * length, classes + 1), dtype=np.float32)
+    x[:, -1] = 1.0
+    x[position == 0, label] = 1.0  # the source's one-hot class
+    start = np.arange(paths) * length
+    left = (start[:, None] + np.arange(hops)[None, :]).ravel()  # (paths * hops,)
+    edges = np.stack([np.concatenate([left, left + 1]), np.concatenate([left + 1, left])])  # both ways
+    return Data(
+        x=torch.from_numpy(x),
+        y=torch.from_numpy(y.astype(np.int64)),
+        edge_index=torch.from_numpy(edges.astype(np.int64)),
+        position=torch.from_numpy(position.astype(np.int64)),
+    )
