@@ -128,6 +128,10 @@ CASES = [
     # -- gnn-nodes' relay paths
     ("gnn-nodes", ["relay_hops=0"], ["relay_hops=0", "1..20"]),
     ("gnn-nodes", ["relay_paths=4"], ["relay_paths=4", "8..100000"]),
+    # -- depth's batch sizes for batch norm against layer norm
+    ("depth", ["small_batches=1,64"], ["small_batches=", "batch norm needs 2 or more"]),
+    ("depth", ["small_batches=64,2"], ["small_batches=(64, 2)", "the smaller first"]),
+    ("depth", ["batch_epochs=0"], ["batch_epochs=0", "1..1000"]),
     # -- bayesian-view: the linear study, the polynomial degrees, the dropout network's masks
     ("bayesian-view", ["noise=0"], ["noise=0.0", "the noise's standard deviation"]),
     ("bayesian-view", ["prior_std=-1"], ["prior_std=-1.0", "the weights' standard deviation"]),
