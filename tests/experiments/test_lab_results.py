@@ -154,3 +154,19 @@ def test_test_set_quick_measures_the_spread_and_the_choice(quick_run):
     assert "tried8_optimism" in m and "tried1_optimism" in m
     by_claim = {c["claim"].split(":")[0]: c for c in result.claims}
     assert by_claim["The spread follows the sampling law σ(n) = sqrt(p(1 − p)/n · (P − n)/(P − 1))"]["passed"]
+
+
+def test_test_set_refuses_sizes_beyond_the_unseen_digits_before_training(tmp_path, monkeypatch):
+    """The unseen population is known once the draws are made: too large a test set is one line
+    then, before any of the models trains."""
+    import biaslab
+    from biaslab.errors import BiaslabError
+    from biaslab.experiments import held_out
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("the models trained before the sizes were checked")
+
+    monkeypatch.setattr(held_out, "fit_ensemble", no_training)
+    overrides = {"n_train": "5000", "models": "20", "sizes": "100,30000"}  # ~18,000 digits unseen
+    with pytest.raises(BiaslabError, match=r"sizes up to 30000.*at most \d+, the digits no model saw"):
+        biaslab.run("test-set", profile="quick", out=tmp_path / "run", overrides=overrides, progress=False)

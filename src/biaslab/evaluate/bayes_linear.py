@@ -63,6 +63,13 @@ def ridge(phi, t, lam: float) -> np.ndarray:
     return np.linalg.solve(phi.T @ phi + lam * np.eye(phi.shape[1]), phi.T @ t)
 
 
+def _mean_and_precision(phi: np.ndarray, t: np.ndarray, alpha: float, beta: float):
+    """``m_N`` and ``A = S_N⁻¹`` for checked inputs (eq. 3.53, 3.54): what the posterior, the
+    evidence and the re-estimation each need, built once."""
+    a = alpha * np.eye(phi.shape[1]) + beta * phi.T @ phi  # (M, M): S_N⁻¹, eq. 3.54
+    return beta * np.linalg.solve(a, phi.T @ t), a  # eq. 3.53
+
+
 def posterior(phi, t, alpha: float, beta: float) -> tuple[np.ndarray, np.ndarray]:
     """The posterior's mean ``m_N`` (the MAP weights, ridge at λ = α/β) and covariance ``S_N``
     (eq. 3.53, 3.54).
@@ -71,9 +78,7 @@ def posterior(phi, t, alpha: float, beta: float) -> tuple[np.ndarray, np.ndarray
         phi ``(N, M)``, t ``(N,)`` -> mean ``(M,)``, covariance ``(M, M)``.
     """
     phi, t = _checked(phi, t)
-    alpha, beta = _precision(alpha, "alpha"), _precision(beta, "beta")
-    a = alpha * np.eye(phi.shape[1]) + beta * phi.T @ phi  # (M, M): S_N⁻¹, eq. 3.54
-    mean = beta * np.linalg.solve(a, phi.T @ t)  # eq. 3.53
+    mean, a = _mean_and_precision(phi, t, _precision(alpha, "alpha"), _precision(beta, "beta"))
     return mean, np.linalg.inv(a)
 
 
@@ -87,9 +92,9 @@ def log_evidence(phi, t, alpha: float, beta: float) -> float:
     phi, t = _checked(phi, t)
     alpha, beta = _precision(alpha, "alpha"), _precision(beta, "beta")
     n, m = phi.shape
-    mean, _ = posterior(phi, t, alpha, beta)
+    mean, a = _mean_and_precision(phi, t, alpha, beta)
     energy = beta / 2 * np.sum((t - phi @ mean) ** 2) + alpha / 2 * mean @ mean  # eq. 3.82
-    _, log_det = np.linalg.slogdet(alpha * np.eye(m) + beta * phi.T @ phi)
+    _, log_det = np.linalg.slogdet(a)
     return float(
         m / 2 * math.log(alpha)
         + n / 2 * math.log(beta)
@@ -133,7 +138,7 @@ class BayesianLinearRegression:
         eigenvalues = np.linalg.eigvalsh(phi.T @ phi)  # (M,): of ΦᵀΦ; β scales them
         self.n_iter_ = 0
         while (self.alpha is None or self.beta is None) and self.n_iter_ < self.max_iter:
-            mean, _ = posterior(phi, t, alpha, beta)
+            mean, _ = _mean_and_precision(phi, t, alpha, beta)
             lam = beta * eigenvalues
             gamma = float(np.sum(lam / (alpha + lam)))  # eq. 3.91
             new_alpha = gamma / max(float(mean @ mean), 1e-300) if self.alpha is None else alpha  # eq. 3.92

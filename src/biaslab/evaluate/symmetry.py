@@ -52,6 +52,7 @@ __all__ = [
     "random_isometry",
     "random_orthogonal",
     "random_permutation",
+    "relative_difference",
     "reverse",
     "rotate90",
 ]
@@ -103,8 +104,14 @@ def equivariance_error(
             f"transformed outputs differ in shape: f(T_in(x)) {tuple(actual.shape)} vs "
             f"T_out(f(x)) {tuple(predicted.shape)}; is transform_out the matching transformation?"
         )
-    scale = predicted.abs().max().clamp_min(torch.finfo(predicted.dtype).tiny)
-    return float((actual - predicted).abs().max() / scale)
+    return relative_difference(actual, predicted)
+
+
+def relative_difference(actual: torch.Tensor, expected: torch.Tensor) -> float:
+    """``max |actual − expected| / max |expected|``, the denominator floored at the smallest
+    normal number of ``expected``'s dtype: rounding level when two computations agree."""
+    scale = expected.abs().max().clamp_min(torch.finfo(expected.dtype).tiny)
+    return float((actual - expected).abs().max() / scale)
 
 
 def invariance_error(model: Callable, transform_in: Transform, inputs: Any, output=None) -> float:

@@ -18,7 +18,7 @@ each at its best rate, chosen on validation.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -113,9 +113,7 @@ def fit_at_rate(task, optimizer: str, lr: float) -> dict:
     validation loss (inf when it diverged), and its test accuracy."""
     cfg: AdamVsSGDConfig = task.cfg
     splits = _splits(cfg, task.seed_for("split"))
-    few = replace(
-        splits, x_train=splits.x_train[: cfg.sweep_n_train], y_train=splits.y_train[: cfg.sweep_n_train]
-    )
+    few = splits.train_subset(np.arange(min(cfg.sweep_n_train, len(splits.y_train))))  # the first digits
     initial = TwoLayerMLP(784, cfg.hidden, 10, seed=task.seed_for("init"))
     config = TrainConfig(
         epochs=cfg.sweep_epochs,

@@ -130,13 +130,13 @@ def _choices(cfg: BayesianViewConfig, seed: int) -> dict[str, list]:
         x_test, t_test = _draw(rng, cfg, cfg.ridge_test, w)
         # the evidence at λ = α/β with β, the noise precision, at its known value
         evidence = [log_evidence(x, t, lam * beta, beta) for lam in cfg.lambdas]
-        val_mse = [float(np.mean((x_val @ ridge(x, t, lam) - t_val) ** 2)) for lam in cfg.lambdas]
+        weights = [ridge(x, t, lam) for lam in cfg.lambdas]  # fitted on the training rows, per λ
+        val_mse = [float(np.mean((x_val @ w_lam - t_val) ** 2)) for w_lam in weights]
         curves["evidence"].append(evidence)
         curves["validation"].append(val_mse)
         for by, best in (("evidence", int(np.argmax(evidence))), ("validation", int(np.argmin(val_mse)))):
-            lam = cfg.lambdas[best]
-            out[by].append(lam)
-            out[f"{by}_mse"].append(float(np.mean((x_test @ ridge(x, t, lam) - t_test) ** 2)))
+            out[by].append(cfg.lambdas[best])
+            out[f"{by}_mse"].append(float(np.mean((x_test @ weights[best] - t_test) ** 2)))
     out["curves"] = curves
     out["true"] = alpha / beta
     return out

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import numpy as np
 import torch
 
 from biaslab.config import check_batch_fits, check_range
@@ -181,9 +182,7 @@ def overconfident(ctx, cfg: CalibrationConfig, splits) -> None:
     """A network that really is over-confident: wide, trained long on few digits, until it is sure
     of every training digit; its confidence against its accuracy on the test digits, before and
     after a temperature fitted on the validation digits."""
-    few = replace(
-        splits, x_train=splits.x_train[: cfg.overfit_n_train], y_train=splits.y_train[: cfg.overfit_n_train]
-    )
+    few = splits.train_subset(np.arange(min(cfg.overfit_n_train, len(splits.y_train))))  # the first digits
     model = ctx.init_model(lambda: MLP((784, cfg.overfit_hidden, cfg.overfit_hidden, 10)), "overfit")
     batch = min(cfg.train.batch_size, cfg.overfit_n_train)  # a batch no larger than its training set
     training = replace(cfg.train, epochs=cfg.overfit_epochs, batch_size=batch)

@@ -106,7 +106,7 @@ def run(ctx) -> None:
     depths, deepest = list(cfg.depths), max(cfg.depths)
     fits = ctx.tasks(fit_stack, [(block, d) for d in depths for block in BLOCKS])
     for (block, d), fit in fits.items():
-        slug = block.replace(" + ", "_").replace(" ", "")  # residual_batchnorm
+        slug = _slug(block)
         ctx.metric("loss", fit["train_loss"], model=slug, depth=d, split="train")
         ctx.metric("accuracy", fit["val_accuracy"], model=slug, depth=d, split="val")
     ctx.table(
@@ -183,6 +183,16 @@ def run(ctx) -> None:
     small_batch(ctx, cfg)
 
 
+def _slug(block: str) -> str:
+    """A block's name in metric keys: ``"residual + batch norm"`` -> ``"residual_batchnorm"``."""
+    return block.replace(" + ", "_").replace(" ", "")
+
+
+def _tag(block: str, suffix) -> str:
+    """A training's tag: ``"residual + batch norm"``, 10 -> ``"residual-batch-norm-10"``."""
+    return f"{block}-{suffix}".replace(" + ", "-").replace(" ", "-")
+
+
 @run_cache
 def _splits(cfg: DepthConfig, seed: int):
     return mnist_splits_for(cfg.data, seed, standardize=True)
@@ -199,7 +209,7 @@ def fit_stack(task, block: str, depth: int) -> dict:
     gradients = torch.autograd.grad(loss, model.layer_weights())
     norms = [float(g.norm()) for g in gradients]
     (x, y), epochs = for_steps((splits.x_train, splits.y_train), cfg.steps, cfg.train.batch_size)
-    trainer = task.training(f"{block}-{depth}".replace(" + ", "-").replace(" ", "-")).trainer(
+    trainer = task.training(_tag(block, depth)).trainer(
         model, cfg.train.training(epochs=epochs), metrics={"accuracy": accuracy}
     )
     trainer.fit((x, y))
@@ -221,7 +231,7 @@ def fit_batch(task, block: str, batch: int) -> dict:
     (a task): its validation accuracy (batch norm reading its running statistics, in evaluation)."""
     cfg: DepthConfig = task.cfg
     splits = _splits(cfg, task.seed_for("split"))
-    tag = f"{block}-batch{batch}".replace(" + ", "-").replace(" ", "-")
+    tag = _tag(block, f"batch{batch}")
     model = task.init_model(lambda: DeepMLP(784, cfg.width, cfg.batch_depth, 10, block), tag)
     training = replace(cfg.train.training(epochs=cfg.batch_epochs), batch_size=batch)
     trainer = task.training(tag).trainer(model, training, metrics={"accuracy": accuracy})
@@ -236,7 +246,7 @@ def small_batch(ctx, cfg: DepthConfig) -> None:
     fits = ctx.tasks(fit_batch, [(block, b) for block in NORMS for b in (tiny, usual)])
     drop = {}
     for block in NORMS:
-        slug = block.replace(" + ", "_").replace(" ", "")
+        slug = _slug(block)
         for b in (tiny, usual):
             ctx.metric("accuracy", fits[block, b]["val_accuracy"], model=slug, batch=b, split="val")
         drop[block] = fits[block, usual]["val_accuracy"] - fits[block, tiny]["val_accuracy"]

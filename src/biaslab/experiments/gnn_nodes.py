@@ -188,7 +188,7 @@ def run(ctx) -> None:
 def relay(ctx, cfg: GNNNodesConfig) -> None:
     """k rounds of message passing see k hops: the far end of a path, relay_hops from its label."""
     hops = cfg.relay_hops
-    fits = ctx.tasks(fit_relay, [hops - 1, hops]) if hops > 1 else ctx.tasks(fit_relay, [hops])
+    fits = ctx.tasks(fit_relay, [layers for layers in (hops - 1, hops) if layers >= 1])
     short = fits.get(hops - 1)
     ctx.table(
         f"The far end of a path learns its label from the source {hops} hops away ({cfg.relay_paths} paths, "

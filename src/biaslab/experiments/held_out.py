@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from biaslab.config import check_batch_fits, check_range
-from biaslab.data.mnist import MnistSizes, load_mnist, mnist_splits_for
+from biaslab.data.mnist import MnistSizes, mnist_splits_for
 from biaslab.errors import ConfigError
 from biaslab.evaluate.held_out import resampled_accuracy, sampling_std, selection_optimism
 from biaslab.nn import MLP
@@ -78,32 +78,39 @@ WORDS = {
 }
 
 
-def _unseen(rows: list[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Every digit no model trained on: the training images outside each model's draw and the
-    validation split, then the official test set (pixels in [0, 1])."""
-    mnist = load_mnist()
-    used = np.zeros(len(mnist.x_train), dtype=bool)
-    for r in rows:
-        used[r] = True
-    x = np.concatenate([mnist.x_train[~used], mnist.x_test]).reshape(-1, 784)
-    y = np.concatenate([mnist.y_train[~used], mnist.y_test])
-    return torch.from_numpy(x.astype(np.float32) / np.float32(255.0)), torch.from_numpy(y.astype(np.int64))
-
-
-def _trained(ctx, cfg: HeldOutConfig) -> tuple[list[torch.nn.Module], list[np.ndarray]]:
-    """The models, each trained on its own draw of ``n_train`` digits outside the validation
-    split, as one batched ensemble."""
+def _drawn(ctx, cfg: HeldOutConfig):
+    """The digits (every training image outside the validation split, and the test set) and each
+    model's draw of ``n_train`` of the training images: ``(splits, picks, unseen)``, ``unseen``
+    the digits no model trained on (the training images outside every draw, then the test set),
+    checked against the test-set sizes before any training."""
     base = mnist_splits_for(MnistSizes(n_val=cfg.data.n_val), ctx.seed_for("split"))  # every digit
     pool = len(base.y_train)
-    n = cfg.data.n_train or pool
     rng = np.random.default_rng(ctx.seed_for("draws"))
-    picks = [np.sort(rng.choice(pool, n, replace=False)) for _ in range(cfg.models)]
+    picks = [np.sort(rng.choice(pool, cfg.data.n_train or pool, replace=False)) for _ in range(cfg.models)]
+    untouched = np.ones(pool, dtype=bool)
+    for p in picks:
+        untouched[p] = False
+    unseen = (
+        torch.cat([base.x_train[untouched], base.x_test]),
+        torch.cat([base.y_train[untouched], base.y_test]),
+    )
+    population = len(unseen[1])
+    if max(cfg.sizes[-1], cfg.select + cfg.fresh) > population:
+        raise ConfigError(
+            f"sizes up to {cfg.sizes[-1]}, select + fresh = {cfg.select + cfg.fresh}: at most {population}, "
+            "the digits no model saw"
+        )
+    return base, picks, unseen
+
+
+def _trained(ctx, cfg: HeldOutConfig, base, picks) -> list[torch.nn.Module]:
+    """The models, each trained on its own draw of the training digits, as one batched ensemble."""
     train = [(base.x_train[p], base.y_train[p]) for p in picks]
     models = [ctx.init_model(lambda: MLP((784, cfg.hidden, 10)), f"model-{m}") for m in range(cfg.models)]
     seeds = [ctx.seed_for("model", str(m)) for m in range(cfg.models)]
-    fit = fit_ensemble(models, train, cfg.train, seeds, tags=[f"model-{m}" for m in range(cfg.models)])
-    rows = [base.train_index[p] for p in picks] + [base.val_index]  # positions in the 60k images
-    return fit.models, rows
+    return fit_ensemble(
+        models, train, cfg.train, seeds, tags=[f"model-{m}" for m in range(cfg.models)]
+    ).models
 
 
 @experiment(
@@ -120,14 +127,8 @@ def _trained(ctx, cfg: HeldOutConfig) -> tuple[list[torch.nn.Module], list[np.nd
 )
 def run(ctx) -> None:
     cfg: HeldOutConfig = ctx.cfg
-    models, rows = _trained(ctx, cfg)
-    x, y = _unseen(rows)
-    population = len(y)
-    if max(cfg.sizes[-1], cfg.select + cfg.fresh) > population:
-        raise ConfigError(
-            f"sizes up to {cfg.sizes[-1]}, select + fresh = {cfg.select + cfg.fresh}: at most {population}, "
-            "the digits no model saw"
-        )
+    base, picks, (x, y) = _drawn(ctx, cfg)
+    models = _trained(ctx, cfg, base, picks)
     with torch.no_grad():
         correct = np.stack([(m.eval()(x).argmax(1) == y).numpy() for m in models])  # (M, P)
     spread(ctx, cfg, correct)
