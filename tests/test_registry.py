@@ -39,7 +39,15 @@ def _plain_type(tp) -> bool:
 
 def test_day_one_experiments_in_order():
     day1 = [e.name for e in EXPERIMENTS if e.day == 1]
-    assert day1 == ["xor", "mnist-mlp", "hidden-pca", "autoencoder-2d", "embeddings"]
+    assert day1 == [
+        "xor",
+        "mnist-mlp",
+        "hidden-pca",
+        "autoencoder-2d",
+        "latent-dimension",
+        "embeddings",
+        "universal-approximation",
+    ]
     day2 = [e.name for e in EXPERIMENTS if e.day == 2]
     assert day2 == ["gradients", "manual-backprop", "adam-vs-sgd", "lr-sweep", "depth", "sharpness"]
 

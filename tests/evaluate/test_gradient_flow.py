@@ -67,3 +67,23 @@ def test_the_callers_model_and_inputs_are_left_as_they_were():
 def test_steps_must_be_three_dimensional():
     with pytest.raises(ValueError, match=r"\(N, T, F\)"):
         gradient_by_step(nn.Identity(), torch.zeros(3, 5), torch.zeros(3))
+
+
+@pytest.mark.parametrize("radius", [0.5, 1.0, 1.3])
+def test_a_scaled_identity_rnn_multiplies_the_gradient_by_its_radius_per_step(radius):
+    """∂h_T/∂h_t = ρ^(T−t) I on one-hot inputs: the gradient ratio between any two steps is a power
+    of ρ, checked against a hand-made linear recurrence h_t = ρ h_{t−1} + W x_t of the same weights."""
+    from biaslab.evaluate.gradient_flow import scaled_identity_rnn
+
+    model = scaled_identity_rnn(6, 10, 6, radius, seed=3)
+    tokens = torch.randint(0, 6, (32, 12), generator=torch.Generator().manual_seed(0))
+    steps = nn.functional.one_hot(tokens, 6).double()  # (N, T, 6)
+    norms = gradient_by_step(model, steps, tokens[:, 0])
+    np.testing.assert_allclose(norms[:-1] / norms[1:], radius, rtol=1e-12)
+    w_in, readout = model.rnn.weight_ih_l0.detach(), model.readout
+    h = torch.zeros(32, 10, dtype=torch.float64)
+    for t in range(12):
+        h = radius * h + steps[:, t] @ w_in.T  # no unit ever negative: ReLU is the identity here
+    with torch.no_grad():
+        torch.testing.assert_close(model(steps), readout(h), rtol=1e-12, atol=1e-12)
+    assert model.rnn.weight_hh_l0.dtype == torch.float64

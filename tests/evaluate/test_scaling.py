@@ -36,3 +36,47 @@ def test_noise_lowers_r_squared_and_matches_numpy_polyfit():
 def test_bad_measurements_are_refused(x, y):
     with pytest.raises(ValueError):
         fit_power_law(x, y)
+
+
+def brute_force_frontier(compute, loss):
+    """A point is on the frontier when every point costing no more has a higher loss, or the same
+    loss and a later place among the equally cheap (one of equal points kept)."""
+    kept = []
+    for i in range(len(compute)):
+        rivals = [j for j in range(len(compute)) if j != i and compute[j] <= compute[i]]
+        beaten = [
+            loss[j] < loss[i] or (loss[j] == loss[i] and (compute[j], j) < (compute[i], i)) for j in rivals
+        ]
+        if not any(beaten):
+            kept.append(i)
+    return sorted(kept, key=lambda i: compute[i])
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_compute_frontier_equals_the_brute_force_definition(seed):
+    from biaslab.evaluate.scaling import compute_frontier
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 40))
+    compute = rng.integers(1, 12, n).astype(float)  # ties in compute
+    loss = rng.integers(1, 8, n) / 4  # and ties in loss
+    assert list(compute_frontier(compute, loss)) == brute_force_frontier(compute, loss)
+
+
+def test_compute_frontier_of_learning_curves_is_their_lower_envelope():
+    from biaslab.evaluate.scaling import compute_frontier
+
+    small = [(1, 1.0), (2, 0.7), (4, 0.6), (8, 0.58)]  # a small model: fast at first, then stuck
+    large = [(4, 0.9), (8, 0.5), (16, 0.3)]  # a large one: slow at first, better later
+    compute, loss = zip(*(small + large))
+    assert [(compute[i], loss[i]) for i in compute_frontier(compute, loss)] == [
+        (1, 1.0),
+        (2, 0.7),
+        (4, 0.6),
+        (8, 0.5),
+        (16, 0.3),
+    ]
+    with pytest.raises(ValueError, match="equal length"):
+        compute_frontier([1, 2], [1.0])
+    with pytest.raises(ValueError, match="finite"):
+        compute_frontier([1, np.nan], [1.0, 2.0])

@@ -1,6 +1,8 @@
 """Tests for biaslab.nn.attention_patterns: each attention pattern equals the layer it stands for,
 torch's convolutions and the library's GCNConv and DeepSets, to rounding (float64)."""
 
+from dataclasses import replace
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -104,6 +106,18 @@ def test_patch_tokens_and_a_linear_map_are_the_strided_convolution(channels, pat
         ours = tokens @ embed.weight.reshape(5, -1).T + embed.bias
     assert tokens.shape == (2, (8 // patch) * (12 // patch), channels * patch * patch)
     torch.testing.assert_close(ours, expected, rtol=0, atol=1e-12)
+
+
+def test_patch_tokens_layer_feeds_a_transformer_as_a_vision_transformer():
+    from biaslab.nn import TransformerConfig, TransformerEncoder
+    from biaslab.nn.attention_patterns import PatchTokens
+
+    images = torch.randn(3, 1, 28, 28)
+    layer = PatchTokens(7)
+    torch.testing.assert_close(layer(images), patch_tokens(images, 7), rtol=0, atol=0)
+    config = TransformerConfig(input_dim=49, dim=16, heads=2, layers=1, max_len=16, num_classes=10)
+    vit = torch.nn.Sequential(layer, TransformerEncoder(replace(config, pool="mean")))
+    assert vit(images).shape == (3, 10) and "patch=7" in repr(vit)
 
 
 @pytest.mark.parametrize(

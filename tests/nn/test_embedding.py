@@ -45,3 +45,14 @@ def test_the_pair_model_reads_both_symbols_through_one_table():
     torch.testing.assert_close(model(pairs), by_hand, rtol=0, atol=0)
     with pytest.raises(ValueError, match=r"\(N, 2\)"):
         model(torch.tensor([1, 2]))
+
+
+def test_one_hot_inputs_equal_torchs_one_hot_fed_to_the_model():
+    from biaslab.nn.embedding import OneHotInputs
+
+    torch.manual_seed(0)
+    inner = torch.nn.GRU(5, 3, batch_first=True)
+    tokens = torch.randint(0, 5, (4, 7))
+    expected, _ = inner(torch.nn.functional.one_hot(tokens, 5).float())  # (4, 7, 3)
+    ours, _ = OneHotInputs(inner, 5)(tokens)
+    torch.testing.assert_close(ours, expected, rtol=0, atol=0)

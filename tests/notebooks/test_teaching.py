@@ -53,7 +53,7 @@ COMMANDS = set(
     approx cdot cdots det dot exp frac hat in infty le ldots leftarrow ln log mapsto max mid min nabla odot
     partial pm prod sim sin cos sqrt star sum tanh times to top bar tfrac lfloor rfloor tilde oplus
     mathbb mathbf mathcal mathrm text underbrace left right big Big lVert rVert Vert quad qquad
-    Phi tau varepsilon int arg
+    Phi tau varepsilon int arg propto
     """.split()
 )
 

@@ -208,3 +208,62 @@ def test_a_setup_with_a_time_limit_adds_the_callback():
     trainer = TrainSetup(time_limit_s=5.0).trainer(model(), TrainConfig(epochs=1))
     assert trainer.callback(TimeLimit).seconds == 5.0
     assert TrainSetup().trainer(model(), TrainConfig(epochs=1)).callback(TimeLimit) is None
+
+
+def loss_on(xy):
+    x, y = xy
+    return lambda net: nn.functional.cross_entropy(net(x), y)
+
+
+def test_measure_at_steps_equals_the_model_trained_that_many_steps():
+    """48 rows in batches of 16: steps 3 and 6 end epochs 1 and 2, which a training of 1 or 2
+    epochs (same seed, constant learning rate) reaches on its own."""
+    from biaslab.train.callbacks import MeasureAtSteps
+
+    cfg = TrainConfig(epochs=3, batch_size=16, lr=3e-2)
+    probe = MeasureAtSteps([6, 3, 100], loss_on(data(1)))
+    Trainer(model(), config=cfg, callbacks=[probe]).fit(data(0))
+    assert probe.steps == [3, 6, 100] and sorted(probe.values) == [3, 6]
+    for epochs, step in ((1, 3), (2, 6)):
+        alone = Trainer(model(), config=TrainConfig(epochs=epochs, batch_size=16, lr=3e-2))
+        alone.fit(data(0))
+        with torch.no_grad():
+            assert probe.values[step] == pytest.approx(float(loss_on(data(1))(alone.model)), rel=1e-6)
+
+
+def test_measure_at_steps_measures_in_eval_mode_and_restores_train_mode():
+    from biaslab.train.callbacks import MeasureAtSteps
+
+    seen = []
+
+    def measure(net):
+        seen.append((net.training, torch.is_grad_enabled()))
+        return 0.0
+
+    net = nn.Sequential(nn.Linear(3, 16), nn.Dropout(0.5), nn.Linear(16, 2))
+    probe = MeasureAtSteps([1, 2], measure)
+    Trainer(net, config=TrainConfig(epochs=1, batch_size=16), callbacks=[probe]).fit(data(0))
+    assert seen == [(False, False), (False, False)]
+    with pytest.raises(ValueError, match="a step to measure at"):
+        MeasureAtSteps([0], measure)
+
+
+def test_measure_at_steps_survives_a_resume(tmp_path):
+    from biaslab.train.callbacks import MeasureAtSteps
+
+    cfg = TrainConfig(epochs=3, batch_size=16, lr=3e-2, checkpoint_every=2)
+    steps = [2, 3, 7, 9]
+    whole = MeasureAtSteps(steps, loss_on(data(1)))
+    Trainer(model(), config=cfg, callbacks=[whole]).fit(data(0))
+    killed, counter = MeasureAtSteps(steps, loss_on(data(1))), CountSteps()
+    counter.die = True
+    with pytest.raises(KeyboardInterrupt):
+        Trainer(model(), config=cfg, callbacks=[Checkpointing(tmp_path / "ck.pt"), killed, counter]).fit(
+            data(0)
+        )
+    resumed = MeasureAtSteps(steps, loss_on(data(1)))
+    callbacks = [Checkpointing(tmp_path / "ck.pt"), resumed, CountSteps()]
+    Trainer(model(), config=cfg, callbacks=callbacks).fit(data(0))
+    assert resumed.values == pytest.approx(whole.values, rel=1e-6) and sorted(resumed.values) == steps
+    with pytest.raises(ValueError, match="values="):
+        MeasureAtSteps(steps, None).load_state_dict({"values": {5: 1.0}}, namedtuple("T", "step")(9))

@@ -11,6 +11,11 @@ The notes name four characteristic shapes of a learning curve:
 * **healthy**      — both fall and the validation loss stays near its minimum.
 
 The rules are applied in that order; the thresholds are arguments with documented defaults.
+
+:func:`size_needed` reads an error against a size (a code, a model): the smallest size about as good
+as the best. :func:`window_decades` reads a learning-rate sweep: how wide the range of rates is whose
+final loss reaches a target (the lecture notes §3 call Adam "often more robust to hyperparameter
+choices": a wider window).
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from biaslab.checks import check_number
 
@@ -113,3 +120,64 @@ def classify_curve(
         "healthy",
         f"training loss fell to {final_train:.3g}; validation loss {final_val:.3g} stays near its minimum",
     )
+
+
+def window_decades(lrs: Sequence[float], losses: Sequence[float], target: float) -> float:
+    """The width in decades of the learning rates whose loss reaches ``target``: the longest run
+    of neighbouring grid rates whose loss is at most ``target``, one grid step per rate (each
+    rate standing for the step around it); 0 when none does. A NaN loss (a diverged training)
+    does not reach it.
+
+    Args:
+        lrs: increasing learning rates, evenly spaced on a log axis (a grid such as
+            ``np.logspace(-5, 0, 21)``).
+        losses: the loss each rate ended with, same length.
+        target: the loss a rate must reach.
+    """
+    lrs, losses = np.asarray(lrs, dtype=float), np.asarray(losses, dtype=float)
+    if lrs.ndim != 1 or lrs.shape != losses.shape or len(lrs) < 2:
+        raise ValueError(f"lrs and losses must be 1-D of one length >= 2, got {lrs.shape} and {losses.shape}")
+    if (lrs <= 0).any():
+        raise ValueError("learning rates must be positive (a window is measured on a log axis)")
+    steps = np.diff(np.log10(lrs))
+    if not evenly_logspaced(lrs):
+        raise ValueError(
+            "learning rates must increase evenly on a log axis (within 1% of a step), as np.logspace"
+        )
+    best, run = 0, 0
+    for loss in losses:
+        run = run + 1 if loss <= target else 0  # NaN <= target is False: a diverged rate breaks the run
+        best = max(best, run)
+    return best * float(steps.mean())
+
+
+def evenly_logspaced(values: Sequence[float]) -> bool:
+    """Whether ``values`` increase by the same factor at every step, within 1% of a step (a grid
+    such as ``np.logspace(-5, 0, 21)`` printed to three digits is)."""
+    values = np.asarray(values, dtype=float)
+    if values.ndim != 1 or len(values) < 2 or (values <= 0).any():
+        return False
+    steps = np.diff(np.log10(values))
+    return bool((steps > 0).all() and np.abs(steps - steps.mean()).max() <= 0.01 * steps.mean())
+
+
+def size_needed(sizes: Sequence[float], errors: Sequence[float], within: float = 0.25):
+    """The smallest of ``sizes`` whose error is at most ``(1 + within)`` times the lowest error over
+    all of them: where a curve of error against size has come close to what the largest sizes give.
+
+    Args:
+        sizes: increasing sizes (code dimensions, widths, ...).
+        errors: the error at each size, positive and finite.
+        within: the tolerance, a share of the lowest error (default 0.25).
+    """
+    sizes, errors = list(sizes), np.asarray(errors, dtype=float)
+    if len(sizes) == 0 or len(sizes) != len(errors) or sorted(set(sizes)) != sizes:
+        raise ValueError(
+            f"sizes must be increasing and as many as the errors, got {sizes} and {len(errors)} errors"
+        )
+    if not (np.isfinite(errors).all() and (errors > 0).all()):
+        raise ValueError("errors must be positive finite numbers")
+    if not within >= 0:
+        raise ValueError(f"within={within!r}: give a share >= 0")
+    good = errors <= (1 + within) * errors.min()
+    return sizes[int(np.argmax(good))]  # the first size that is good enough

@@ -26,6 +26,7 @@ from biaslab.caches import run_cache
 from biaslab.config import check_batch_fits, check_memory, check_range
 from biaslab.data.mnist import QUICK_SIZES, MnistSizes, mnist_splits_for
 from biaslab.errors import ConfigError
+from biaslab.evaluate.curves import evenly_logspaced, window_decades
 from biaslab.nn import MLP
 from biaslab.records import measure
 from biaslab.registry import experiment
@@ -57,6 +58,8 @@ class AdamVsSGDConfig:
         check_range(self, "sweep_lrs", 0, 100, "learning rates", open_low=True)
         if len(self.sweep_lrs) < 2 or sorted(set(self.sweep_lrs)) != list(self.sweep_lrs):
             raise ConfigError(f"sweep_lrs={self.sweep_lrs}: give 2 or more, increasing")
+        if not evenly_logspaced(self.sweep_lrs):  # each rate stands for one step of the window
+            raise ConfigError(f"sweep_lrs={self.sweep_lrs}: must grow by one factor per step, as np.logspace")
         check_range(self, "sweep_n_train", 1, 55_000, "the sweep's training digits")
         check_range(self, "sweep_epochs", 1, 10_000)
         check_range(self, "sweep_target", 0, 100, "a cross-entropy", open_low=True)
@@ -131,18 +134,6 @@ def fit_at_rate(task, optimizer: str, lr: float) -> dict:
         "test": fit.test["accuracy"],
         "n_train": len(few.y_train),
     }
-
-
-def window_decades(lrs, losses, target: float) -> float:
-    """The width in decades of the learning rates whose loss reaches ``target``: the longest run
-    of neighbouring grid rates that do, from its first rate to its last, plus one grid step
-    (each rate standing for the step around it); 0 when none does."""
-    step = float(np.mean(np.diff(np.log10(lrs))))
-    best, run = 0, 0
-    for loss in losses:
-        run = run + 1 if loss <= target else 0
-        best = max(best, run)
-    return best * step
 
 
 # The words of this lab's metric labels (biaslab.records): what it means by its names.

@@ -17,23 +17,29 @@ parameters' one reads "(N/88 . 1013)—0.076", the data's "-00%"), so the figure
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from biaslab.caches import run_cache
 from biaslab.config import check_batch_fits, check_range, smallest_training_set
 from biaslab.data.synthetic import teacher_regression
 from biaslab.errors import ConfigError
-from biaslab.evaluate.scaling import fit_power_law
+from biaslab.evaluate.scaling import compute_frontier, fit_power_law
+from biaslab.evaluate.timing import backward_operations
 from biaslab.nn import MLP, count_parameters
 from biaslab.records import measure
 from biaslab.registry import experiment
-from biaslab.report import plots
+from biaslab.report import plots, plots_training
+from biaslab.train.callbacks import MeasureAtSteps
 from biaslab.train.config import LossStepsTraining
 from biaslab.train.recipes import for_steps
 
-KAPLAN = {"parameters": -0.076, "data": -0.095}  # Kaplan et al. 2020, language models
+# Kaplan et al. 2020, language models: L ∝ N^−0.076, D^−0.095 and, on the compute-efficient
+# frontier, C_min^−0.050
+KAPLAN = {"parameters": -0.076, "data": -0.095, "compute": -0.050}
 MIN_R_SQUARED = 0.9  # biaslab's target for a power law's fit on log-log axes
 
 
@@ -50,6 +56,9 @@ class ScalingConfig:
     inputs: int = 16
     teacher_hidden: int = 64
     n_test: int = 8192
+    # The parameter sweep's test loss is also measured after this many optimizer steps, spread
+    # evenly on a log axis up to the last: each student's loss against the compute spent so far
+    compute_points: int = 12
 
     def __post_init__(self):
         check_range(self, "steps", 1, 10_000_000)
@@ -59,6 +68,7 @@ class ScalingConfig:
         check_range(self, "inputs", 1, 10_000)
         check_range(self, "teacher_hidden", 1, 100_000)
         check_range(self, "n_test", 10, 10_000_000)
+        check_range(self, "compute_points", 3, 1000)
         for key in ("train_sizes", "widths"):
             if len(set(getattr(self, key))) < 3:
                 raise ConfigError(f"{key}={getattr(self, key)}: a power law needs at least 3 distinct values")
@@ -72,6 +82,7 @@ class ScalingConfig:
 WORDS = {
     "data": "data sweep",
     "parameters": "parameter sweep",
+    "compute": "compute-efficient frontier",
     "loss": measure("loss (MSE)"),
     "exponent": measure("power-law exponent"),
     "r_squared": measure("R² of the power law"),
@@ -137,6 +148,47 @@ def run(ctx) -> None:
             + f", every fit {cfg.steps} Adam steps; the line is the fitted power law.",
         )
 
+    compute_law(ctx, cfg, fits)
+
+
+def compute_law(ctx, cfg: ScalingConfig, fits: dict) -> None:
+    """The parameter sweep's test loss at each measured step against the compute spent so far (the
+    step's forward and backward products, counted by torch, times the steps), the frontier of the
+    best loss each budget buys, and the power law fitted to it."""
+    curves, compute, loss = {}, [], []
+    for width in cfg.widths:
+        fit = fits["parameters", width]
+        steps, losses = zip(*fit["loss_at_steps"])
+        curves[f"width {width}"] = ([s * fit["flops_per_step"] for s in steps], list(losses))
+        compute += curves[f"width {width}"][0]
+        loss += curves[f"width {width}"][1]
+    kept = compute_frontier(compute, loss)
+    frontier = ([compute[i] for i in kept], [loss[i] for i in kept])
+    law = fit_power_law(*frontier)
+    ctx.metric("exponent", law.exponent, sweep="compute")
+    ctx.metric("r_squared", law.r_squared, sweep="compute")
+    span = f"{min(frontier[0]):.2g}-{max(frontier[0]):.2g} operations"
+    ctx.claim(
+        "On the compute-efficient frontier the test loss falls as a power law in the training compute",
+        source="inductive-bias slides, 'How well does it work?' (Kaplan et al.'s L(C_min)); Kaplan et "
+        f"al. 2020 (the frontier and its exponent); biaslab's target (R² >= {MIN_R_SQUARED})",
+        printed="Cmin/2.3-108",
+        expected=f"exponent < 0 and R² >= {MIN_R_SQUARED} on log-log axes over the frontier's points",
+        measured=f"exponent {law.exponent:.3f}, R² {law.r_squared:.3f} over {len(kept)} points, {span} "
+        f"(Kaplan et al.: {KAPLAN['compute']}, language models: shown, not matched)",
+        passed=law.exponent < 0 and law.r_squared >= MIN_R_SQUARED,
+        kind="finding",
+        checked_in_quick=False,
+    )
+    ctx.figure(
+        "loss_against_compute",
+        plots_training.loss_against_compute(curves, frontier, law, "test loss (MSE)"),
+        "Test loss of each width of the parameter sweep against the compute spent so far "
+        f"({cfg.compute_points} measurements from {compute_steps(cfg)[0]} to {cfg.steps} Adam steps), the "
+        "compute-efficient frontier (the best loss any width reached for at most that compute) and the "
+        "power law fitted to it.",
+    )
+
 
 @run_cache
 def _task(cfg: ScalingConfig, seed: int, teacher_seed: int):
@@ -158,11 +210,29 @@ def fit_student(task, sweep: str, value: int) -> dict:
         str(width),
     )
     (x_epoch, y_epoch), epochs = for_steps((x[:n], y[:n]), cfg.steps, cfg.train.batch_size)
+    mse = torch.nn.functional.mse_loss
+    callbacks, out = [], {}
+    if sweep == "parameters":  # the test loss along the way: the loss each compute budget bought
+        batch = min(cfg.train.batch_size, len(x_epoch))
+        forward, backward = backward_operations(copy.deepcopy(student), x[:batch], y[:batch], mse)
+        out["flops_per_step"] = forward + backward
+        probe = MeasureAtSteps(
+            compute_steps(cfg), lambda model: mse(model(x_test.to(task.device)), y_test.to(task.device))
+        )
+        callbacks.append(probe)
     trainer = task.training(f"{sweep}-{value}").trainer(
-        student, cfg.train.training(epochs=epochs), loss_fn=torch.nn.functional.mse_loss
+        student, cfg.train.training(epochs=epochs), loss_fn=mse, callbacks=callbacks
     )
     trainer.fit((x_epoch, y_epoch))
     student = student.cpu().eval()
     with torch.no_grad():
-        test_loss = float(torch.nn.functional.mse_loss(student(x_test), y_test))
-    return {"test_loss": test_loss, "parameters": count_parameters(student)}
+        test_loss = float(mse(student(x_test), y_test))
+    if callbacks:
+        out["loss_at_steps"] = sorted(probe.values.items())  # [[step, loss], ...]: pairs survive JSON
+    return {"test_loss": test_loss, "parameters": count_parameters(student), **out}
+
+
+def compute_steps(cfg: ScalingConfig) -> list[int]:
+    """The optimizer steps after which the parameter sweep measures its test loss: ``compute_points``
+    spread evenly on a log axis from a hundredth of the budget to the budget."""
+    return sorted({round(s) for s in np.geomspace(max(1, cfg.steps / 100), cfg.steps, cfg.compute_points)})

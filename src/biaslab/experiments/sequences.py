@@ -14,6 +14,15 @@ and length trains ``restarts`` initialisations and keeps the one best on validat
 with two symbols merged (7 of 8 right); 30 epochs instead of 20 did not free one, and gradient
 clipping moved the stall to other initialisations.
 
+The same weights run at every step (ML-for-physics slides, 'What about time?': "Parameter sharing
+crucial to generalize: lengths unseen in training"), so each recurrent model trained on T is also
+tested on 2T. Running is not recalling: the LSTM trained on T = 100 (one restart, probed once) was
+right on 1.000 of the sequences of length 100, 0.9995 at 120, 0.856 at 150, 0.586 at 200 and 0.50
+at 300: its memory fades on the scale of the lengths it was trained on, and the claim at 2T fails
+there while it holds at T = 10, 25 and 50. And its price: an RNN's forward pass is a chain that
+grows by a fixed number of operations per step (counted on autograd's graph), a Transformer's does
+not grow with T; beside it the seconds of each on this machine.
+
 Figures: test accuracy against T for the three models, and the norm of the loss gradient with
 respect to each input step, ‖∂L/∂x_t‖, of the untrained RNN and LSTM at the longest T.
 
@@ -37,14 +46,19 @@ from biaslab.config import check_batch_fits, check_range
 from biaslab.data.sequences import recall_task
 from biaslab.data.splits import GeneratedSizes
 from biaslab.errors import ConfigError
-from biaslab.evaluate.gradient_flow import gradient_by_step
+from biaslab.evaluate.gradient_flow import gradient_by_step, scaled_identity_rnn
+from biaslab.evaluate.scaling import fit_power_law
+from biaslab.evaluate.sequential_depth import sequential_depth
+from biaslab.evaluate.timing import fastest_time
 from biaslab.nn import SequenceClassifier, TransformerConfig, TransformerEncoder, count_parameters
-from biaslab.nn.recurrent import RNN, chrono_init
+from biaslab.nn.embedding import OneHotInputs
+from biaslab.nn.recurrent import chrono_init
 from biaslab.records import measure
 from biaslab.registry import experiment
 from biaslab.report import plots
 from biaslab.train.config import ClassifierTraining
-from biaslab.train.recipes import fit_best_of_restarts
+from biaslab.train.recipes import fit_best_of_restarts, predict
+from biaslab.train.trainer import accuracy
 
 MODELS = ("RNN", "LSTM", "Transformer")
 NOTES = "lecture notes §5.2 (Sequences → RNNs), eq. 5.6"  # vanishing gradients; LSTMs, GRUs
@@ -66,6 +80,11 @@ class SequencesConfig:
     # The spectral radius ρ of a ReLU RNN's recurrent matrix ρI: below 1 the gradient through time
     # vanishes, above 1 it explodes, as ρ^(T-1)
     radii: tuple[float, ...] = (0.5, 0.9, 1.0, 1.1, 1.5)
+    # Lengths at which the untrained models' forward passes are counted (sequential operations)
+    # and timed (the fastest of timing_repeats passes over timing_batch sequences)
+    timed_lengths: tuple[int, ...] = (25, 50, 100, 200, 400)
+    timing_batch: int = 256
+    timing_repeats: int = 3
 
     def __post_init__(self):
         if sorted(set(self.lengths)) != list(self.lengths) or self.lengths[0] < 2:
@@ -76,6 +95,13 @@ class SequencesConfig:
         check_range(self, "radii", 0, 10, "spectral radii", open_low=True)
         if sorted(set(self.radii)) != list(self.radii):
             raise ConfigError(f"radii={self.radii}: give them increasing")
+        check_range(self, "timed_lengths", 2, 100_000)
+        if len(set(self.timed_lengths)) < 3 or sorted(self.timed_lengths) != list(self.timed_lengths):
+            raise ConfigError(
+                f"timed_lengths={self.timed_lengths}: at least 3, increasing (a power law's fit)"
+            )
+        check_range(self, "timing_batch", 1, 100_000)
+        check_range(self, "timing_repeats", 1, 100)
         if self.hidden % 4:
             raise ConfigError(f"hidden={self.hidden}: must be a multiple of the Transformer's 4 heads")
         check_batch_fits(self)
@@ -93,47 +119,7 @@ def build(name: str, cfg: SequencesConfig, length: int) -> nn.Module:
     model = SequenceClassifier(cfg.vocab, cfg.hidden, cfg.vocab, cell=cell)
     if cell == "lstm":  # forget gates near 1 from the start: memory over the whole sequence
         chrono_init(model.rnn, max(length, 3))
-    return OneHot(model, cfg.vocab)
-
-
-class OneHot(nn.Module):
-    """Symbols (N, T) -> one-hot steps (N, T, vocab) for a recurrent classifier."""
-
-    def __init__(self, model: nn.Module, vocab: int):
-        super().__init__()
-        self.model, self.vocab = model, vocab
-
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        return self.model(nn.functional.one_hot(tokens, self.vocab).float())  # (N, T, vocab)
-
-
-class _LastStep(nn.Module):
-    """An RNN read at its last step by a linear map: the probe of the gradient through time."""
-
-    def __init__(self, rnn: RNN, classes: int):
-        super().__init__()
-        self.rnn, self.readout = rnn, nn.Linear(rnn.hidden_size, classes)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        output, _ = self.rnn(x)  # (N, T, H)
-        return self.readout(output[:, -1])  # (N, classes)
-
-
-def radius_rnn(cfg: SequencesConfig, radius: float, seed: int) -> nn.Module:
-    """A ReLU RNN whose recurrent matrix is ρI (an IRNN scaled: Le et al. 2015), biases 0 and
-    non-negative input weights: every unit stays active on one-hot inputs, so the network is
-    linear along a sequence and ∂h_T/∂h_t = ρ^(T−t) I exactly (eq. 5.6's Jacobian, ReLU'=1)."""
-    g = torch.Generator().manual_seed(seed)
-    rnn = RNN(cfg.vocab, cfg.hidden, nonlinearity="relu")
-    model = _LastStep(rnn, cfg.vocab).double()  # float64: ρ itself not rounded to float32
-    with torch.no_grad():
-        rnn.weight_ih_l0.copy_(0.1 * torch.rand(cfg.hidden, cfg.vocab, generator=g))
-        rnn.weight_hh_l0.copy_(radius * torch.eye(cfg.hidden, dtype=torch.float64))
-        rnn.bias_ih_l0.zero_()
-        rnn.bias_hh_l0.zero_()
-        model.readout.weight.copy_(torch.randn(cfg.vocab, cfg.hidden, generator=g) / cfg.hidden**0.5)
-        model.readout.bias.zero_()
-    return model
+    return OneHotInputs(model, cfg.vocab)
 
 
 def fit_model(task, name: str, length: int) -> dict:
@@ -151,11 +137,21 @@ def fit_model(task, name: str, length: int) -> dict:
         lambda r: task.training(f"{tag}-restart{r}"),
         restarts=cfg.restarts,
     )
-    return {"accuracy": fit.test["accuracy"], "parameters": count_parameters(fit.trainer.model)}
+    out = {"accuracy": fit.test["accuracy"], "parameters": count_parameters(fit.trainer.model)}
+    if name != "Transformer":  # its learned positions stop at T: it has no input for step T + 1
+        tokens, targets = recall_task(
+            cfg.data.n_test, 2 * length, cfg.vocab, seed=task.seed_for("data", "2T", str(length))
+        )
+        out["accuracy_2T"] = accuracy(predict(fit.trainer.model, tokens).cpu(), targets)
+    return out
 
 
 # The words of this lab's metric labels (biaslab.records): what it means by its names.
-WORDS = {"gradient_first_over_last": measure("gradient at the first step over the last")}
+WORDS = {
+    "gradient_first_over_last": measure("gradient at the first step over the last"),
+    "accuracy_at_double_length": measure("test accuracy at twice the training length"),
+    "sequential_operations": measure("operations on the longest chain of the forward pass"),
+}
 
 
 @experiment(
@@ -174,6 +170,9 @@ WORDS = {"gradient_first_over_last": measure("gradient at the first step over th
         "hidden": 16,
         "epochs": 2,
         "restarts": 1,
+        "timed_lengths": (5, 10, 20),
+        "timing_batch": 16,
+        "timing_repeats": 1,
     },
 )
 def run(ctx) -> None:
@@ -185,6 +184,8 @@ def run(ctx) -> None:
             fit = fits[name, length]
             accuracy[name].append(fit["accuracy"])
             ctx.metric("accuracy", fit["accuracy"], model=name.lower(), T=length)
+            if "accuracy_2T" in fit:
+                ctx.metric("accuracy_at_double_length", fit["accuracy_2T"], model=name.lower(), T=length)
             if length == cfg.lengths[0]:
                 ctx.metric("parameters", fit["parameters"], model=name.lower())
     chance = 1 / cfg.vocab
@@ -225,6 +226,8 @@ def run(ctx) -> None:
         checked_in_quick=False,
     )
     through_time(ctx, cfg, probe_tokens, probe_targets)
+    unseen_lengths(ctx, cfg, fits)
+    sequential_in_time(ctx, cfg)
     ctx.figure(
         "accuracy_vs_length",
         plots.curves(list(cfg.lengths), accuracy, "sequence length T", "test accuracy", reference=chance),
@@ -248,7 +251,9 @@ def through_time(ctx, cfg: SequencesConfig, tokens: torch.Tensor, targets: torch
     length = steps.size(1)
     gain = {}
     for radius in cfg.radii:
-        model = radius_rnn(cfg, radius, ctx.seed_for("radius", str(radius)))
+        model = scaled_identity_rnn(
+            cfg.vocab, cfg.hidden, cfg.vocab, radius, ctx.seed_for("radius", str(radius))
+        )
         norms = gradient_by_step(model, steps, targets)  # (T,)
         gain[radius] = float(norms[0] / norms[-1])
         ctx.metric("gradient_first_over_last", gain[radius], model="relu_rnn", radius=radius)
@@ -271,4 +276,120 @@ def through_time(ctx, cfg: SequencesConfig, tokens: torch.Tensor, targets: torch
         expected="‖∂L/∂x_1‖ / ‖∂L/∂x_T‖ = ρ^(T−1) for every ρ (a ReLU RNN kept linear: all units active)",
         measured=", ".join(f"ρ = {r:g}: {gain[r]:.3g}" for r in cfg.radii) + f"; largest log gap {worst:.1e}",
         passed=worst <= 1e-9,
+    )
+
+
+def unseen_lengths(ctx, cfg: SequencesConfig, fits: dict) -> None:
+    """Each recurrent model trained on length T, tested on 2T: the same weights run at every step,
+    so nothing in the network is tied to the lengths it saw. The Transformer's learned position
+    embeddings stop at T: it has no parameters for step T + 1."""
+    rows = [
+        [t, *(round(fits[m, t][key], 4) for m in ("RNN", "LSTM") for key in ("accuracy", "accuracy_2T"))]
+        for t in cfg.lengths
+    ]
+    ctx.table(
+        "Test accuracy at the training length T and at 2T, never seen in training (the Transformer's "
+        "learned positions end at T)",
+        ["T", "RNN at T", "RNN at 2T", "LSTM at T", "LSTM at 2T"],
+        rows,
+    )
+    learned = [t for t in cfg.lengths if fits["LSTM", t]["accuracy"] >= 0.9]
+    at_double = [fits["LSTM", t]["accuracy_2T"] for t in learned]
+    ctx.claim(
+        "Sharing parameters over time generalises to lengths unseen in training: an LSTM trained on "
+        "T recalls at 2T",
+        source="ML-for-physics slides, 'What about time?'; lecture notes §5.2 (Sequences → RNNs); "
+        "biaslab's target (>= 0.9 at 2T wherever it reached 0.9 at T)",
+        printed="lengths unseen in training",
+        expected="the LSTM's test accuracy at 2T >= 0.9 at every T where it reached 0.9",
+        measured=(
+            ", ".join(f"T = {t} → {2 * t}: {a:.3f}" for t, a in zip(learned, at_double))
+            or "the LSTM reached 0.9 at no length"
+        )
+        + "; sharing lets a network run at any length, whether its rule holds there depends on what it "
+        "learned: the memory its forget gates keep was fitted to the lengths it saw",
+        passed=bool(learned) and min(at_double) >= 0.9,
+        kind="finding",
+        checked_in_quick=False,
+    )
+
+
+def sequential_in_time(ctx, cfg: SequencesConfig) -> None:
+    """The longest chain of operations of each untrained model's forward pass against T
+    (``evaluate.sequential_depth``): a recurrent network adds a fixed number per step, attention
+    none. Beside it the forward pass's time on this machine."""
+    depth: dict[str, list[int]] = {m: [] for m in MODELS}
+    seconds: dict[str, list[float]] = {m: [] for m in MODELS}
+    for length in cfg.timed_lengths:
+        tokens, _ = recall_task(cfg.timing_batch, length, cfg.vocab, seed=ctx.seed_for("timing", str(length)))
+        for name in MODELS:
+            model = ctx.init_model(
+                lambda n=name, t=length: build(n, cfg, t), f"{name.lower()}-timing", str(length)
+            )
+            depth[name].append(sequential_depth(model(tokens[:2])))  # (2, T) -> (2, vocab)
+            ctx.metric("sequential_operations", depth[name][-1], model=name.lower(), T=length)
+            model, on_device = model.to(ctx.device).eval(), tokens.to(ctx.device)
+            with torch.no_grad():
+                model(on_device)  # a warm-up: first-call allocations
+                seconds[name].append(fastest_time(lambda m=model, x=on_device: m(x), cfg.timing_repeats))
+    ctx.timing(
+        **{f"{m.lower()}_T{t}_seconds": s for m in MODELS for t, s in zip(cfg.timed_lengths, seconds[m])}
+    )
+    lengths = cfg.timed_lengths
+    per_step = {  # operations added per time step between consecutive lengths
+        m: [(depth[m][i + 1] - depth[m][i]) / (lengths[i + 1] - lengths[i]) for i in range(len(lengths) - 1)]
+        for m in MODELS
+    }
+    ctx.table(
+        f"The forward pass against T: operations on its longest chain (each waits for the one before) "
+        f"and seconds for {cfg.timing_batch} sequences on this machine",
+        ["T", *(f"{m} operations" for m in MODELS), *(f"{m} seconds" for m in MODELS)],
+        [
+            [t, *(depth[m][i] for m in MODELS), *(float(f"{seconds[m][i]:.3g}") for m in MODELS)]
+            for i, t in enumerate(cfg.timed_lengths)
+        ],
+        timing_columns=[f"{m} seconds" for m in MODELS],
+    )
+    recurrent_linear = all(len(set(per_step[m])) == 1 and per_step[m][0] >= 1 for m in ("RNN", "LSTM"))
+    ctx.claim(
+        "An RNN cannot be parallelised over time: its forward pass is a chain that grows by a fixed "
+        "number of operations per step, while a Transformer's does not grow with T",
+        source=f"{NOTES}; lecture notes §6 (Attention as a unifying primitive); biaslab's target (counted "
+        "exactly on autograd's graph)",
+        printed="without first computing h_1 through h_{99}",
+        kind="check",
+        expected="RNN and LSTM: the same number (>= 1) of operations added per step at every length; "
+        "Transformer: none",
+        measured="; ".join(
+            f"{m} {depth[m][0]} → {depth[m][-1]} operations ({per_step[m][0]:g} per step)" for m in MODELS
+        )
+        + f" over T = {lengths[0]}-{lengths[-1]}",
+        passed=recurrent_linear and set(per_step["Transformer"]) == {0.0},
+    )
+    law = {m: fit_power_law(lengths, seconds[m]) for m in MODELS}
+    where = ctx.device if ctx.device != "cpu" else f"{torch.get_num_threads()} CPU threads"
+    ctx.timing(**{f"{m.lower()}_time_exponent": law[m].exponent for m in MODELS})
+    ctx.claim(
+        "An RNN's time grows in proportion to the length of the sequence",
+        source=f"{NOTES}; biaslab's target (the fitted exponent of time against T within [0.8, 1.3])",
+        kind="finding",
+        expected="the budget: RNN seconds ∝ T^k with k in [0.8, 1.3]",
+        measured=f"RNN k = {law['RNN'].exponent:.2f}, LSTM {law['LSTM'].exponent:.2f} (the Transformer: "
+        f"{law['Transformer'].exponent:.2f} on {where}: its T² products; the positions run side by side "
+        "only on hardware with room for them all at once)",
+        passed=0.8 <= law["RNN"].exponent <= 1.3,
+        timing=True,
+        checked_in_quick=False,
+    )
+    ctx.figure(
+        "sequential_operations",
+        plots.curves(
+            list(lengths),
+            {m: [float(d) for d in depth[m]] for m in MODELS},
+            "sequence length T",
+            "operations on the longest chain",
+        ),
+        "The longest chain of operations in each model's forward pass, each waiting for the one before: it "
+        "grows with T for the recurrent networks and stays flat for the Transformer, whose positions are "
+        "computed side by side.",
     )

@@ -68,6 +68,10 @@ class VAE(nn.Module):
         mu, logvar = self.encoder(x.flatten(1)).chunk(2, dim=1)  # (N, 2L) -> 2 x (N, L)
         return mu, logvar
 
+    def encode_mean(self, x: torch.Tensor) -> torch.Tensor:
+        """μ of q(z | x): the image's code without sampling (for maps and walks in latent space)."""
+        return self.encode(x)[0]  # (N, latent_dim)
+
     @staticmethod
     def reparameterize(mu: torch.Tensor, logvar: torch.Tensor, generator: torch.Generator | None = None):
         """2. z = μ + σ ⊙ ε, ε ~ N(0, I) from ``generator`` (default torch's global CPU one), drawn

@@ -30,6 +30,7 @@ from biaslab.nn.graph import GCNConv
 from biaslab.nn.sets import DeepSets
 
 __all__ = [
+    "PatchTokens",
     "convolution_as_attention",
     "deep_sets_as_gnn",
     "gcn_as_attention",
@@ -121,6 +122,26 @@ def patch_tokens(images: torch.Tensor, patch: int) -> torch.Tensor:
     grid = images.reshape(n, c, h // patch, patch, w // patch, patch)  # (N, C, H/p, p, W/p, p)
     grid = grid.permute(0, 2, 4, 1, 3, 5)  # (N, H/p, W/p, C, p, p)
     return grid.reshape(n, (h // patch) * (w // patch), c * patch * patch)  # (N, tokens, C·p²)
+
+
+class PatchTokens(nn.Module):
+    """:func:`patch_tokens` as a layer: ``nn.Sequential(PatchTokens(p), TransformerEncoder(config))``
+    with ``config.input_dim = C·p²`` reads images as a Vision Transformer does (Dosovitskiy et al.
+    2021: the encoder's input projection is the patch embedding).
+
+    Shapes:
+        images ``(N, C, H, W)`` -> ``(N, H·W / p², C·p²)``.
+    """
+
+    def __init__(self, patch: int):
+        super().__init__()
+        self.patch = patch
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        return patch_tokens(images, self.patch)
+
+    def extra_repr(self) -> str:
+        return f"patch={self.patch}"
 
 
 @torch.no_grad()

@@ -12,7 +12,8 @@ given: what structure the rows show (neighbours, directions, a circle) is learne
 
 :class:`Embedding` equals its one-hot product (``as_one_hot_product``) in values and gradients,
 and ``torch.nn.Embedding``; :class:`SymbolPairModel` reads two symbols through one table, then an
-MLP. Neighbours by cosine are :func:`biaslab.evaluate.embeddings.cosine_neighbours`.
+MLP; :class:`OneHotInputs` feeds integer symbols, one-hot, to a model that reads vectors (a
+recurrent network). Neighbours by cosine are :func:`biaslab.evaluate.embeddings.cosine_neighbours`.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-__all__ = ["Embedding", "SymbolPairModel"]
+__all__ = ["Embedding", "OneHotInputs", "SymbolPairModel"]
 
 
 class Embedding(nn.Module):
@@ -91,3 +92,18 @@ class SymbolPairModel(nn.Module):
             raise ValueError(f"expected pairs of symbols (N, 2), got shape {tuple(pairs.shape)}")
         both = self.embedding(pairs)  # (N, 2, D)
         return self.mlp(both.flatten(1))  # (N, 2, D) -> (N, 2 D) -> (N, classes)
+
+
+class OneHotInputs(nn.Module):
+    """``model(onehot(tokens))``: integer symbols as one-hot vectors, for a model that reads vectors.
+
+    Shapes:
+        tokens ``(N, T)`` -> one-hot ``(N, T, vocab)`` -> whatever ``model`` returns.
+    """
+
+    def __init__(self, model: nn.Module, vocab: int):
+        super().__init__()
+        self.model, self.vocab = model, vocab
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.model(nn.functional.one_hot(tokens, self.vocab).float())  # (N, T, vocab)

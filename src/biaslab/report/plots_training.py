@@ -1,4 +1,5 @@
-"""Figures of what training does to the weights: their histograms, and regularisation paths.
+"""Figures of what training does to the weights (their histograms, regularisation paths) and of
+what it buys (the loss against the compute spent).
 
 Each function returns a matplotlib ``Figure`` (see :mod:`biaslab.report.plots`).
 """
@@ -48,4 +49,24 @@ def regularisation_paths(
     ax.set_yscale("log")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=LEGEND_PT)
+    return fig
+
+
+def loss_against_compute(
+    curves: dict[str, tuple[Sequence[float], Sequence[float]]], frontier, law, ylabel: str
+):
+    """Each model's loss against the compute spent so far (thin lines, log–log), the
+    compute-efficient frontier over them all (dots) and the power law fitted to it
+    (``evaluate.scaling.PowerLaw``): Kaplan et al. 2020's Fig. 1, left."""
+    fig, (ax,) = subplots(1, size=(6.5, 4.4))
+    for label, (compute, loss) in curves.items():
+        ax.loglog(compute, loss, "-", lw=1, alpha=0.7, label=label)
+    x, y = np.asarray(frontier[0], dtype=float), np.asarray(frontier[1], dtype=float)
+    ax.loglog(x, y, "o", color="black", ms=4, label="compute-efficient frontier")
+    grid = np.geomspace(x.min(), x.max(), 100)
+    ax.loglog(grid, law(grid), "--", color="black", label=f"fit: exponent {law.exponent:.3f}")
+    ax.set_xlabel("training compute (floating-point operations)")
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=LEGEND_PT, ncol=2)
     return fig

@@ -35,8 +35,9 @@ The callbacks here: :class:`Best` (one monitored value, its direction by
 :func:`biaslab.better.better`), :class:`EarlyStopping` (sets ``trainer.should_stop``),
 :class:`KeepBest` (the best epoch's weights at the end), :class:`TimeLimit` (stops after the epoch
 that passes a wall-clock budget; added by ``TrainSetup(time_limit_s=)``, which ``biaslab compare
---time-limit`` sets per training), :class:`LogRecords` (a record per epoch; rewound on a resume)
-and :class:`TrainingProgress` (a tqdm bar over steps with the epoch's running loss and the last
+--time-limit`` sets per training), :class:`LogRecords` (a record per epoch; rewound on a resume),
+:class:`MeasureAtSteps` (a measurement after chosen optimizer steps) and
+:class:`TrainingProgress` (a tqdm bar over steps with the epoch's running loss and the last
 validation figure, one line per epoch on stderr for a file or a pipe, or nothing).
 :func:`arranged` puts a training's callbacks in that nesting order.
 """
@@ -48,6 +49,8 @@ import math
 import os
 import sys
 import time
+
+import torch
 
 from biaslab.better import better, improves
 from biaslab.checks import check_integer, is_number
@@ -215,6 +218,45 @@ class TimeLimit(Callback):
             return  # the fit ends anyway, or there is time left
         trainer.should_stop = True
         self.stopped = True
+
+
+class MeasureAtSteps(Callback):
+    """Measure the model at chosen optimizer steps: ``values[step] = measure(model)`` right after
+    step ``step``, in eval mode and without gradients (train mode is restored). A learning curve
+    against steps, or against the compute those steps cost (Kaplan et al. 2020's L(C)), from one
+    training instead of one training per budget.
+
+    Args:
+        steps: the optimizer steps (counted from 1) after which to measure.
+        measure: ``measure(model) -> float``.
+    """
+
+    state_key = "measure_at_steps"
+
+    def __init__(self, steps, measure):
+        self.steps = sorted({check_integer(s, "a step to measure at") for s in steps})
+        self.measure = measure
+        self.values: dict[int, float] = {}
+
+    def on_step_end(self, trainer) -> None:
+        if trainer.step not in self.steps:
+            return
+        model, training = trainer.model, trainer.model.training
+        model.eval()
+        with torch.no_grad():
+            self.values[trainer.step] = float(self.measure(model))
+        model.train(training)
+
+    def state_dict(self) -> dict:
+        return {"values": dict(self.values)}
+
+    def load_state_dict(self, state: dict, trainer) -> None:
+        """Restore the values measured before a checkpoint: steps measured, none past it."""
+        _missing(state, self.state_dict(), "measure-at-steps")
+        values = state["values"]
+        if not isinstance(values, dict) or any(s not in self.steps or s > trainer.step for s in values):
+            raise ValueError(f"values={quoted(values)} at step {trainer.step}, measuring at {self.steps}")
+        self.values = {int(s): float(v) for s, v in values.items()}
 
 
 class LogRecords(Callback):
