@@ -85,3 +85,25 @@ def test_a_deep_graph_does_not_hit_the_recursion_limit():
     for _ in range(5000):
         y = y + 1
     assert sequential_depth(y) == 5000
+
+
+def test_forward_cost_counts_on_two_rows_and_times_all_rows_without_autograd(monkeypatch):
+    from biaslab.evaluate import sequential_depth as module
+    from biaslab.evaluate.sequential_depth import forward_cost
+
+    seen = []
+
+    class Recorder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer = nn.Linear(3, 2)
+
+        def forward(self, x):
+            seen.append((len(x), torch.is_grad_enabled(), self.training))
+            return self.layer(x).tanh()
+
+    monkeypatch.setattr(module, "fastest_time", lambda fn, repeats: (fn(), repeats)[1] * 0.5)
+    depth, seconds = forward_cost(Recorder(), torch.randn(10, 3), repeats=4)
+    assert depth == sequential_depth(nn.Linear(3, 2)(torch.randn(2, 3)).tanh()) == 3  # t(W), addmm, tanh
+    assert seconds == 2.0  # what fastest_time returned for 4 repeats
+    assert seen == [(2, True, True), (10, False, False), (10, False, False)]  # count, warm-up, timed

@@ -338,3 +338,30 @@ def test_chrono_init_sets_gate_biases_and_keeps_the_gradient_alive():
     assert first_over_last(default) < 1e-6 < 1e-3 < first_over_last(chrono)
     with pytest.raises(ValueError, match="max_length"):
         chrono_init(LSTM(3, hidden), 2)
+
+
+@pytest.mark.parametrize(
+    "cell, bidirectional", list(itertools.product(["rnn", "lstm", "gru"], [False, True]))
+)
+def test_fused_heads_equal_the_written_out_ones_from_the_same_seed(cell, bidirectional):
+    """fused=True swaps in torch's kernels: the same initial weights from the same seed, the same
+    outputs (with and without lengths) and the same gradients, to float32 rounding."""
+    kwargs = {"cell": cell, "bidirectional": bidirectional}
+    x = torch.randn(N, 9, F_IN)
+    lengths = torch.tensor([9, 1, 6])  # (N,): one full, one of a single step
+    for head in (SequenceClassifier, SequenceTagger):
+        torch.manual_seed(0)
+        ours = head(F_IN, H, 3, **kwargs)
+        torch.manual_seed(0)
+        fused = head(F_IN, H, 3, fused=True, **kwargs)
+        assert isinstance(fused.rnn, (nn.RNN, nn.LSTM, nn.GRU))
+        for (name, a), (other, b) in zip(ours.state_dict().items(), fused.state_dict().items()):
+            assert name == other and torch.equal(a, b), name
+        for given in (None, lengths):
+            torch.testing.assert_close(fused(x, given), ours(x, given), rtol=1e-5, atol=1e-6)
+        ours(x, lengths).square().sum().backward()
+        fused(x, lengths).square().sum().backward()
+        for a, b in zip(ours.parameters(), fused.parameters()):
+            torch.testing.assert_close(b.grad, a.grad, rtol=1e-4, atol=1e-6)
+    with pytest.raises(ValueError, match="lengths must be"):
+        SequenceClassifier(F_IN, H, 3, fused=True)(x, torch.zeros(len(x), dtype=torch.long))

@@ -12,13 +12,17 @@ and the depth of an output is the number of nodes on the longest path from a lea
 parameter) to it. It is a count, so a seed does not even enter: the same model and input length
 always give the same depth, on any machine. A recurrent network's depth grows by a fixed number
 of operations per time step; an attention layer's does not depend on the length at all.
+:func:`forward_cost` gives both sides of a forward pass: that count, and the seconds it takes.
 """
 
 from __future__ import annotations
 
 import torch
+from torch import nn
 
-__all__ = ["sequential_depth"]
+from biaslab.evaluate.timing import fastest_time
+
+__all__ = ["forward_cost", "sequential_depth"]
 
 
 def sequential_depth(output: torch.Tensor) -> int:
@@ -50,3 +54,20 @@ def sequential_depth(output: torch.Tensor) -> int:
         stack.append((node, True))
         stack.extend((child, False) for child in inputs if child not in depth)
     return depth[root]
+
+
+def forward_cost(
+    model: nn.Module, inputs: torch.Tensor, repeats: int = 3, device: str = "cpu"
+) -> tuple[int, float]:
+    """(operations on the longest chain, seconds) of ``model(inputs)``: the chain counted on the
+    first two rows with autograd (it does not depend on the batch), the seconds the fastest of
+    ``repeats`` passes over all of ``inputs`` on ``device`` without autograd, after a warm-up.
+
+    Shapes:
+        inputs ``(N, ...)``, as ``model`` reads them.
+    """
+    depth = sequential_depth(model(inputs[:2]))
+    model, inputs = model.to(device).eval(), inputs.to(device)
+    with torch.no_grad():
+        model(inputs)  # a warm-up: first-call allocations
+        return depth, fastest_time(lambda: model(inputs), repeats)
