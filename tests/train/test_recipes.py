@@ -163,3 +163,5 @@ def test_for_steps_repeats_a_small_set_whole_and_counts_the_epochs():
     assert epochs == 12  # ⌈100 · 8 / 70⌉: 12 epochs of ⌈70 / 8⌉ batches ≈ the steps asked for
     (big,), one = for_steps((torch.zeros(5000, 2),), steps=1, batch_size=8, epoch_rows=64)
     assert big.shape == (5000, 2) and one == 1  # a set larger than an epoch is not repeated
+    (few,), epochs = for_steps((x,), steps=3, batch_size=8, epoch_rows=64)
+    assert few.shape == (30, 3) and epochs == 1  # 3 steps take 24 rows: ⌈24 / 10⌉ = 3 copies, one epoch

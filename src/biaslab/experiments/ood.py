@@ -113,7 +113,14 @@ def detector_aurocs(model, features: str, splits, outside: dict, cfg: OODConfig,
     requires=("mnist", "animal-mnist"),
     title="Out-of-distribution detection",
     summary="MSP, max-logit, energy, Mahalanobis and kNN reading a CNN (vs an MLP) on Animal-MNIST and noise",
-    quick={**QUICK_SIZES, "epochs": 1, "n_ood": 200, "knn_train": 1000},
+    quick={
+        **QUICK_SIZES,
+        "epochs": 1,
+        "n_ood": 200,
+        "knn_train": 1000,
+        "cnn_channels": (8, 16),
+        "hidden": 64,
+    },
 )
 def run(ctx) -> None:
     cfg: OODConfig = ctx.cfg

@@ -109,7 +109,16 @@ WORDS = {
     title="Three ways to impose a symmetry: augmentation, a penalty, a group-equivariant network",
     summary="digits at any quarter turn: a CNN with augmentation, with an invariance penalty (λ swept), "
     "and a p4 group CNN",
-    quick={**QUICK_SIZES, "steps": 10, "train_sizes": (64, 128), "batch_size": 64, "weights": (1.0,)},
+    quick={
+        **QUICK_SIZES,
+        "n_test": 300,
+        "steps": 10,
+        "train_sizes": (64, 128),
+        "batch_size": 64,
+        "weights": (1.0,),
+        "cnn_channels": (8, 16, 16),
+        "group_channels": (4, 8, 16, 16),
+    },
 )
 def run(ctx) -> None:
     cfg: ThreeWaysConfig = ctx.cfg

@@ -303,15 +303,17 @@ def for_steps(
 ) -> tuple[tuple[torch.Tensor, ...], int]:
     """A training set of any size made to train for about ``steps`` optimizer steps: its rows
     repeated whole until an epoch holds at least ``epoch_rows`` (one shuffled pass over the
-    copies; a tiny set does not spend its steps in thousands of one-batch epochs), and the epochs
-    that give ``steps`` batches of ``batch_size`` (at least one). Learning curves at an equal step
-    budget compare the data, not the optimisation.
+    copies; a tiny set does not spend its steps in thousands of one-batch epochs), or the rows the
+    steps take when they are fewer (a budget of 10 steps is not stretched to a 4,096-row epoch),
+    and the epochs that give ``steps`` batches of ``batch_size`` (at least one). Learning curves at
+    an equal step budget compare the data, not the optimisation.
 
     Shapes:
-        each tensor ``(n, ...)`` -> ``(c n, ...)``, c = ⌈epoch_rows / n⌉; epochs = ⌈steps · batch / (c n)⌉.
+        each tensor ``(n, ...)`` -> ``(c n, ...)``, c = ⌈min(epoch_rows, steps · batch) / n⌉;
+        epochs = ⌈steps · batch / (c n)⌉.
     """
     n = len(tensors[0])
-    copies = math.ceil(epoch_rows / n)
+    copies = math.ceil(min(epoch_rows, steps * batch_size) / n)
     repeated = tuple(t.repeat(copies, *(1,) * (t.dim() - 1)) for t in tensors)  # (copies n, ...) each
     return repeated, max(1, math.ceil(steps * batch_size / (copies * n)))
 
