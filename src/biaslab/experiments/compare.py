@@ -136,7 +136,7 @@ WORDS = {"shift": "small shift"}
     config=CompareConfig,
     title="Your own data: which prior fits it?",
     summary="The decision guide's architectures and your own models on your data: one protocol, verdicts",
-    quick={"epochs": 4, "curve_points": 2, "curve_seeds": 1, "val_splits": 2},
+    quick={"epochs": 6, "curve_points": 2, "curve_seeds": 1, "val_splits": 2},
     full={"epochs": 100, "patience": 15, "curve_points": 5, "curve_seeds": 3},
     sweep_tables=over_seeds,  # biaslab compare DATA --seeds 0-4: one leaderboard over the seeds
 )
