@@ -21,8 +21,8 @@ space". The two halves of the book's sentence are measured separately:
 
 The notes' other half, "you can't easily sample new data", is measured the same way on decodes of
 random codes: :func:`gaussian_codes` draws codes from the Gaussian fitted to an autoencoder's codes
-(it has no prior of its own), and :func:`nearest_distances` gives each decode's distance to the
-nearest real image.
+(it has no prior of its own), and ``evaluate.sample_quality.nearest_distances`` gives each decode's
+distance to the nearest real image.
 """
 
 from __future__ import annotations
@@ -31,11 +31,11 @@ from collections.abc import Callable
 
 import numpy as np
 import torch
-from sklearn.neighbors import NearestNeighbors
 
 from biaslab.checks import check_integer
+from biaslab.evaluate.sample_quality import nearest_distances
 
-__all__ = ["gaussian_codes", "jump_ratio", "nearest_distances", "off_manifold_ratio", "straight_walks"]
+__all__ = ["gaussian_codes", "jump_ratio", "off_manifold_ratio", "straight_walks"]
 
 
 def straight_walks(
@@ -95,21 +95,6 @@ def off_manifold_ratio(walks: np.ndarray, reference: np.ndarray) -> np.ndarray:
     if (ends <= 0).any():
         raise ValueError("a walk starts and ends on reference rows: its ratio divides by zero")
     return nearest.max(axis=1) / ends
-
-
-def nearest_distances(x: np.ndarray, reference: np.ndarray) -> np.ndarray:
-    """Each row's Euclidean distance to its nearest ``reference`` row (the search by
-    scikit-learn, the distance recomputed as the norm of the difference: exact, not |a|² + |b|² − 2a·b).
-
-    Shapes:
-        x (N, D), reference (M, D) -> (N,)
-    """
-    x = np.asarray(x, dtype=np.float64).reshape(len(x), -1)
-    reference = np.asarray(reference, dtype=np.float64).reshape(len(reference), -1)
-    if x.shape[1] != reference.shape[1]:
-        raise ValueError(f"reference rows have {reference.shape[1]} values, the decodes {x.shape[1]}")
-    _, index = NearestNeighbors(n_neighbors=1).fit(reference).kneighbors(x)
-    return np.linalg.norm(reference[index[:, 0]] - x, axis=1)
 
 
 def gaussian_codes(codes: np.ndarray, n: int, seed: int) -> np.ndarray:

@@ -44,10 +44,10 @@ from biaslab.evaluate.intrinsic_dimension import intrinsic_dimension
 from biaslab.evaluate.latent_walks import (
     gaussian_codes,
     jump_ratio,
-    nearest_distances,
     off_manifold_ratio,
     straight_walks,
 )
+from biaslab.evaluate.sample_quality import nearest_distances
 from biaslab.generative import Autoencoder
 from biaslab.generative.vae import VAE, vae_step
 from biaslab.records import measure
