@@ -49,6 +49,65 @@ def test_idle_cores_without_proc_stat_uses_the_load_average(monkeypatch):
     assert idle_cores(sample_s=0, cpu_times=lambda: None) == 1
 
 
+def _fake_load(monkeypatch, readings, own_seconds, cpus=2, tick=100):
+    """A CpuLoad over scripted /proc/stat readings and own-CPU seconds, on ``cpus`` cores."""
+    import biaslab.hardware as hw
+
+    monkeypatch.setattr(hw.os, "cpu_count", lambda: cpus)
+    monkeypatch.setattr(hw.os, "sysconf", lambda name: tick)
+    monkeypatch.setattr(hw, "available_cores", lambda: cpus)
+    readings, own_seconds = iter(readings), iter(own_seconds)
+    return hw.CpuLoad(cpu_times=lambda: next(readings), own_cpu_s=lambda: next(own_seconds))
+
+
+@pytest.mark.parametrize(
+    "idle_jiffies, own_s, expected",
+    [
+        (200, 0.0, 2.0),  # 1 s on 2 cores (200 jiffies), all idle
+        (100, 0.0, 1.0),  # another process kept one core busy
+        (100, 1.0, 2.0),  # we kept it busy ourselves: both cores are ours
+        (0, 0.5, 0.5),  # both busy, half a core of it ours
+        (0, 0.0, 0.0),
+    ],
+)
+def test_cpu_load_counts_the_cores_others_left_idle(monkeypatch, idle_jiffies, own_s, expected):
+    load = _fake_load(monkeypatch, [(0, 0), (idle_jiffies, 200)], [0.0, own_s])
+    assert load.idle_cores() == pytest.approx(expected)
+
+
+def test_cpu_load_gives_none_for_a_window_it_cannot_read(monkeypatch):
+    too_short = _fake_load(monkeypatch, [(0, 0), (10, 20)], [0.0, 0.0])  # 0.1 s
+    assert too_short.idle_cores() is None
+    stale = _fake_load(monkeypatch, [(0, 0), (0, 200 * 61)], [0.0, 0.0])  # 61 s
+    assert stale.idle_cores() is None
+    unreadable = _fake_load(monkeypatch, [None, (0, 200)], [0.0, 0.0])
+    assert unreadable.idle_cores() is None
+
+
+def test_few_idle_cores_notice_says_it_in_one_line(monkeypatch):
+    import biaslab.hardware as hw
+
+    readings = [(0, 0), (100, 200), (100, 200), (200, 400), (200, 400)]  # one core busy throughout
+    busy = _fake_load(monkeypatch, readings, [0.0] * 5)
+    notice = hw.few_idle_cores_notice(2, load=busy)
+    assert notice.startswith("note: 1 of 2 cores idle") and "--threads auto" in notice
+    assert "\n" not in notice
+    quiet = _fake_load(monkeypatch, [(0, 0), (200, 200), (200, 200)], [0.0, 0.0, 0.0])
+    assert hw.few_idle_cores_notice(2, load=quiet) is None
+    assert hw.few_idle_cores_notice(1, load=busy) is None  # the next window: 1 idle core is enough
+
+
+def test_a_run_on_a_busy_machine_says_so(monkeypatch, capsys):
+    """The notice reaches the run's stderr, once, before the lab starts; a quiet machine, none."""
+    import biaslab.hardware as hw
+
+    for idle, expected in ((0.9, 1), (2.0, 0)):
+        monkeypatch.setattr(hw.CpuLoad, "idle_cores", lambda self, idle=idle: idle)
+        assert main(["run", "xor", "--quick", "--threads", "2", "--no-progress"]) == 0
+        err = capsys.readouterr().err
+        assert err.count("cores idle, and this run computes on 2 threads") == expected, err
+
+
 def test_busy_warning_only_above_the_threshold():
     assert busy_warning(load=0.3) is None
     warning = busy_warning(load=1.7)

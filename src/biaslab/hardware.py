@@ -14,10 +14,16 @@ CPU results can differ in their last bits between thread counts (a reduction spl
 threads adds in another order), so a seed fixes a run bit for bit *for a given thread count*
 (and precision): the count is recorded in config.json and a resume reuses it.
 
-The default is a fixed count, every core this process may use. ``"auto"`` takes the cores that
-are idle when the run starts, measured over a quarter of a second from ``/proc/stat``: on a
-machine where another job keeps one of two cores busy, training on 2 threads was measured 3.7x
-slower than on the 1 idle core.
+The default is a fixed count, every core this process may use; ``"auto"`` takes the cores that
+are idle when the run starts, measured over a quarter of a second from ``/proc/stat``. Measured
+on this project's 2-core machine, ``decision --quick``, three runs each (median wall seconds):
+quiet, 2 threads 5.24, ``auto`` 5.57, 1 thread 5.93; with a spin loop on one core, 2 threads 9.19
+(8.6-18.0), ``auto`` 6.19, 1 thread 5.77. Every core stays the default: it is the fastest on a
+quiet machine, and a fixed count makes the same command give the same bits on every run (``auto``
+would tie the last bits to whatever else ran). A busy machine is said instead: as a CPU run
+starts, :func:`few_idle_cores_notice` prints one line when fewer cores are idle than its
+threads (the load read by :class:`CpuLoad` since the previous run, or since biaslab loaded,
+with this process's own work left out), naming ``--threads auto``.
 
 The calls: :func:`resolve_device` and :func:`make_deterministic` (the device, and torch's
 deterministic kernels on CUDA), :func:`resolve_threads`, :func:`use_threads` (torch's and the BLAS
@@ -25,7 +31,8 @@ threads inside a block, restored after) and :func:`on_current_threads` (the same
 again to thread pools loaded since, such as scikit-learn's OpenMP, which loads with its first
 estimator), :func:`idle_cores`; and, for what reports and results record, :func:`cpu_name`,
 :func:`device_description` and :func:`busy_warning` (benchmarks print it when the load average is
-high). A device or thread count this machine cannot give is a one-line ConfigError.
+high); :class:`CpuLoad`, :func:`few_idle_cores_notice` and :func:`restart_load_window` (the
+busy-machine line). A device or thread count this machine cannot give is a one-line ConfigError.
 """
 
 from __future__ import annotations
@@ -40,15 +47,18 @@ from biaslab.errors import ConfigError
 
 __all__ = [
     "DEVICES",
+    "CpuLoad",
     "available_cores",
     "busy_warning",
     "cpu_name",
     "device_description",
+    "few_idle_cores_notice",
     "idle_cores",
     "make_deterministic",
     "on_current_threads",
     "resolve_device",
     "resolve_threads",
+    "restart_load_window",
     "use_threads",
 ]
 
@@ -136,6 +146,72 @@ def resolve_threads(value: int | str | None) -> int:
     if not 1 <= value <= 4 * cores:
         raise ConfigError(f"threads={value}: must be in 1..{4 * cores} (this machine has {cores} cores)")
     return value
+
+
+def _own_cpu_s() -> float:
+    """The CPU seconds this process has used, every thread counted."""
+    times = os.times()
+    return times.user + times.system
+
+
+class CpuLoad:
+    """How many cores other processes left idle over a window: the idle share of all CPU time
+    between two readings of ``/proc/stat``, with this process's own CPU time counted as idle.
+
+    The window runs from :meth:`restart` (or creation) to :meth:`idle_cores`; a window shorter
+    than ``min_s`` (too few clock ticks to count) or longer than ``max_s`` (stale) gives None.
+    """
+
+    def __init__(self, min_s: float = 0.2, max_s: float = 60.0,
+                 cpu_times: Callable[[], tuple[int, int] | None] = _cpu_times,
+                 own_cpu_s: Callable[[], float] = _own_cpu_s) -> None:  # fmt: skip
+        self.min_s, self.max_s = min_s, max_s
+        self.cpu_times, self.own_cpu_s = cpu_times, own_cpu_s
+        self.restart()
+
+    def restart(self) -> None:
+        """Start a new window now."""
+        self._start = (self.cpu_times(), self.own_cpu_s())
+
+    def idle_cores(self) -> float | None:
+        """The cores other processes left idle since the window started (0..all cores), or None."""
+        (before, own_before), after = self._start, self.cpu_times()
+        if before is None or after is None:
+            return None
+        cpus = os.cpu_count() or 1
+        tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+        total = after[1] - before[1]  # jiffies summed over every CPU
+        window_s = total / (cpus * tick)
+        if not self.min_s <= window_s <= self.max_s:
+            return None
+        idle = after[0] - before[0] + (self.own_cpu_s() - own_before) * tick  # ours counts as idle
+        return min(float(cpus), max(0.0, cpus * idle / total))
+
+
+_LOAD = CpuLoad()  # the window since this module loaded, then since the last run's start or end
+
+
+def few_idle_cores_notice(threads: int, load: CpuLoad = _LOAD) -> str | None:
+    """One line when fewer cores are idle than ``threads`` as a run starts (other processes keep
+    the rest busy), else None; the window is restarted. Over a window too short or too long to
+    read, the idle cores are sampled for a tenth of a second."""
+    idle = load.idle_cores()
+    if idle is None:
+        idle = idle_cores(sample_s=0.1)
+    load.restart()
+    idle_now = round(idle)
+    if idle_now >= threads:
+        return None
+    cores = available_cores()
+    return (
+        f"note: {idle_now} of {cores} cores idle, and this run computes on {threads} threads: other "
+        f"work will slow it, measured up to 3x (--threads auto uses the idle cores)"
+    )
+
+
+def restart_load_window(load: CpuLoad = _LOAD) -> None:
+    """Start the load window anew (a run's end: the next run reads the load between them)."""
+    load.restart()
 
 
 @contextmanager

@@ -22,7 +22,7 @@ from biaslab.context import RunContext
 from biaslab.errors import BiaslabError, ClusterLostError, StorageError
 from biaslab.fileio import write_traceback
 from biaslab.formatting import printable
-from biaslab.hardware import make_deterministic, use_threads
+from biaslab.hardware import few_idle_cores_notice, make_deterministic, restart_load_window, use_threads
 from biaslab.loggers import make_sinks
 from biaslab.records import every_record, words_to_json
 from biaslab.report.display import Result
@@ -180,6 +180,7 @@ def _started(rundir: RunDir, plan: Plan, warming: threading.Thread) -> Result:
         except Exception:  # best effort: never hide the failure that ended the attempt
             pass
         rundir.release(restore=refused)
+        restart_load_window()  # the next run's notice reads the load between the two
 
 
 def _warm_up_imports() -> threading.Thread:
@@ -224,6 +225,10 @@ def _execute(plan: Plan, rundir: RunDir, warming: threading.Thread | None = None
         # timings came out up to 100x too long at small sizes). So no lab can time anything
         # while they run, whether or not it remembers to wait.
         warming.join()
+    if machine.device == "cpu":
+        notice = few_idle_cores_notice(machine.threads)
+        if notice is not None:
+            print(notice, file=sys.stderr)
     start = time.perf_counter()
     clear_run_caches()  # what an earlier run in this process read is read anew
     try:

@@ -45,8 +45,9 @@ def add_run_options(p) -> None:
         "--threads",
         metavar="N|auto",
         help="CPU threads for torch and NumPy: a number, or 'auto' for the cores idle when the run "
-        "starts (default: every core). Recorded in config.json; a seed fixes a run bit for bit "
-        "for a given thread count",
+        "starts (default: every core, the fastest on a quiet machine; a run says in one line when "
+        "fewer cores are idle). Recorded in config.json; a seed fixes a run bit for bit for a "
+        "given thread count",
     )
     p.add_argument(
         "--device",
