@@ -28,6 +28,16 @@ def workshop_collected(config) -> bool:
     return config.stash.get(WORKSHOP_COLLECTED, False)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def quiet_machine():
+    """The machine counts as quiet: whether a run prints the busy-machine line depends on what
+    else runs beside the suite, so no test's stderr may hang on it (``tests/test_hardware.py``
+    tests the line over scripted loads)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("biaslab.runner.few_idle_cores_notice", lambda threads: None)
+        yield
+
+
 @pytest.fixture
 def in_tmp(tmp_path, monkeypatch):
     """The test runs in its own empty directory (a module that runs biaslab uses it for every

@@ -100,7 +100,9 @@ def test_few_idle_cores_notice_says_it_in_one_line(monkeypatch):
 def test_a_run_on_a_busy_machine_says_so(monkeypatch, capsys):
     """The notice reaches the run's stderr, once, before the lab starts; a quiet machine, none."""
     import biaslab.hardware as hw
+    import biaslab.runner
 
+    monkeypatch.setattr(biaslab.runner, "few_idle_cores_notice", hw.few_idle_cores_notice)  # not quiet
     for idle, expected in ((0.9, 1), (2.0, 0)):
         monkeypatch.setattr(hw.CpuLoad, "idle_cores", lambda self, idle=idle: idle)
         assert main(["run", "xor", "--quick", "--threads", "2", "--no-progress"]) == 0
