@@ -175,6 +175,21 @@ def test_classifier_outputs_are_the_logits_and_features_in_eval_mode_and_batches
     assert out["features"].shape == (4, 18) and out["logits"].shape == (4, 3)
 
 
+def test_classifier_outputs_with_the_head_run_the_network_once_to_the_same_bits():
+    from biaslab.nn import CNN
+
+    torch.manual_seed(0)
+    cnn = CNN(1, (4, 8), 10, input_size=28, global_pool=None)
+    images = torch.randn(2100, 1, 28, 28)  # more rows than one evaluation batch
+    twice = classifier_outputs(cnn, images, "embedding")
+    calls = []
+    cnn.blocks.register_forward_hook(lambda module, args, out: calls.append(len(args[0])))
+    once = classifier_outputs(cnn, images, "embedding", head=cnn.head)
+    assert sum(calls) == len(images)  # the convolutions saw each image once
+    for key in ("logits", "features"):
+        np.testing.assert_array_equal(once[key], twice[key])
+
+
 def test_choose_detector_picks_the_highest_auroc_on_the_data_it_is_given():
     train, y_train, test_in, test_out, logits = synthetic(seed=4)
     detectors = {"MSP": MSP(), "Mahalanobis": Mahalanobis().fit(train, y_train)}

@@ -212,7 +212,7 @@ def ood_scores(detector, *, logits=None, features=None) -> np.ndarray:
     return detector.score(x)
 
 
-def classifier_outputs(model, x, features: str = "hidden") -> dict[str, np.ndarray]:
+def classifier_outputs(model, x, features: str = "hidden", head=None) -> dict[str, np.ndarray]:
     """What the detectors read from a trained classifier, ``{"logits": (N, C), "features": (N, D)}``
     as NumPy arrays, computed in eval mode without gradients, in batches, on the model's device.
 
@@ -221,10 +221,14 @@ def classifier_outputs(model, x, features: str = "hidden") -> dict[str, np.ndarr
         x: its inputs (N, ...).
         features: the model's method giving the penultimate features: ``"hidden"`` for
             :class:`biaslab.nn.MLP` (default), ``"embedding"`` for :class:`biaslab.nn.CNN`.
+        head: the module that turns those features into the logits, when the model's forward is
+            ``head(features(x))`` (a :class:`biaslab.nn.CNN`'s ``model.head``): the network then
+            runs once, not twice, and the logits are the same bits (the same batches).
     """
     from biaslab.train.recipes import predict
 
-    logits, hidden = predict(model, x), predict(model, x, features)  # on the model's device
+    hidden = predict(model, x, features)  # on the model's device
+    logits = predict(head, hidden) if head is not None else predict(model, x)
     return {"logits": logits.cpu().numpy(), "features": hidden.cpu().numpy()}
 
 

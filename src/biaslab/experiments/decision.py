@@ -114,7 +114,9 @@ def build(kind: str, cfg: DecisionConfig) -> torch.nn.Module:
 
 def outputs(model: torch.nn.Module, x: torch.Tensor) -> dict[str, np.ndarray]:
     """Logits (N, 10) and penultimate features (N, D) for the OOD detectors."""
-    return classifier_outputs(model, x, "embedding" if isinstance(model, CNN) else "hidden")
+    if isinstance(model, CNN):  # its forward is head(embedding(x)): one pass gives both
+        return classifier_outputs(model, x, "embedding", head=model.head)
+    return classifier_outputs(model, x, "hidden")
 
 
 def ood_evidence(model, splits, learned, animals, cfg: DecisionConfig, seed: int) -> tuple[str, float]:
