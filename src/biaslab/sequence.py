@@ -40,6 +40,7 @@ def run_in_order(ctx, names: Sequence[str], title: str) -> dict[str, float]:
     (metrics), their times (timings), a table and the index titled ``title``. Returns each
     lab's seconds."""
     rows, total, times = [], Tally(), {}
+    width = max(map(len, names), default=0)  # the names in one column
     ctx.echo(f"{ctx.experiment.name}: {len(names)} labs, {ctx.profile} profile, seed {ctx.seed}")
     for name in names:
         lab = RunDir(ctx.run.labs_dir / name)
@@ -77,7 +78,7 @@ def run_in_order(ctx, names: Sequence[str], title: str) -> dict[str, float]:
         )
         ctx.timing(**{name: seconds})
         times[name] = seconds
-        ctx.echo(f"  {name:<16} {format_duration(seconds):>12}   claims {counts.short()}")
+        ctx.echo(f"  {name:<{width}} {format_duration(seconds):>12}   claims {counts.short()}")
     ctx.metric(
         labs=len(names),
         findings=total.findings.total,

@@ -97,6 +97,8 @@ def test_workshop_day1_index_and_progress_lines(capsys, tmp_path):
     lines = printed.out.splitlines()
     lab_lines = [line for line in lines if re.match(r"\s+\S+\s+\d.*\bs\s+claims \d+/\d+", line)]
     assert [line.split()[0] for line in lab_lines] == DAY1, printed.out
+    # the columns aligned, the longest name (universal-approximation) included
+    assert len({line.index("   claims ") for line in lab_lines}) == 1, printed.out
     header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["day", "lab"])
     assert [lines[header + 2 + i].split()[1] for i in range(len(DAY1))] == DAY1
     assert any(line.startswith("workshop: findings ") and " hold" in line for line in lines)
