@@ -75,13 +75,26 @@ def test_cpu_load_counts_the_cores_others_left_idle(monkeypatch, idle_jiffies, o
     assert load.idle_cores() == pytest.approx(expected)
 
 
-def test_cpu_load_gives_none_for_a_window_it_cannot_read(monkeypatch):
+def test_cpu_load_gives_none_for_a_window_too_short_and_reads_anew_when_stale(monkeypatch):
+    import biaslab.hardware as hw
+
     too_short = _fake_load(monkeypatch, [(0, 0), (10, 20)], [0.0, 0.0])  # 0.1 s
     assert too_short.idle_cores() is None
-    stale = _fake_load(monkeypatch, [(0, 0), (0, 200 * 61)], [0.0, 0.0])  # 61 s
-    assert stale.idle_cores() is None
+    # 61 s old: sampled now (one core of two idle over the sample), the old window ignored
+    stale = _fake_load(monkeypatch, [(0, 0), (0, 200 * 61), (0, 0), (100, 200)], [0.0, 0.0])
+    monkeypatch.setattr(hw.time, "sleep", lambda seconds: None)
+    assert stale.idle_cores() == 1.0
+    monkeypatch.setattr(hw.os, "getloadavg", lambda: (1.2, 0, 0))  # no /proc/stat: the load average
     unreadable = _fake_load(monkeypatch, [None, (0, 200)], [0.0, 0.0])
-    assert unreadable.idle_cores() is None
+    assert unreadable.idle_cores() == 1.0
+
+
+def test_a_run_started_right_after_another_says_nothing_and_does_not_wait(monkeypatch):
+    import biaslab.hardware as hw
+
+    monkeypatch.setattr(hw.time, "sleep", lambda seconds: pytest.fail("sampled"))
+    right_after = _fake_load(monkeypatch, [(0, 0), (0, 20), (0, 20)], [0.0] * 3)  # 0.1 s, both busy
+    assert hw.few_idle_cores_notice(2, load=right_after) is None
 
 
 def test_few_idle_cores_notice_says_it_in_one_line(monkeypatch):

@@ -158,8 +158,10 @@ class CpuLoad:
     """How many cores other processes left idle over a window: the idle share of all CPU time
     between two readings of ``/proc/stat``, with this process's own CPU time counted as idle.
 
-    The window runs from :meth:`restart` (or creation) to :meth:`idle_cores`; a window shorter
-    than ``min_s`` (too few clock ticks to count) or longer than ``max_s`` (stale) gives None.
+    The window runs from :meth:`restart` (or creation) to :meth:`idle_cores`. A window shorter
+    than ``min_s`` has too few clock ticks to count and gives None; over one longer than ``max_s``
+    (stale) the idle cores are sampled now for a tenth of a second; without ``/proc/stat``, the load
+    average stands in (:func:`idle_cores`).
     """
 
     def __init__(self, min_s: float = 0.2, max_s: float = 60.0,
@@ -177,13 +179,15 @@ class CpuLoad:
         """The cores other processes left idle since the window started (0..all cores), or None."""
         (before, own_before), after = self._start, self.cpu_times()
         if before is None or after is None:
-            return None
+            return float(idle_cores(cpu_times=lambda: None))  # the load average: no waiting
         cpus = os.cpu_count() or 1
         tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
         total = after[1] - before[1]  # jiffies summed over every CPU
         window_s = total / (cpus * tick)
-        if not self.min_s <= window_s <= self.max_s:
+        if window_s < self.min_s:
             return None
+        if window_s > self.max_s:
+            return float(idle_cores(sample_s=0.1, cpu_times=self.cpu_times))
         idle = after[0] - before[0] + (self.own_cpu_s() - own_before) * tick  # ours counts as idle
         return min(float(cpus), max(0.0, cpus * idle / total))
 
@@ -193,12 +197,13 @@ _LOAD = CpuLoad()  # the window since this module loaded, then since the last ru
 
 def few_idle_cores_notice(threads: int, load: CpuLoad = _LOAD) -> str | None:
     """One line when fewer cores are idle than ``threads`` as a run starts (other processes keep
-    the rest busy), else None; the window is restarted. Over a window too short or too long to
-    read, the idle cores are sampled for a tenth of a second."""
+    the rest busy), else None; the window is restarted. A window too short to read says nothing:
+    it is a run started right after another (a workshop's next lab; the workshop's own run has
+    said it), and sampling there would add a wait to every lab."""
     idle = load.idle_cores()
-    if idle is None:
-        idle = idle_cores(sample_s=0.1)
     load.restart()
+    if idle is None:
+        return None
     idle_now = round(idle)
     if idle_now >= threads:
         return None
