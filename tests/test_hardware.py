@@ -10,7 +10,14 @@ import torch
 import biaslab
 from biaslab.cli import main
 from biaslab.errors import BiaslabError, ConfigError
-from biaslab.hardware import available_cores, busy_warning, idle_cores, resolve_threads, use_threads
+from biaslab.hardware import (
+    available_cores,
+    busy_warning,
+    flushing_denormals,
+    idle_cores,
+    resolve_threads,
+    use_threads,
+)
 from biaslab.runs import read_json
 from tests.test_runner import comparable_metrics, comparable_results
 
@@ -135,6 +142,48 @@ def test_use_threads_sets_and_restores():
     with use_threads(1):
         assert torch.get_num_threads() == 1
     assert torch.get_num_threads() == before
+
+
+SUBNORMALS = """
+import json, torch
+from biaslab.hardware import flush_denormals
+torch.set_num_threads(2)
+x = torch.full((1 << 22,), 1e-39)  # subnormal in float32; the pool's threads each take a share
+counts = {"before": (x * 1.5).count_nonzero().item()}
+torch.set_flush_denormal(True)  # torch's own switch: the calling thread only
+counts["main thread"] = (x * 1.5).count_nonzero().item()
+supported = flush_denormals()
+counts["every thread"] = (x * 1.5).count_nonzero().item()
+normal = bool(((torch.full((1 << 22,), 1e-30) * 1.5) == 1.5e-30).all())
+print(json.dumps({"supported": supported, "counts": counts, "normal": normal}))
+"""
+
+
+@pytest.mark.skipif(available_cores() < 2, reason="one core: no worker thread to reach")
+def test_flush_denormals_reaches_every_thread_of_a_running_pool():
+    """torch.set_flush_denormal sets one thread: the worker's half of a product keeps its
+    subnormals; flush_denormals() zeroes them on every thread, and normal numbers keep their bits."""
+    done = subprocess.run([sys.executable, "-c", SUBNORMALS], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    if not out["supported"]:
+        pytest.skip("this CPU has no flush-to-zero mode")
+    n = 1 << 22
+    assert out["counts"]["before"] == n
+    assert 0 < out["counts"]["main thread"] < n  # the worker thread's share survived
+    assert out["counts"]["every thread"] == 0 and out["normal"]
+
+
+def test_a_run_flushes_subnormals_and_leaves_them_as_it_found_them():
+    assert not flushing_denormals()
+    with use_threads(2):
+        survived = (torch.full((1 << 20,), 1e-39) * 1.5).count_nonzero().item()
+        inside = flushing_denormals()
+    after = (torch.full((1 << 20,), 1e-39) * 1.5).count_nonzero().item()
+    assert not flushing_denormals() and after == 1 << 20  # on every thread again
+    if not torch.set_flush_denormal(False):
+        pytest.skip("this CPU has no flush-to-zero mode")
+    assert survived == 0 and inside
 
 
 LOADED_LATER = """

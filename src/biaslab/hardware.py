@@ -27,7 +27,8 @@ with this process's own work left out), naming ``--threads auto``.
 
 The calls: :func:`resolve_device` and :func:`make_deterministic` (the device, and torch's
 deterministic kernels on CUDA), :func:`resolve_threads`, :func:`use_threads` (torch's and the BLAS
-threads inside a block, restored after) and :func:`on_current_threads` (the same count applied
+threads inside a block, restored after; subnormals flushed to zero, :func:`flush_denormals`) and
+:func:`on_current_threads` (the same count applied
 again to thread pools loaded since, such as scikit-learn's OpenMP, which loads with its first
 estimator), :func:`idle_cores`; and, for what reports and results record, :func:`cpu_name`,
 :func:`device_description` and :func:`busy_warning` (benchmarks print it when the load average is
@@ -38,6 +39,7 @@ busy-machine line). A device or thread count this machine cannot give is a one-l
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -53,6 +55,8 @@ __all__ = [
     "cpu_name",
     "device_description",
     "few_idle_cores_notice",
+    "flush_denormals",
+    "flushing_denormals",
     "idle_cores",
     "make_deterministic",
     "on_current_threads",
@@ -219,13 +223,70 @@ def restart_load_window(load: CpuLoad = _LOAD) -> None:
     load.restart()
 
 
-@contextmanager
-def use_threads(n: int) -> Iterator[None]:
-    """Compute on ``n`` threads inside the block (torch and NumPy's BLAS); restore afterwards."""
+def flush_denormals(on: bool = True) -> bool:
+    """Treat subnormal floats as zero on every thread torch computes on (FTZ and DAZ), or, with
+    ``on=False``, compute with them again.
+
+    A float32 below 1.2e-38 is *subnormal*, and x86 cores compute with one tens of times slower
+    than with a normal number. Adam's first moments for weights whose gradient is almost always
+    zero (a decoder's weights for MNIST's blank border pixels) decay into that range and stay
+    there. Measured on this project's 2-core machine with the vae lab's 2-D VAE after its 30
+    epochs: 29% of Adam's first moments were subnormal, and the fused Adam step took 4.1 ms
+    instead of 0.7 ms (the whole training step 8.7 ms instead of 5.3). TensorFlow and XLA flush
+    subnormals on their CPU threads by default. ``torch.set_flush_denormal`` sets the calling
+    thread only: threads started later inherit it, and torch's OpenMP workers that already run
+    are reached by one parallel region of libgomp (torch's OpenMP on Linux) that sets it in each;
+    with another OpenMP, workers started before the first call keep their mode. A value that
+    would have been subnormal becomes 0; every other result keeps its bits. The mode is the
+    processor's, so Python's and NumPy's floats on these threads follow it too: :func:`use_threads`
+    switches it on for a run and back off after. Returns whether this CPU supports it (False:
+    nothing changed).
+    """
     import torch
 
-    previous = torch.get_num_threads()
+    if not torch.set_flush_denormal(on):
+        return False
+    _on_each_openmp_thread(lambda: torch.set_flush_denormal(on))
+    return True
+
+
+def flushing_denormals() -> bool:
+    """Whether this thread flushes subnormals to zero now (a Python float product tells)."""
+    return sys.float_info.min * 0.5 == 0.0  # 2^-1023: subnormal, unless flushed
+
+
+def _on_each_openmp_thread(work: Callable[[], object]) -> None:
+    """Call ``work`` once on each of torch's OpenMP threads, where torch's OpenMP is libgomp."""
+    import ctypes
+    import glob
+
+    import torch
+
+    found = sorted(glob.glob(os.path.join(os.path.dirname(torch.__file__), "lib", "libgomp*.so*")))
+    if not found:
+        return
+    try:
+        gomp = ctypes.CDLL(found[0])
+        parallel = (
+            gomp.GOMP_parallel
+        )  # void GOMP_parallel(void (*fn)(void *), void *data, unsigned, unsigned)
+    except (OSError, AttributeError):
+        return
+    callback = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(lambda _: work())
+    parallel.argtypes = [type(callback), ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint]
+    parallel.restype = None
+    parallel(callback, None, torch.get_num_threads(), 0)
+
+
+@contextmanager
+def use_threads(n: int) -> Iterator[None]:
+    """Compute on ``n`` threads inside the block (torch and NumPy's BLAS), subnormals flushed to
+    zero (:func:`flush_denormals`); restore both afterwards."""
+    import torch
+
+    previous, was_flushing = torch.get_num_threads(), flushing_denormals()
     torch.set_num_threads(n)
+    flush_denormals()
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:  # NumPy's BLAS keeps its own count
@@ -237,6 +298,8 @@ def use_threads(n: int) -> Iterator[None]:
             with threadpool_limits(limits=n):
                 yield
     finally:
+        if not was_flushing:
+            flush_denormals(False)
         torch.set_num_threads(previous)
 
 

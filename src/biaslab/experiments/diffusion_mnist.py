@@ -32,6 +32,7 @@ from biaslab.train.config import LossTraining
 from biaslab.train.recipes import fit_classifier, predict
 
 CONFIDENCE = 0.9
+CLASSIFIER_BATCH = 64  # the judge's own: a --set batch_size for the U-Net leaves the judge as it is
 TARGET_CONFIDENT = 0.7
 # The workshop book's Day 3 lab step 4: "Train a small diffusion model on MNIST, sample a few digits,
 # and inspect the intermediate noise levels"; §3.6 (Why probability changes the picture): "A
@@ -124,12 +125,14 @@ def run(ctx) -> None:
 
     # 3. Score samples and real test digits with the project's CNN, trained on the real digits.
     classifier = ctx.init_model(lambda: CNN(1, (32, 64), 10, global_pool=None, input_size=28), "classifier")
-    fit = fit_classifier(
-        classifier,
-        splits,
-        replace(cfg.train, epochs=cfg.classifier_epochs, lr=2e-3, ema_decay=0.0),  # no averaging
-        ctx.training("classifier"),
+    judge = replace(  # its own batch and learning rate, no weight averaging
+        cfg.train,
+        epochs=cfg.classifier_epochs,
+        batch_size=min(CLASSIFIER_BATCH, len(splits.x_train)),
+        lr=2e-3,
+        ema_decay=0.0,
     )
+    fit = fit_classifier(classifier, splits, judge, ctx.training("classifier"))
     scores = {
         "samples": classifier_scores(torch.softmax(predict(classifier, samples).cpu(), 1), CONFIDENCE),
         "real test digits": classifier_scores(

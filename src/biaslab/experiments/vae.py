@@ -54,7 +54,7 @@ class VAEConfig:
     train: VAETraining = VAETraining(epochs=50, batch_size=128, lr=2e-3, schedule="onecycle")
     hidden: tuple[int, ...] = (512, 256)
     latent_dim: int = 20
-    map_epochs: int = 30  # epochs of the 2-D-latent VAE
+    map_epochs: int = 12  # epochs of the 2-D-latent VAE: its codes sort the digits by then
     iw_samples: int = 100  # k of the importance-weighted estimate of −log p(x)
     grid: int = 15  # codes per side of the grid decoded from the prior
     path_steps: int = 10
