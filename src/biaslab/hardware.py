@@ -28,16 +28,17 @@ with this process's own work left out), naming ``--threads auto``.
 The calls: :func:`resolve_device` and :func:`make_deterministic` (the device, and torch's
 deterministic kernels on CUDA), :func:`resolve_threads`, :func:`use_threads` (torch's and the BLAS
 threads inside a block, restored after; subnormals flushed to zero, :func:`flush_denormals`) and
-:func:`on_current_threads` (the same count applied
-again to thread pools loaded since, such as scikit-learn's OpenMP, which loads with its first
-estimator), :func:`idle_cores`; and, for what reports and results record, :func:`cpu_name`,
-:func:`device_description` and :func:`busy_warning` (benchmarks print it when the load average is
-high); :class:`CpuLoad`, :func:`few_idle_cores_notice` and :func:`restart_load_window` (the
-busy-machine line). A device or thread count this machine cannot give is a one-line ConfigError.
+:func:`on_current_threads` (the same count applied again to thread pools loaded since, such as
+scikit-learn's OpenMP, which loads with its first estimator), :func:`idle_cores`; and, for what
+reports and results record, :func:`cpu_name`, :func:`device_description` and :func:`busy_warning`
+(benchmarks print it when the load average is high); :class:`CpuLoad`,
+:func:`few_idle_cores_notice` and :func:`restart_load_window` (the busy-machine line). A device or
+thread count this machine cannot give is a one-line ConfigError.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import time
@@ -258,24 +259,37 @@ def flushing_denormals() -> bool:
 def _on_each_openmp_thread(work: Callable[[], object]) -> None:
     """Call ``work`` once on each of torch's OpenMP threads, where torch's OpenMP is libgomp."""
     import ctypes
+
+    import torch
+
+    parallel = _gomp_parallel()
+    if parallel is None:
+        return
+    callback = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(lambda _: work())
+    parallel(callback, None, torch.get_num_threads(), 0)
+
+
+@functools.cache
+def _gomp_parallel():
+    """libgomp's ``void GOMP_parallel(void (*fn)(void *), void *data, unsigned threads, unsigned
+    flags)`` from torch's own lib folder, looked up once per process; None where torch ships no
+    libgomp."""
+    import ctypes
     import glob
 
     import torch
 
     found = sorted(glob.glob(os.path.join(os.path.dirname(torch.__file__), "lib", "libgomp*.so*")))
     if not found:
-        return
+        return None
     try:
-        gomp = ctypes.CDLL(found[0])
-        parallel = (
-            gomp.GOMP_parallel
-        )  # void GOMP_parallel(void (*fn)(void *), void *data, unsigned, unsigned)
+        parallel = ctypes.CDLL(found[0]).GOMP_parallel
     except (OSError, AttributeError):
-        return
-    callback = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(lambda _: work())
-    parallel.argtypes = [type(callback), ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint]
+        return None
+    fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+    parallel.argtypes = [fn, ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint]
     parallel.restype = None
-    parallel(callback, None, torch.get_num_threads(), 0)
+    return parallel
 
 
 @contextmanager
