@@ -1,7 +1,7 @@
 """Benchmark: every lab's run time, this checkout against an older commit, in alternation.
 
     python benchmarks/labs.py [--profile quick|default] [--only NAME ...] [--runs N]
-                              [--against REV] [--threads N] [--json out.json]
+                              [--against REV] [--threads N] [--json out.json] [--markdown out.md]
 
 Each run is ``biaslab run NAME`` as a user types it (``--quick`` for the quick profile), a fresh
 process writing into a temporary folder, timed from start to exit (the wall clock a student
@@ -15,7 +15,9 @@ Printed per lab, then a summary: the total of the medians, and the labs over the
 profile (quick: 10 s, default: 300 s; the workshop's own budgets are 2 min and 40 min). A run that
 fails is reported with its exit status and not timed. The load average is printed with the figures
 and a busy machine is warned of: on 2 cores, another job halves what is measured. Figures are of
-this machine and this run; nothing here asserts a time.
+this machine and this run; nothing here asserts a time. ``--markdown`` writes the same figures as
+the README's table (median and min-max per side, the ratio), headed by the machine, the date, the
+load and the commits, so that the README's figures are this script's output, not copied by hand.
 """
 
 from __future__ import annotations
@@ -84,6 +86,7 @@ def main() -> int:
     parser.add_argument("--against", metavar="REV", help="also time this commit's labs, alternating")
     parser.add_argument("--threads", default="2", help="--threads of every run (default 2)")
     parser.add_argument("--json", metavar="PATH", help="write every time to this file")
+    parser.add_argument("--markdown", metavar="PATH", help="write the README's table to this file")
     args = parser.parse_args()
     if args.runs < 1:
         parser.error("--runs must be at least 1")
@@ -115,9 +118,10 @@ def measure(args, sides: dict[str, Path]) -> int:
     if unknown:
         print(f"labs.py: no lab named {', '.join(unknown)}", file=sys.stderr)
         return 2
+    load = os.getloadavg()[0]
     print(
         f"{args.profile} profile, {args.runs} run(s) per lab and side, --threads {args.threads}, "
-        f"load average {os.getloadavg()[0]:.2f}"
+        f"load average {load:.2f}"
     )
     warning = busy_warning()
     if warning:
@@ -145,7 +149,45 @@ def measure(args, sides: dict[str, Path]) -> int:
     print(f"over the {budget:g} s budget: {', '.join(over) if over else 'none'}")
     if args.json:
         Path(args.json).write_text(json.dumps({"profile": args.profile, "labs": results}, indent=1))
+    if args.markdown:
+        Path(args.markdown).write_text(markdown(args, results, load))
     return 0
+
+
+def revision(rev: str) -> str:
+    git = ["git", "-C", str(ROOT), "rev-parse", "--short", rev]
+    done = subprocess.run(git, capture_output=True, text=True)
+    return done.stdout.strip() or rev
+
+
+def markdown(args, results: dict, load: float) -> str:
+    """The figures as the README shows them: a heading line, then one row per lab."""
+    cell = lambda s: f"{s['median']:.1f} ({s['min']:.1f}-{s['max']:.1f})" if s else "(new)"  # noqa: E731
+    heading = (f"`--{args.profile}`" if args.profile == "quick" else "default profile") + (
+        f", {time.strftime('%Y-%m-%d')}, this machine ({os.cpu_count()} cores, "
+        f"load average {load:.2f} at the start), {args.runs} run(s) per side in alternation, "
+        f"--threads {args.threads}: seconds, median (min-max), "
+        + (f"at {revision(args.against)} (before) and " if args.against else "")
+        + f"at {revision('HEAD')} (after)"
+        + (", and the ratio before / after." if args.against else ".")
+    )
+    head = "| lab | before (s) | after (s) | ratio |\n|---|---|---|---|"
+    if not args.against:
+        head = "| lab | s |\n|---|---|"
+    rows = []
+    for lab, row in results.items():
+        new, old = row.get("new"), row.get("old")
+        if args.against:
+            ratio = f"{old['median'] / new['median']:.2f}" if old and new else ""
+            rows.append(f"| `{lab}` | {cell(old)} | {cell(new) if new else 'failed'} | {ratio} |")
+        else:
+            rows.append(f"| `{lab}` | {cell(new) if new else 'failed'} |")
+    totals = "; ".join(
+        f"{side}: {sum(r[side]['median'] for r in results.values() if side in r):.1f} s"
+        for side in ("old", "new")
+        if any(side in r for r in results.values())
+    )
+    return f"{heading}\n\n{head}\n" + "\n".join(rows) + f"\n\nTotal of the medians, {totals}.\n"
 
 
 if __name__ == "__main__":

@@ -74,3 +74,24 @@ def test_the_compare_benchmark_judges_its_target_on_the_means_over_splits():
     assert bench.judge("accuracy", False, 0.95, 0.97) == (pytest.approx(-2.0), False)
     assert bench.judge("accuracy", True, 0.98, 0.98)[1] is False  # images must be ahead
     assert bench.judge("mae", False, 10.4, 10.0) == (pytest.approx(4.0), True)
+
+
+def test_the_labs_benchmark_writes_the_readme_table_from_its_own_figures():
+    """``benchmarks/labs.py --markdown``: one row per lab with each side's median and min-max as
+    measured, the ratio old / new, a lab new on this side shown as new, and the totals."""
+    import argparse
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("labs_benchmark", BENCHMARKS[0].parent / "labs.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    args = argparse.Namespace(profile="quick", runs=3, threads="2", against="HEAD")
+    results = {
+        "xor": {"new": bench.spread([2.0, 3.0, 2.5]), "old": bench.spread([5.0, 4.0, 6.0])},
+        "gaussians": {"new": bench.spread([1.0, 1.2, 1.1])},
+    }
+    text = bench.markdown(args, results, load=0.25)
+    assert "3 run(s) per side in alternation" in text and "load average 0.25" in text
+    assert "| `xor` | 5.0 (4.0-6.0) | 2.5 (2.0-3.0) | 2.00 |" in text
+    assert "| `gaussians` | (new) | 1.1 (1.0-1.2) |  |" in text
+    assert "old: 5.0 s; new: 3.6 s" in text
