@@ -24,7 +24,6 @@ neighbours' radius, and for large m, where n points sample the manifold sparsely
 from __future__ import annotations
 
 import numpy as np
-from sklearn.neighbors import NearestNeighbors
 
 from biaslab.checks import check_integer
 
@@ -46,6 +45,9 @@ def local_inverse_dimensions(x: np.ndarray, neighbours: int = 20) -> np.ndarray:
     k = check_integer(neighbours, "neighbours", 2)
     if len(x) <= k:
         raise ValueError(f"neighbours={k}: needs more than {k} points, got {len(x)}")
+    # imported on use: scikit-learn takes a second to import, and every biaslab command imports every lab
+    from sklearn.neighbors import NearestNeighbors
+
     _, index = NearestNeighbors(n_neighbors=k).fit(x).kneighbors()  # (n, k), each point's own excluded
     # The distances again, as norms of differences: the search's |a|² + |b|² − 2a·b loses close
     # neighbours' distances to cancellation (two points 1e-7 apart read as 0).

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
-from sklearn.linear_model import LogisticRegression
 
 from biaslab.caches import run_cache
 from biaslab.config import check_batch_fits, check_range
@@ -50,6 +49,9 @@ class RotatedConfig:
 
 def shift_study(n: int, seed: int) -> dict[str, dict[str, float]]:
     """For each kind of shift: what a linear classifier fitted on half the source data shows."""
+    # imported on use: scikit-learn takes a second to import, and every biaslab command imports every lab
+    from sklearn.linear_model import LogisticRegression
+
     out = {}
     for kind in SHIFT_KINDS:
         x_s, y_s, x_t, y_t = shift_scenario(kind, n, seed)

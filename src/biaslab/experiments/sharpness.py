@@ -26,7 +26,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from scipy.stats import spearmanr
 
 from biaslab.caches import run_cache
 from biaslab.config import check_range
@@ -248,6 +247,9 @@ def equal_epochs(ctx, cfg: SharpnessConfig, sizes: list[int]) -> None:
 
 
 def _rank(x, y) -> float:
+    # imported on use: scipy.stats takes half a second to import, and every biaslab command imports every lab
+    from scipy.stats import spearmanr
+
     return float(spearmanr(x, y).statistic)
 
 

@@ -15,7 +15,6 @@ from typing import Literal
 
 import numpy as np
 import torch
-from scipy.stats import norm
 
 from biaslab.config import check_batch_fits, check_range
 from biaslab.data.mnist import QUICK_SIZES, MnistSizes, mnist_splits_for
@@ -179,6 +178,9 @@ def run(ctx) -> None:
     fig, (ax,) = plots.subplots(1, size=(6.0, 5.4))
     plots.embedding_scatter(ax, codes, labels, "means of q(z | x), test digits", seed=ctx.seed_for("plot"))
     ctx.figure("latent_map", fig, "The 2-D latent code (the mean of q(z | x)) of each test digit, by class.")
+    # imported on use: scipy.stats takes half a second to import, and every biaslab command imports every lab
+    from scipy.stats import norm
+
     quantiles = norm.ppf(np.linspace(0.05, 0.95, cfg.grid)).astype(np.float32)  # even in probability
     grid = np.stack(np.meshgrid(quantiles, quantiles[::-1]), axis=-1).reshape(-1, 2)  # (G², 2)
     with torch.no_grad():
