@@ -276,3 +276,43 @@ def test_a_dataset_epoch_leaves_the_global_generator_alone():
     torch.manual_seed(0)
     list(trainer._batches(data, len(data)))  # one epoch's batches, no training step
     assert torch.equal(torch.rand(3), expected)
+
+
+class ChunkSizes(nn.Module):
+    """A linear classifier that notes the rows of every batch it is called on."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear, self.rows = nn.Linear(2, 2), []
+
+    def forward(self, x):
+        self.rows.append(len(x))
+        return self.linear(x)
+
+
+def test_evaluation_chunks_are_the_devices_for_the_plain_loss_and_fixed_for_a_step_function():
+    """On a CPU the plain loss is evaluated CPU_EVAL_BATCH rows at a time (the activations stay
+    in the caches), the same loss and accuracy as in one chunk to rounding; a step function, which
+    may draw random numbers per chunk, keeps EVAL_BATCH on every device."""
+    from biaslab.train.config import CPU_EVAL_BATCH, EVAL_BATCH, eval_batch
+
+    assert eval_batch("cpu") == CPU_EVAL_BATCH < EVAL_BATCH and eval_batch("cuda") == EVAL_BATCH
+    x, y = spirals(2 * EVAL_BATCH + 50, 0)
+    model = ChunkSizes()
+    plain = Trainer(model, metrics={"accuracy": accuracy}, device="cpu")
+    chunked = plain.evaluate((x, y))
+    rows = len(x)
+    assert model.rows == [CPU_EVAL_BATCH] * (rows // CPU_EVAL_BATCH) + [rows % CPU_EVAL_BATCH]
+    model.rows.clear()
+    whole = plain.evaluate((x, y), batch_size=rows)
+    assert model.rows == [rows] and chunked["accuracy"] == whole["accuracy"]
+    assert chunked["loss"] == pytest.approx(whole["loss"], rel=1e-6)
+
+    def step(model, batch, generator):
+        inputs, targets = batch
+        outputs = model(inputs)
+        return nn.functional.cross_entropy(outputs, targets)
+
+    model.rows.clear()
+    Trainer(model, step=step, device="cpu").evaluate((x, y))
+    assert model.rows == [EVAL_BATCH, EVAL_BATCH, 50]

@@ -19,6 +19,7 @@ from torch import nn
 
 from biaslab.checks import check_integer
 from biaslab.nn.mlp import device_of
+from biaslab.train.config import eval_batch
 
 Transform = Callable[[torch.Tensor, float], "torch.Tensor | Sequence[torch.Tensor]"]
 
@@ -62,7 +63,7 @@ def accuracy_under_transform(
     y: torch.Tensor,
     transform: Transform,
     amounts: Iterable[float],
-    batch_size: int = 1000,
+    batch_size: int | None = None,
 ) -> dict[float, float]:
     """Accuracy on ``transform(x, a)`` for each amount ``a``: the robustness curve.
 
@@ -74,11 +75,12 @@ def accuracy_under_transform(
             ``data.transforms.translations``), and the accuracy at ``a`` is then their mean.
         amounts: the sizes of the change, in the order wanted; include 0 (or whatever leaves the
             inputs as they are) for the clean accuracy.
-        batch_size: rows per forward pass (default 1000).
+        batch_size: rows per forward pass (default: ``train.config.eval_batch`` of the model's
+            device).
     Returns:
         ``{a: accuracy}`` in the order given, accuracies in [0, 1].
     """
-    batch_size = check_curve_inputs(x, y, batch_size)
+    batch_size = check_curve_inputs(x, y, eval_batch(device_of(model)) if batch_size is None else batch_size)
     curve = {}
     for amount in amounts:
         moved = transform(x, amount)

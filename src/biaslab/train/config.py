@@ -39,9 +39,22 @@ Precision = Literal["fp32", "bf16", "fp16"]
 OPTIMIZERS: tuple[str, ...] = typing.get_args(Optimizer)
 SCHEDULES: tuple[str, ...] = typing.get_args(Schedule)
 PRECISIONS: tuple[str, ...] = typing.get_args(Precision)
-# Rows Trainer.evaluate pushes through the model at once (its default batch_size): with the
-# training batch, the largest batch a memory estimate must allow for.
+# Rows an evaluation pushes through the model at once on an accelerator (Trainer.evaluate's and
+# predict's default there): with the training batch, the largest batch a memory estimate must
+# allow for.
 EVAL_BATCH = 2048
+# ... and on a CPU, where a chunk's activations should stay in the caches: the (32, 64) CNN of
+# the MNIST labs evaluates 2.4x faster per image in chunks of 128 than of 2048 (152 against 359 us
+# on a 2-core EPYC, 2026-12-07), while an MLP's matrix products lose at most 1 us a row.
+CPU_EVAL_BATCH = 128
+
+
+def eval_batch(device: torch.device | str) -> int:
+    """Rows per evaluation chunk on ``device``: ``CPU_EVAL_BATCH`` on a CPU, else ``EVAL_BATCH``.
+    Each row's outputs do not depend on the chunk (the model is in eval mode)."""
+    return CPU_EVAL_BATCH if torch.device(device).type == "cpu" else EVAL_BATCH
+
+
 # What early stopping and keep-the-best may watch (``monitor``): a lab's config narrows the field
 # to the history keys its trainings log each epoch. Every training logs train_loss and, with a
 # validation set, val_loss; fit_classifier adds val_accuracy; a step function val_<term>.

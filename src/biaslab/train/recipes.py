@@ -34,7 +34,7 @@ from biaslab.checks import check_integer
 from biaslab.nn.mlp import device_of
 from biaslab.train.callbacks import LogRecords, TimeLimit, TrainingProgress
 from biaslab.train.checkpoint import Checkpointing
-from biaslab.train.config import EVAL_BATCH, TrainConfig
+from biaslab.train.config import TrainConfig, eval_batch
 from biaslab.train.seed import derive_seed
 from biaslab.train.steps import StepOutput
 from biaslab.train.trainer import Logger, Trainer, accuracy
@@ -109,9 +109,10 @@ class FitResult:
         )
 
 
-def predict(model: nn.Module, x: torch.Tensor, method: str = "forward", batch_size: int = EVAL_BATCH):
+def predict(model: nn.Module, x: torch.Tensor, method: str = "forward", batch_size: int | None = None):
     """``model.<method>(x)`` in eval mode, without gradients, ``batch_size`` rows at a time
-    (a CNN's activations on all of MNIST at once would take gigabytes), concatenated.
+    (default: ``eval_batch`` of the model's device; a CNN's activations on all of MNIST at once
+    would take gigabytes), concatenated.
 
     Each batch is moved to the model's device, and the result stays there (``.cpu()`` it for NumPy).
 
@@ -120,6 +121,7 @@ def predict(model: nn.Module, x: torch.Tensor, method: str = "forward", batch_si
     """
     model.eval()
     fn, device = getattr(model, method), device_of(model)
+    batch_size = eval_batch(device) if batch_size is None else batch_size
     with torch.no_grad():
         return torch.cat([fn(x[i : i + batch_size].to(device)) for i in range(0, len(x), batch_size)])
 

@@ -54,7 +54,14 @@ from biaslab.nn.mlp import device_of
 from biaslab.train import checkpoint, distributed
 from biaslab.train.callbacks import arranged
 from biaslab.train.checkpoint import TrainingState
-from biaslab.train.config import EVAL_BATCH, TrainConfig, autocast_dtype, make_optimizer, make_scheduler
+from biaslab.train.config import (
+    EVAL_BATCH,
+    TrainConfig,
+    autocast_dtype,
+    eval_batch,
+    make_optimizer,
+    make_scheduler,
+)
 from biaslab.train.seed import derive_seed
 from biaslab.train.steps import (
     StepFn,
@@ -351,14 +358,20 @@ class Trainer:
             yield move_to(tuple(batch) if self.step_fn is None else batch, self.device)
 
     @torch.no_grad()
-    def evaluate(self, data: Batch | Dataset, batch_size: int = EVAL_BATCH) -> dict[str, float]:
-        """Loss, step terms and every metric over ``data``, in eval mode.
+    def evaluate(self, data: Batch | Dataset, batch_size: int | None = None) -> dict[str, float]:
+        """Loss, step terms and every metric over ``data``, in eval mode, ``batch_size`` rows at a
+        time. The default: ``eval_batch`` of the trainer's device for the plain loss; for a step
+        function ``EVAL_BATCH`` on every device, since a step may draw random numbers per chunk
+        (a denoiser's noise levels) and its validation loss is then fixed by the chunks as much as
+        by the seed.
 
         The loss (and each term) is the batch-size-weighted mean of the per-batch values; each
         metric is computed once on the outputs and targets of all batches concatenated.
         """
         was_training = self.model.training
         self.model.eval()
+        if batch_size is None:
+            batch_size = eval_batch(self.device) if self.step_fn is None else EVAL_BATCH
         if isinstance(data, tuple):
             n = len(data[0])
             batches = (
