@@ -108,3 +108,29 @@ def test_other_multi_panel_figures_are_readable_at_page_width():
         assert shown_points(fig) >= 9, name
     requirement_axes = [ax for ax in figures["requirements"].axes if ax.axison]
     assert rows_of(requirement_axes) == 2  # four panels: 2 x 2
+
+
+def test_an_image_grid_is_one_mosaic_with_each_image_in_its_place():
+    """Row r, column c of the mosaic is images[r, c]; the blank lines between images are masked
+    (drawn white); the row labels sit at the rows' centres, inside the figure."""
+    rng = np.random.default_rng(0)
+    images = rng.random((3, 5, 28, 28))  # (rows, cols, H, W)
+    fig = plots.image_grid(images, row_labels=["a", "b", "c"])
+    (ax,) = fig.axes
+    (shown,) = ax.images
+    mosaic = np.ma.getdata(shown.get_array()), np.ma.getmaskarray(shown.get_array())
+    step = 28 + 3  # an image and its blank line (a tenth of 28 pixels)
+    assert mosaic[0].shape == (3 * step - 3, 5 * step - 3)
+    for r in range(3):
+        for c in range(5):
+            block = (slice(r * step, r * step + 28), slice(c * step, c * step + 28))
+            assert np.array_equal(mosaic[0][block], images[r, c]) and not mosaic[1][block].any()
+    assert mosaic[1][28:31].all() and mosaic[1][:, 28:31].all()  # the first blank lines
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["a", "b", "c"]
+    assert list(ax.get_yticks()) == [13.5, 13.5 + step, 13.5 + 2 * step]
+    pyplot().close(fig)
+    fig = plots.image_grid(images[:2], row_labels=["test", "in use (≤ 2 px)"])  # a long label: not cut
+    fig.canvas.draw()
+    (ax,) = fig.axes
+    assert all(label.get_window_extent().x0 >= 0 for label in ax.get_yticklabels())
+    pyplot().close(fig)

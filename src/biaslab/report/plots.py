@@ -93,22 +93,30 @@ def embedding_scatter(
 def image_grid(
     images: np.ndarray, row_labels: Sequence[str] | None = None, title: str = "", cell: float = 0.8
 ):
-    """Show ``images`` of shape (rows, cols, H, W) as a grid of grey images."""
-    rows, cols = images.shape[:2]
-    fig, axes = pyplot().subplots(rows, cols, figsize=(cell * cols + 0.8, cell * rows + 0.5), squeeze=False)
-    for r in range(rows):
-        for c in range(cols):
-            ax = axes[r, c]
-            ax.imshow(images[r, c], cmap="gray_r", vmin=0, vmax=1)
-            ax.set_xticks([])
-            ax.set_yticks([])
-            for spine in ax.spines.values():
-                spine.set_visible(False)
-        if row_labels is not None:
-            axes[r, 0].set_ylabel(row_labels[r], rotation=0, ha="right", va="center", fontsize=9)
+    """Show ``images`` of shape (rows, cols, H, W) as a grid of grey images.
+
+    The grid is one mosaic on one axes, the images parted by blank lines a tenth of an image
+    wide: a figure of rows x cols axes took 1 to 2 s to make and save for 100 to 225 images.
+    """
+    rows, cols, h, w = images.shape
+    gap = max(1, round(0.1 * max(h, w)))
+    blank = ((0, 0), (0, 0), (0, gap), (0, gap))  # after each image, below and to the right
+    padded = np.pad(np.asarray(images, dtype=float), blank, constant_values=np.nan)
+    # (rows, cols, h + gap, w + gap) -> (rows, h + gap, cols, w + gap) -> one image, the last gaps cut
+    mosaic = padded.transpose(0, 2, 1, 3).reshape(rows * (h + gap), cols * (w + gap))[:-gap, :-gap]
+    cmap = pyplot().get_cmap("gray_r").with_extremes(bad="white")
+    fig, ax = pyplot().subplots(figsize=(cell * cols + 0.8, cell * rows + 0.5), layout="constrained")
+    ax.imshow(mosaic, cmap=cmap, vmin=0, vmax=1)
+    ax.set_xticks([])
+    if row_labels is None:
+        ax.set_yticks([])
+    else:
+        ax.set_yticks([r * (h + gap) + (h - 1) / 2 for r in range(rows)], list(row_labels), fontsize=9)
+        ax.tick_params(axis="y", length=0)
+    for spine in ax.spines.values():
+        spine.set_visible(False)
     if title:
-        fig.suptitle(title)
-    fig.subplots_adjust(wspace=0.05, hspace=0.05)
+        ax.set_title(title)
     return fig
 
 
