@@ -44,8 +44,9 @@ PRECISIONS: tuple[str, ...] = typing.get_args(Precision)
 # allow for.
 EVAL_BATCH = 2048
 # ... and on a CPU, where a chunk's activations should stay in the caches: the (32, 64) CNN of
-# the MNIST labs evaluates 2.4x faster per image in chunks of 128 than of 2048 (152 against 359 us
-# on a 2-core EPYC, 2026-12-07), while an MLP's matrix products lose at most 1 us a row.
+# the MNIST labs evaluates 1.4 to 2.4x faster per image in chunks of 128 than of 2048 (152 against
+# 359 us, and 210 against 293 an hour later, on a shared 2-core EPYC, 2026-12-08), while an MLP's
+# matrix products lose at most 1 us a row.
 CPU_EVAL_BATCH = 128
 
 
