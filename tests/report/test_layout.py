@@ -118,14 +118,14 @@ def test_an_image_grid_is_one_mosaic_with_each_image_in_its_place():
     fig = plots.image_grid(images, row_labels=["a", "b", "c"])
     (ax,) = fig.axes
     (shown,) = ax.images
-    mosaic = np.ma.getdata(shown.get_array()), np.ma.getmaskarray(shown.get_array())
+    pixels, blank = np.ma.getdata(shown.get_array()), np.ma.getmaskarray(shown.get_array())
     step = 28 + 3  # an image and its blank line (a tenth of 28 pixels)
-    assert mosaic[0].shape == (3 * step - 3, 5 * step - 3)
+    assert pixels.shape == (3 * step - 3, 5 * step - 3)
     for r in range(3):
         for c in range(5):
             block = (slice(r * step, r * step + 28), slice(c * step, c * step + 28))
-            assert np.array_equal(mosaic[0][block], images[r, c]) and not mosaic[1][block].any()
-    assert mosaic[1][28:31].all() and mosaic[1][:, 28:31].all()  # the first blank lines
+            assert np.array_equal(pixels[block], images[r, c]) and not blank[block].any()
+    assert blank[28:31].all() and blank[:, 28:31].all()  # the first blank lines
     assert [t.get_text() for t in ax.get_yticklabels()] == ["a", "b", "c"]
     assert list(ax.get_yticks()) == [13.5, 13.5 + step, 13.5 + 2 * step]
     pyplot().close(fig)

@@ -80,7 +80,7 @@ def accuracy_under_transform(
     Returns:
         ``{a: accuracy}`` in the order given, accuracies in [0, 1].
     """
-    batch_size = check_curve_inputs(x, y, eval_batch(device_of(model)) if batch_size is None else batch_size)
+    batch_size = check_curve_inputs(x, y, eval_batch(device_of(model), batch_size))
     curve = {}
     for amount in amounts:
         moved = transform(x, amount)

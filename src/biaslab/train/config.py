@@ -50,9 +50,12 @@ EVAL_BATCH = 2048
 CPU_EVAL_BATCH = 128
 
 
-def eval_batch(device: torch.device | str) -> int:
-    """Rows per evaluation chunk on ``device``: ``CPU_EVAL_BATCH`` on a CPU, else ``EVAL_BATCH``.
-    Each row's outputs do not depend on the chunk (the model is in eval mode)."""
+def eval_batch(device: torch.device | str, requested: int | None = None) -> int:
+    """Rows per evaluation chunk on ``device``: ``requested`` when given, else ``CPU_EVAL_BATCH``
+    on a CPU and ``EVAL_BATCH`` elsewhere. Each row's outputs do not depend on the chunk (the
+    model is in eval mode)."""
+    if requested is not None:
+        return requested
     return CPU_EVAL_BATCH if torch.device(device).type == "cpu" else EVAL_BATCH
 
 

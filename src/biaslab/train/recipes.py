@@ -121,7 +121,7 @@ def predict(model: nn.Module, x: torch.Tensor, method: str = "forward", batch_si
     """
     model.eval()
     fn, device = getattr(model, method), device_of(model)
-    batch_size = eval_batch(device) if batch_size is None else batch_size
+    batch_size = eval_batch(device, batch_size)
     with torch.no_grad():
         return torch.cat([fn(x[i : i + batch_size].to(device)) for i in range(0, len(x), batch_size)])
 

@@ -370,8 +370,9 @@ class Trainer:
         """
         was_training = self.model.training
         self.model.eval()
-        if batch_size is None:
-            batch_size = eval_batch(self.device) if self.step_fn is None else EVAL_BATCH
+        if batch_size is None and self.step_fn is not None:
+            batch_size = EVAL_BATCH  # a step's random draws per chunk stay the same on every device
+        batch_size = eval_batch(self.device, batch_size)
         if isinstance(data, tuple):
             n = len(data[0])
             batches = (
